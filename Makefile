@@ -1,0 +1,66 @@
+# libfalcon: kernels, MPFR reference, Criterion gate, CLI, benchmarks.
+# `make` builds the library and the CLI; `make test` runs the gate.
+
+CC      ?= cc
+CXX     ?= c++
+BUILD   ?= build
+OPT     ?= -O2
+WARN    := -Wall -Wextra -Werror
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fopenmp -D_GNU_SOURCE -Iinclude -Ireference $(SANITIZE)
+LDLIBS  := -lmpfr -lgmp -lm
+LDFLAGS += -fopenmp $(SANITIZE)
+
+LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
+           kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
+           kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
+           $(wildcard reference/*.c)
+# Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
+EXTRA_LIB_OBJ :=
+-include $(sort $(wildcard mk/*.mk))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
+LIB     := $(BUILD)/libfalcon.a
+
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+
+TEST_SRC := $(wildcard verify/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: all lib cli test clean deps
+all: $(LIB) $(BUILD)/falcon
+
+lib: $(LIB)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/falcon: $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) -lcriterion $(LDLIBS)
+
+# The gate. Criterion runs its tests in parallel on every core.
+test: $(BUILD)/falcon-verify $(BUILD)/falcon
+	$(BUILD)/falcon-verify --jobs=$$(nproc) $(VERIFY_ARGS)
+
+# Debian packages the build, the gate, the benchmarks and the plots need.
+DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
+                libbenchmark-dev gnuplot-nox libomp-dev
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

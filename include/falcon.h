@@ -1,0 +1,228 @@
+/*
+ * falcon.h: the one public header of libfalcon.
+ *
+ * Falcon recurrences are normalized first-order updates of a fast-weight
+ * memory S (m x n), one step per token, read with the query after the write.
+ * This header exposes: a configuration, inputs for one sequence or a
+ * [B][T][H][D] batch, the carried state, the three equal forms, the backends,
+ * fp32/fp64, error codes, .npy files and checkpoints.
+ *
+ * Every entry point validates its arguments before it touches anything the
+ * caller owns: on error it returns a non-zero falcon_status, leaves output
+ * buffers and the state untouched, and falcon_last_error() names the tensor,
+ * the index and the rule that failed.
+ */
+#ifndef FALCON_H
+#define FALCON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FALCON_VERSION "0.1.0"
+
+typedef enum falcon_status {
+    FALCON_OK = 0,
+    FALCON_E_ARGUMENT,    /* a null pointer or an unknown enum value */
+    FALCON_E_SHAPE,       /* sizes disagree, or T/n/m/B/H out of range */
+    FALCON_E_RANGE,       /* a value outside its allowed range (beta, alpha, gain, eps, W, C) */
+    FALCON_E_NONFINITE,   /* NaN or infinity in an input */
+    FALCON_E_UNAVAILABLE, /* backend not compiled in, or the CPU/GPU lacks it */
+    FALCON_E_NOMEM,       /* allocation failed */
+    FALCON_E_OVERFLOW,    /* the result was not finite (outputs unspecified, state kept) */
+    FALCON_E_IO,          /* a file could not be opened, read or written */
+    FALCON_E_FORMAT       /* a file is malformed */
+} falcon_status;
+
+typedef enum falcon_variant {
+    FALCON_1 = 0, /* scalar NLMS */
+    FALCON_2,     /* per-column gains */
+    FALCON_3,     /* sliding-window mini-batch NLMS */
+    FALCON_1A,    /* inner-product twins of the above */
+    FALCON_2A,
+    FALCON_3A
+} falcon_variant;
+
+typedef enum falcon_align {
+    FALCON_ALIGN_PREFIX = 0, /* step t learns (phi(k_{t-1}), v_t) */
+    FALCON_ALIGN_SAME        /* step t learns (phi(k_t), v_t) */
+} falcon_align;
+
+typedef enum falcon_phi {
+    FALCON_PHI_IDENTITY = 0,
+    FALCON_PHI_RELU,
+    FALCON_PHI_ELU1,  /* x + 1 for x > 0, exp(x) otherwise */
+    FALCON_PHI_L2NORM /* x / ||x||, 0 for x = 0 */
+} falcon_phi;
+
+typedef enum falcon_form {
+    FALCON_FORM_RECURRENT = 0,
+    FALCON_FORM_CHUNK,
+    FALCON_FORM_PARALLEL
+} falcon_form;
+
+typedef enum falcon_backend {
+    FALCON_BACKEND_AUTO = 0, /* the best backend this machine has */
+    FALCON_BACKEND_SCALAR,
+    FALCON_BACKEND_AVX2,
+    FALCON_BACKEND_AVX512,
+    FALCON_BACKEND_CUDA,
+    FALCON_BACKEND_MPFR /* high-precision reference, rounded to the run's precision */
+} falcon_backend;
+
+typedef enum falcon_precision {
+    FALCON_FP32 = 0,
+    FALCON_FP64
+} falcon_precision;
+
+/* Limits checked by validation. */
+#define FALCON_MAX_DIM     16384   /* n and m */
+#define FALCON_MAX_WINDOW  4096
+#define FALCON_MAX_CHUNK   4096
+#define FALCON_MAX_THREADS 1024
+
+typedef struct falcon_config {
+    falcon_variant variant;
+    falcon_align align;
+    falcon_phi phi;
+    falcon_form form;
+    falcon_backend backend;
+    falcon_precision precision;
+    double eps;        /* normaliser floor, > 0 (default 1e-6) */
+    int64_t window;    /* W >= 1; must be 1 unless the variant is Falcon-3/3A */
+    int64_t chunk;     /* C >= 1, chunk form only (default 64) */
+    int mpfr_bits;     /* mpfr backend precision, >= 64 (default 256) */
+    int threads;       /* heads run in parallel; 0 = OpenMP's default */
+} falcon_config;
+
+/* Defaults: Falcon-1, prefix, identity, recurrent, auto, fp32, eps 1e-6,
+ * window 1, chunk 64, 256 bits, threads 0. */
+void falcon_config_default(falcon_config *cfg);
+
+/*
+ * Inputs for B x H independent sequences in the [B][T][H][D] layout of the
+ * PyTorch linear-attention libraries; one sequence is B = H = 1 ([T][D]).
+ * The element type is float for FALCON_FP32 and double for FALCON_FP64.
+ */
+typedef struct falcon_inputs {
+    int64_t B, T, H; /* T >= 0, B, H >= 1 */
+    int64_t n, m;    /* key/query width, value width */
+    const void *q;     /* [B][T][H][n] */
+    const void *k;     /* [B][T][H][n] */
+    const void *v;     /* [B][T][H][m] */
+    const void *beta;  /* [B][T][H] */
+    const void *alpha; /* [B][T][H], or NULL for no decay */
+    const void *gain;  /* [B][T][H][n]; required by Falcon-2/2A, NULL otherwise */
+} falcon_inputs;
+
+/* One sequence: B = H = 1. */
+falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m,
+                                     const void *q, const void *k, const void *v,
+                                     const void *beta, const void *alpha,
+                                     const void *gain);
+
+/*
+ * The carried state of `heads` = B*H sequences: memory S [heads][m][n], the
+ * previous raw key (prefix alignment) and the last W-1 raw examples (window
+ * variants). Stored in double whatever the run precision (an fp32 value is
+ * exact in double). A fresh state has S = 0, no previous key, no history.
+ */
+typedef struct falcon_state falcon_state;
+
+falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m,
+                                  int64_t window, falcon_state **out);
+void falcon_state_free(falcon_state *state);
+falcon_status falcon_state_reset(falcon_state *state);
+falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out);
+
+/* Read-only view of a state's contents. */
+typedef struct falcon_state_view {
+    int64_t heads, n, m, window;
+    int64_t keep;            /* history capacity: window - 1 */
+    const double *S;         /* [heads][m][n] */
+    const double *prev_key;  /* [heads][n], raw (before phi) */
+    const uint8_t *has_prev; /* [heads] */
+    const double *hist_k;    /* [heads][keep][n], oldest first, raw keys */
+    const double *hist_v;    /* [heads][keep][m] */
+    const int64_t *hist_len; /* [heads], <= keep */
+} falcon_state_view;
+
+falcon_state_view falcon_state_get_view(const falcon_state *state);
+/* Replace the memory of every head ([heads][m][n], finite). */
+falcon_status falcon_state_set_memory(falcon_state *state, const double *S);
+
+/*
+ * Run the recurrence over the inputs, carrying `state` (which may be NULL
+ * for a fresh state that is not returned). `out` receives the reads
+ * o_t = S_t phi(q_t), [B][T][H][m] in the run's precision. Running a
+ * sequence in one call equals, to rounding, running it in any split into
+ * segments with the same state carried.
+ */
+falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
+                         falcon_state *state, void *out);
+
+/* Validation alone (what falcon_run checks before it computes). */
+falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
+                              const falcon_state *state);
+
+/* Backends. */
+int falcon_backend_available(falcon_backend backend); /* 1 if usable here */
+falcon_backend falcon_backend_resolve(falcon_backend backend); /* AUTO -> best */
+/* How a backend is built here, e.g. "avx512 (simde emulation)". */
+const char *falcon_backend_describe(falcon_backend backend);
+
+/* Names <-> enums (the CLI spellings). Parsers return -1 on unknown names. */
+const char *falcon_variant_name(falcon_variant v);
+const char *falcon_align_name(falcon_align a);
+const char *falcon_phi_name(falcon_phi p);
+const char *falcon_form_name(falcon_form f);
+const char *falcon_backend_name(falcon_backend b);
+const char *falcon_precision_name(falcon_precision p);
+int falcon_variant_parse(const char *s);
+int falcon_align_parse(const char *s);
+int falcon_phi_parse(const char *s);
+int falcon_form_parse(const char *s);
+int falcon_backend_parse(const char *s);
+int falcon_precision_parse(const char *s);
+
+/* Variant properties. */
+int falcon_variant_is_regression(falcon_variant v); /* Falcon-1/2/3 */
+int falcon_variant_has_gain(falcon_variant v);      /* Falcon-2/2A */
+int falcon_variant_has_window(falcon_variant v);    /* Falcon-3/3A */
+
+/* Errors. */
+const char *falcon_status_name(falcon_status s);
+/* Detail of the last failure in this thread (tensor, index, rule). */
+const char *falcon_last_error(void);
+
+/* ---- .npy files (little-endian float32/float64, C order) ---- */
+typedef enum falcon_dtype { FALCON_DTYPE_F32 = 0, FALCON_DTYPE_F64 } falcon_dtype;
+
+#define FALCON_NPY_MAX_NDIM 8
+
+typedef struct falcon_array {
+    falcon_dtype dtype;
+    int ndim;
+    int64_t shape[FALCON_NPY_MAX_NDIM];
+    int64_t count; /* product of shape */
+    void *data;    /* count elements of dtype */
+} falcon_array;
+
+/* Read a whole file, converted to `want`. */
+falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array *out);
+/* Write atomically: a temporary name in the same directory, then rename. */
+falcon_status falcon_npy_write(const char *path, const falcon_array *a);
+void falcon_array_free(falcon_array *a);
+
+/* ---- checkpoints: the whole carried state in a directory ---- */
+falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir);
+falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FALCON_H */

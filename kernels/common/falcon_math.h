@@ -1,0 +1,102 @@
+/*
+ * The shared math of every backend: feature maps, the normaliser, decay
+ * factors and window bookkeeping. Header-only and plain C so that the CPU
+ * framework, the CUDA kernels (host and device) and the tests compile the
+ * same lines; the backends never re-derive any of it.
+ */
+#ifndef FALCON_MATH_H
+#define FALCON_MATH_H
+
+#include <stdint.h>
+#include <math.h>
+
+#ifdef __CUDACC__
+#define FALCON_HD static __host__ __device__ __forceinline__
+#else
+#define FALCON_HD static inline
+#endif
+
+/* ---- window bookkeeping (integers only) ----
+ * Examples are numbered 0, 1, ... in the order they are revealed: first the
+ * `carried` examples of the state (oldest first), then one per step that has
+ * one. Under prefix alignment a step learns the previous key, so the first
+ * step of a fresh state (no previous key) reveals nothing: `shift` = 1. */
+typedef struct falcon_examples {
+    int64_t carried; /* examples carried in the state's history */
+    int64_t shift;   /* 1 if step 0 has no example (prefix, no previous key) */
+    int64_t window;  /* W */
+} falcon_examples;
+
+FALCON_HD falcon_examples falcon_examples_make(int64_t carried, int prefix, int has_prev,
+                                               int64_t window)
+{
+    falcon_examples ex;
+    ex.carried = carried;
+    ex.shift = (prefix && !has_prev) ? 1 : 0;
+    ex.window = window;
+    return ex;
+}
+
+/* Example revealed by step t, or -1 if the step reveals none. */
+FALCON_HD int64_t falcon_example_of_step(const falcon_examples *ex, int64_t t)
+{
+    return t < ex->shift ? -1 : ex->carried + t - ex->shift;
+}
+
+/* Step (of this call) that revealed example e, or -1 if e was carried in. */
+FALCON_HD int64_t falcon_step_of_example(const falcon_examples *ex, int64_t e)
+{
+    return e < ex->carried ? -1 : e - ex->carried + ex->shift;
+}
+
+/* First example of the window that ends at example e (E_t = [first, e]). */
+FALCON_HD int64_t falcon_window_first(const falcon_examples *ex, int64_t e)
+{
+    int64_t f = e - ex->window + 1;
+    return f < 0 ? 0 : f;
+}
+
+/* Number of examples known after steps 0..T-1 (carried ones included). */
+FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
+{
+    int64_t own = T - ex->shift;
+    return ex->carried + (own > 0 ? own : 0);
+}
+
+/* ---- decay factors ----
+ * A row of pairwise decay factors F[i][j] = alpha_{j+1} * ... * alpha_i for
+ * j < i, F[i][i] = 1. Advancing from row i-1 to row i multiplies by alpha_i.
+ * Taken as running products of the (positive, <= 1) alphas, a factor never
+ * overflows, never divides two underflowed numbers, and carries a relative
+ * error of at most (i - j) roundoffs whatever the size of log alpha; this is
+ * how the forms meet SPEC section 3 without exponentials. Kept in double. */
+FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
+{
+    for (int64_t j = 0; j < i; j++)
+        row[j] *= alpha;
+    row[i] = 1.0;
+}
+
+/* ---- normaliser ----
+ * eta = beta / (eps + sum_{i in E} x_i . z_i). The dot products are summed
+ * oldest example first in every form so the forms agree to rounding. */
+#define FALCON_ETA(beta, eps, xz_sum) ((beta) / ((eps) + (xz_sum)))
+
+/* ---- feature maps, one element (relu and elu1; l2norm needs the vector) ---- */
+enum { FALCON_MATH_PHI_IDENTITY, FALCON_MATH_PHI_RELU, FALCON_MATH_PHI_ELU1, FALCON_MATH_PHI_L2NORM };
+
+FALCON_HD float falcon_phi_elem_f32(int phi, float x)
+{
+    if (phi == FALCON_MATH_PHI_RELU) return x > 0.0f ? x : 0.0f;
+    if (phi == FALCON_MATH_PHI_ELU1) return x > 0.0f ? x + 1.0f : expf(x);
+    return x;
+}
+
+FALCON_HD double falcon_phi_elem_f64(int phi, double x)
+{
+    if (phi == FALCON_MATH_PHI_RELU) return x > 0.0 ? x : 0.0;
+    if (phi == FALCON_MATH_PHI_ELU1) return x > 0.0 ? x + 1.0 : exp(x);
+    return x;
+}
+
+#endif /* FALCON_MATH_H */

@@ -1,0 +1,45 @@
+/*
+ * One head's problem as the framework sees it: strided views into the
+ * caller's [B][T][H][D] tensors, the variant's parameters, this head's slice
+ * of the carried state (double), and the micro-kernels to use. The framework
+ * computes the outputs and the new memory S; the history bookkeeping of the
+ * state (previous key, window) is done once, outside, by src/state.c.
+ */
+#ifndef FALCON_HEAD_H
+#define FALCON_HEAD_H
+
+#include "../ukernel.h"
+#include "falcon.h"
+
+#define FALCON_HEAD_DECLARE(R, SFX)                                                     \
+    typedef struct falcon_head_##SFX {                                                 \
+        int64_t T, n, m;                                                               \
+        const R *q, *k, *gain; /* rows t at stride ldk; gain NULL unless Falcon-2/2A */ \
+        int64_t ldk;                                                                   \
+        const R *v;                                                                    \
+        int64_t ldv;                                                                   \
+        const R *beta, *alpha; /* stride lds; alpha NULL = no decay */                  \
+        int64_t lds;                                                                   \
+        R *out;                                                                        \
+        int64_t ldo;                                                                   \
+        int regression; /* Falcon-1/2/3: e = y - Sbar x; A variants: e = y */          \
+        int prefix;     /* prefix alignment */                                         \
+        int phi;                                                                       \
+        R eps;                                                                         \
+        int64_t window;                                                                \
+        double *S;               /* [m][n], read at start, written at end */           \
+        const double *prev_key;  /* [n] raw, or NULL */                                \
+        const double *hist_k;    /* [hist_len][n] raw, oldest first */                 \
+        const double *hist_v;    /* [hist_len][m] */                                   \
+        int64_t hist_len;                                                              \
+        const falcon_uk_##SFX *uk;                                                     \
+    } falcon_head_##SFX;                                                               \
+    falcon_status falcon_recurrent_##SFX(const falcon_head_##SFX *h);                  \
+    /* Chunk-parallel with blocks of L steps; the masked-parallel form is the */       \
+    /* same equations with one block over the whole call (see blocked.inc.c). */       \
+    falcon_status falcon_blocked_##SFX(const falcon_head_##SFX *h, int64_t L);
+
+FALCON_HEAD_DECLARE(float, f32)
+FALCON_HEAD_DECLARE(double, f64)
+
+#endif

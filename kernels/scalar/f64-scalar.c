@@ -1,0 +1,1 @@
+#include "ukernels-scalar.inc.c"

@@ -1,0 +1,38 @@
+/*
+ * The micro-kernel interface: the only code a CPU backend (scalar, AVX2,
+ * AVX-512) provides. The framework (kernels/framework) expresses every
+ * variant and form through these four operations, so the variant logic is
+ * written once and an ISA only swaps the inner loops (BLIS-style).
+ * Matrices are row-major with explicit leading dimensions.
+ */
+#ifndef FALCON_UKERNEL_H
+#define FALCON_UKERNEL_H
+
+#include <stdint.h>
+
+#define FALCON_UK_DECLARE(R, SFX)                                                        \
+    typedef struct falcon_uk_##SFX {                                                   \
+        const char *name;                                                              \
+        /* C[M][N] = beta*C + A[M][K] * B[N][K]^T (beta = 0: C is not read) */          \
+        void (*gemm_nt)(int64_t M, int64_t N, int64_t K, const R *A, int64_t lda,      \
+                        const R *B, int64_t ldb, R beta, R *C, int64_t ldc);           \
+        /* C[M][N] = beta*C + A[M][K] * B[K][N] (beta = 0: C is not read) */            \
+        void (*gemm_nn)(int64_t M, int64_t N, int64_t K, const R *A, int64_t lda,      \
+                        const R *B, int64_t ldb, R beta, R *C, int64_t ldc);           \
+        /* S[m][n] = a*S + E[k][m]^T Z[k][n]: decay plus rank-k write */                \
+        void (*rank_update)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
+                            const R *E, int64_t lde, const R *Z, int64_t ldz);         \
+        /* X[P][m] <- (I + L)^{-1} X, L[P][P] strictly lower (diagonal, upper unread) */ \
+        void (*trsm_unit_lower)(int64_t P, int64_t m, const R *L, int64_t ldl, R *X,   \
+                                int64_t ldx);                                          \
+    } falcon_uk_##SFX;
+
+FALCON_UK_DECLARE(float, f32)
+FALCON_UK_DECLARE(double, f64)
+
+/* Each backend defines falcon_uk_<backend>_<f32|f64>; src/dispatch.c
+ * refers only to the ones the build compiled in. */
+extern const falcon_uk_f32 falcon_uk_scalar_f32;
+extern const falcon_uk_f64 falcon_uk_scalar_f64;
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * The MPFR reference: SPEC section 1.2 step by step (recurrent) and the
+ * chunk-parallel equations of SPEC section 2, both evaluated at `bits` of
+ * precision with inputs converted exactly. Written independently of the
+ * kernels' framework so that it is an outside check on them.
+ */
+#ifndef FALCON_REF_H
+#define FALCON_REF_H
+
+#include <mpfr.h>
+#include "falcon.h"
+
+/* One head, contiguous double inputs (exact copies of the run's inputs). */
+typedef struct falcon_ref_head {
+    int64_t T, n, m;
+    const double *q, *k;   /* [T][n] raw (phi is applied by the reference) */
+    const double *v;       /* [T][m] */
+    const double *beta;    /* [T] */
+    const double *alpha;   /* [T] or NULL (no decay) */
+    const double *gain;    /* [T][n] or NULL (only Falcon-2/2A) */
+    /* carried state in */
+    const double *S0;       /* [m][n] */
+    const double *prev_key; /* [n] raw, or NULL: no previous key */
+    const double *hist_k;   /* [hist_len][n] raw keys of the carried examples, oldest first */
+    const double *hist_v;   /* [hist_len][m] */
+    int64_t hist_len;       /* <= window - 1 */
+} falcon_ref_head;
+
+typedef struct falcon_ref_opts {
+    falcon_variant variant;
+    falcon_align align;
+    falcon_phi phi;
+    double eps;      /* as the run sees it (already rounded to its precision) */
+    int64_t window;  /* W (1 for non-window variants) */
+    int64_t chunk;   /* chunk length C for the chunk form */
+    mpfr_prec_t bits;
+} falcon_ref_opts;
+
+/* High-precision results: out [T][m] and S [m][n], mpfr_t arrays that the
+ * caller has initialised (any precision; the result is rounded into them).
+ * Return FALCON_OK or FALCON_E_NOMEM. */
+falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                      mpfr_t *out, mpfr_t *S);
+falcon_status falcon_ref_chunk_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                  mpfr_t *out, mpfr_t *S);
+
+/* The same, rounded to double (round-to-nearest). out [T][m], S [m][n]. */
+falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                   double *out, double *S);
+falcon_status falcon_ref_chunk(const falcon_ref_opts *o, const falcon_ref_head *h,
+                               double *out, double *S);
+
+#endif

@@ -1,0 +1,86 @@
+/* Defaults, names of the enums, variant properties and error reporting. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "internal.h"
+
+void falcon_config_default(falcon_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->variant = FALCON_1;
+    cfg->align = FALCON_ALIGN_PREFIX;
+    cfg->phi = FALCON_PHI_IDENTITY;
+    cfg->form = FALCON_FORM_RECURRENT;
+    cfg->backend = FALCON_BACKEND_AUTO;
+    cfg->precision = FALCON_FP32;
+    cfg->eps = 1e-6;
+    cfg->window = 1;
+    cfg->chunk = 64;
+    cfg->mpfr_bits = 256;
+    cfg->threads = 0;
+}
+
+falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m, const void *q, const void *k,
+                                     const void *v, const void *beta, const void *alpha,
+                                     const void *gain)
+{
+    falcon_inputs in = {1, T, 1, n, m, q, k, v, beta, alpha, gain};
+    return in;
+}
+
+static const char *const variant_names[] = {"falcon1", "falcon2", "falcon3",
+                                            "falcon1a", "falcon2a", "falcon3a"};
+static const char *const align_names[] = {"prefix", "same"};
+static const char *const phi_names[] = {"identity", "relu", "elu1", "l2norm"};
+static const char *const form_names[] = {"recurrent", "chunk", "parallel"};
+static const char *const backend_names[] = {"auto", "scalar", "avx2", "avx512", "cuda", "mpfr"};
+static const char *const precision_names[] = {"fp32", "fp64"};
+static const char *const status_names[] = {
+    "ok", "invalid argument", "shape error", "value out of range", "non-finite input",
+    "backend unavailable", "out of memory", "result overflowed", "i/o error", "malformed file"};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *name_of(const char *const *names, int count, int i)
+{
+    return i >= 0 && i < count ? names[i] : "unknown";
+}
+
+static int parse(const char *const *names, int count, const char *s)
+{
+    for (int i = 0; s && i < count; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+const char *falcon_variant_name(falcon_variant v) { return name_of(variant_names, COUNT(variant_names), (int)v); }
+const char *falcon_align_name(falcon_align a) { return name_of(align_names, COUNT(align_names), (int)a); }
+const char *falcon_phi_name(falcon_phi p) { return name_of(phi_names, COUNT(phi_names), (int)p); }
+const char *falcon_form_name(falcon_form f) { return name_of(form_names, COUNT(form_names), (int)f); }
+const char *falcon_backend_name(falcon_backend b) { return name_of(backend_names, COUNT(backend_names), (int)b); }
+const char *falcon_precision_name(falcon_precision p) { return name_of(precision_names, COUNT(precision_names), (int)p); }
+const char *falcon_status_name(falcon_status s) { return name_of(status_names, COUNT(status_names), (int)s); }
+int falcon_variant_parse(const char *s) { return parse(variant_names, COUNT(variant_names), s); }
+int falcon_align_parse(const char *s) { return parse(align_names, COUNT(align_names), s); }
+int falcon_phi_parse(const char *s) { return parse(phi_names, COUNT(phi_names), s); }
+int falcon_form_parse(const char *s) { return parse(form_names, COUNT(form_names), s); }
+int falcon_backend_parse(const char *s) { return parse(backend_names, COUNT(backend_names), s); }
+int falcon_precision_parse(const char *s) { return parse(precision_names, COUNT(precision_names), s); }
+
+int falcon_variant_is_regression(falcon_variant v) { return v == FALCON_1 || v == FALCON_2 || v == FALCON_3; }
+int falcon_variant_has_gain(falcon_variant v) { return v == FALCON_2 || v == FALCON_2A; }
+int falcon_variant_has_window(falcon_variant v) { return v == FALCON_3 || v == FALCON_3A; }
+
+static _Thread_local char last_error[512];
+
+falcon_status falcon_fail(falcon_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+const char *falcon_last_error(void) { return last_error; }

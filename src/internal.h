@@ -1,0 +1,46 @@
+/* Library internals shared by src/ (not installed). */
+#ifndef FALCON_INTERNAL_H
+#define FALCON_INTERNAL_H
+
+#include "falcon.h"
+
+struct falcon_state {
+    int64_t heads, n, m, window, keep;
+    double *S;          /* [heads][m][n] */
+    double *prev_key;   /* [heads][n] */
+    uint8_t *has_prev;  /* [heads] */
+    double *hist_k;     /* [heads][keep][n] */
+    double *hist_v;     /* [heads][keep][m] */
+    int64_t *hist_len;  /* [heads] */
+};
+
+/* Record the detail of a failure for falcon_last_error(); returns s. */
+falcon_status falcon_fail(falcon_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Element i of a typed input as double. */
+static inline double falcon_load(const void *p, falcon_precision prec, int64_t i)
+{
+    return prec == FALCON_FP32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* After a successful run of head (b, h): move the previous key and the
+ * window history of that head forward over the call's T steps. */
+void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falcon_inputs *in,
+                          int64_t b, int64_t h);
+/* Move the contents of src into dst (same sizes) and free src. */
+void falcon_state_take(falcon_state *dst, falcon_state *src);
+
+/* Steps per block of the masked-parallel form (bounds its O(P^2) memory). */
+int64_t falcon_parallel_block(int64_t window);
+
+/* Backends outside the CPU framework. */
+falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
+                              falcon_state *work, void *out);
+int falcon_mpfr_available(void);
+falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
+                              falcon_state *work, void *out);
+int falcon_cuda_available(void);
+const char *falcon_cuda_describe(void);
+
+#endif

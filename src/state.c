@@ -1,0 +1,141 @@
+/* The carried state: memory, previous key and window history per head. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "../kernels/common/falcon_math.h"
+
+falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t window,
+                                  falcon_state **out)
+{
+    if (!out) return falcon_fail(FALCON_E_ARGUMENT, "state: the output pointer is NULL");
+    if (heads < 1 || heads > (1 << 24))
+        return falcon_fail(FALCON_E_SHAPE, "state: heads = %lld must be in [1, 2^24]", (long long)heads);
+    if (n < 1 || n > FALCON_MAX_DIM || m < 1 || m > FALCON_MAX_DIM)
+        return falcon_fail(FALCON_E_SHAPE, "state: n = %lld, m = %lld must be in [1, %d]",
+                           (long long)n, (long long)m, FALCON_MAX_DIM);
+    if (window < 1 || window > FALCON_MAX_WINDOW)
+        return falcon_fail(FALCON_E_RANGE, "state: window = %lld must be in [1, %d]",
+                           (long long)window, FALCON_MAX_WINDOW);
+    falcon_state *s = calloc(1, sizeof *s);
+    if (!s) return falcon_fail(FALCON_E_NOMEM, "state: out of memory");
+    s->heads = heads; s->n = n; s->m = m; s->window = window; s->keep = window - 1;
+    s->S = calloc((size_t)(heads * m * n), sizeof(double));
+    s->prev_key = calloc((size_t)(heads * n), sizeof(double));
+    s->has_prev = calloc((size_t)heads, 1);
+    s->hist_k = calloc((size_t)(heads * s->keep * n + 1), sizeof(double));
+    s->hist_v = calloc((size_t)(heads * s->keep * m + 1), sizeof(double));
+    s->hist_len = calloc((size_t)heads, sizeof(int64_t));
+    if (!s->S || !s->prev_key || !s->has_prev || !s->hist_k || !s->hist_v || !s->hist_len) {
+        falcon_state_free(s);
+        return falcon_fail(FALCON_E_NOMEM, "state: out of memory for %lld heads of %lld x %lld",
+                           (long long)heads, (long long)m, (long long)n);
+    }
+    *out = s;
+    return FALCON_OK;
+}
+
+void falcon_state_free(falcon_state *s)
+{
+    if (!s) return;
+    free(s->S); free(s->prev_key); free(s->has_prev);
+    free(s->hist_k); free(s->hist_v); free(s->hist_len);
+    free(s);
+}
+
+falcon_status falcon_state_reset(falcon_state *s)
+{
+    if (!s) return falcon_fail(FALCON_E_ARGUMENT, "state is NULL");
+    memset(s->S, 0, sizeof(double) * (size_t)(s->heads * s->m * s->n));
+    memset(s->has_prev, 0, (size_t)s->heads);
+    memset(s->hist_len, 0, sizeof(int64_t) * (size_t)s->heads);
+    return FALCON_OK;
+}
+
+falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
+{
+    if (!src || !out) return falcon_fail(FALCON_E_ARGUMENT, "state copy: NULL argument");
+    falcon_state *d;
+    falcon_status st = falcon_state_create(src->heads, src->n, src->m, src->window, &d);
+    if (st) return st;
+    int64_t H = src->heads;
+    memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));
+    memcpy(d->prev_key, src->prev_key, sizeof(double) * (size_t)(H * src->n));
+    memcpy(d->has_prev, src->has_prev, (size_t)H);
+    memcpy(d->hist_k, src->hist_k, sizeof(double) * (size_t)(H * src->keep * src->n));
+    memcpy(d->hist_v, src->hist_v, sizeof(double) * (size_t)(H * src->keep * src->m));
+    memcpy(d->hist_len, src->hist_len, sizeof(int64_t) * (size_t)H);
+    *out = d;
+    return FALCON_OK;
+}
+
+void falcon_state_take(falcon_state *dst, falcon_state *src)
+{
+    falcon_state tmp = *dst;
+    *dst = *src;
+    *src = tmp;
+    falcon_state_free(src);
+}
+
+falcon_state_view falcon_state_get_view(const falcon_state *s)
+{
+    falcon_state_view v;
+    memset(&v, 0, sizeof v);
+    if (!s) return v;
+    v.heads = s->heads; v.n = s->n; v.m = s->m; v.window = s->window; v.keep = s->keep;
+    v.S = s->S; v.prev_key = s->prev_key; v.has_prev = s->has_prev;
+    v.hist_k = s->hist_k; v.hist_v = s->hist_v; v.hist_len = s->hist_len;
+    return v;
+}
+
+falcon_status falcon_state_set_memory(falcon_state *s, const double *S)
+{
+    if (!s || !S) return falcon_fail(FALCON_E_ARGUMENT, "state_set_memory: NULL argument");
+    int64_t count = s->heads * s->m * s->n;
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(S[i]))
+            return falcon_fail(FALCON_E_NONFINITE, "S[%lld] = %g: the memory must be finite",
+                               (long long)i, S[i]);
+    memcpy(s->S, S, sizeof(double) * (size_t)count);
+    return FALCON_OK;
+}
+
+void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falcon_inputs *in,
+                          int64_t b, int64_t h)
+{
+    const int64_t head = b * in->H + h, n = st->n, m = st->m, T = in->T, keep = st->keep;
+    if (T == 0) return;
+    const int prefix = cfg->align == FALCON_ALIGN_PREFIX;
+    falcon_examples ex = falcon_examples_make(st->hist_len[head], prefix, st->has_prev[head],
+                                              st->window);
+    double *hk = st->hist_k + head * keep * n, *hv = st->hist_v + head * keep * m;
+    double *pk = st->prev_key + head * n;
+    /* Row offsets of step t's key and value in the [B][T][H][D] tensors. */
+#define KEY_AT(t) ((((b) * T + (t)) * in->H + h) * n)
+#define VAL_AT(t) ((((b) * T + (t)) * in->H + h) * m)
+    const int64_t total = falcon_examples_after(&ex, T);
+    const int64_t kept = total < keep ? total : keep;
+    /* The new history may read the old one: build it in order, oldest first,
+     * which only ever reads old rows at or after the one being written. */
+    for (int64_t i = 0; i < kept; i++) {
+        const int64_t e = total - kept + i;
+        if (e < ex.carried) {
+            if (e != i) {
+                memmove(hk + i * n, hk + e * n, sizeof(double) * (size_t)n);
+                memmove(hv + i * m, hv + e * m, sizeof(double) * (size_t)m);
+            }
+            continue;
+        }
+        const int64_t t = falcon_step_of_example(&ex, e);
+        for (int64_t c = 0; c < m; c++) hv[i * m + c] = falcon_load(in->v, cfg->precision, VAL_AT(t) + c);
+        if (prefix && t == 0)
+            memmove(hk + i * n, pk, sizeof(double) * (size_t)n);
+        else
+            for (int64_t c = 0; c < n; c++)
+                hk[i * n + c] = falcon_load(in->k, cfg->precision, KEY_AT(prefix ? t - 1 : t) + c);
+    }
+    st->hist_len[head] = kept;
+    for (int64_t c = 0; c < n; c++) pk[c] = falcon_load(in->k, cfg->precision, KEY_AT(T - 1) + c);
+    st->has_prev[head] = 1;
+#undef KEY_AT
+#undef VAL_AT
+}

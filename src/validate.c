@@ -1,0 +1,153 @@
+/*
+ * SPEC section 5: every entry point checks its arguments before it touches
+ * anything, and names the tensor, the index and the rule that failed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include "internal.h"
+
+/* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element. */
+static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t h, int64_t i,
+                         char *buf, size_t size)
+{
+    int used = in->B == 1 && in->H == 1
+                   ? snprintf(buf, size, "[t=%lld", (long long)t)
+                   : snprintf(buf, size, "[b=%lld,t=%lld,h=%lld", (long long)b, (long long)t,
+                              (long long)h);
+    if (i >= 0 && used > 0 && (size_t)used < size)
+        used += snprintf(buf + used, size - (size_t)used, ",i=%lld", (long long)i);
+    if (used > 0 && (size_t)used < size) snprintf(buf + used, size - (size_t)used, "]");
+    return buf;
+}
+
+typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
+
+/* Check every element of one [B][T][H][width] tensor against a rule. */
+static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, const char *name,
+                                  const void *p, int64_t width, rule r)
+{
+    char at[96];
+    const int64_t rows = in->B * in->T * in->H;
+    for (int64_t row = 0; row < rows; row++) {
+        for (int64_t i = 0; i < width; i++) {
+            const double x = falcon_load(p, cfg->precision, row * width + i);
+            const int64_t h = row % in->H, t = (row / in->H) % in->T, b = row / (in->H * in->T);
+            const char *w = where(in, b, t, h, width > 1 ? i : -1, at, sizeof at);
+            if (!isfinite(x))
+                return falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x);
+            if (r == RULE_BETA_REG && !(x >= 0 && x <= 2))
+                return falcon_fail(FALCON_E_RANGE,
+                                   "%s%s = %g: must be in [0, 2] for the regression variant %s",
+                                   name, w, x, falcon_variant_name(cfg->variant));
+            if (r == RULE_BETA_IP && !(x >= 0))
+                return falcon_fail(FALCON_E_RANGE,
+                                   "%s%s = %g: must be >= 0 for the inner-product variant %s",
+                                   name, w, x, falcon_variant_name(cfg->variant));
+            if (r == RULE_ALPHA && !(x > 0 && x <= 1))
+                return falcon_fail(FALCON_E_RANGE,
+                                   "%s%s = %g: decay must be in (0, 1] (use a fresh state to reset)",
+                                   name, w, x);
+            if (r == RULE_GAIN && !(x >= 0))
+                return falcon_fail(FALCON_E_RANGE, "%s%s = %g: gains must be >= 0", name, w, x);
+        }
+    }
+    return FALCON_OK;
+}
+
+static falcon_status check_config(const falcon_config *cfg)
+{
+    if (!cfg) return falcon_fail(FALCON_E_ARGUMENT, "config is NULL");
+    if ((unsigned)cfg->variant > FALCON_3A)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.variant = %d: unknown variant", (int)cfg->variant);
+    if ((unsigned)cfg->align > FALCON_ALIGN_SAME)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.align = %d: unknown alignment", (int)cfg->align);
+    if ((unsigned)cfg->phi > FALCON_PHI_L2NORM)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.phi = %d: unknown feature map", (int)cfg->phi);
+    if ((unsigned)cfg->form > FALCON_FORM_PARALLEL)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
+    if ((unsigned)cfg->backend > FALCON_BACKEND_MPFR)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
+    if ((unsigned)cfg->precision > FALCON_FP64)
+        return falcon_fail(FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);
+    const double eps_run = cfg->precision == FALCON_FP32 ? (double)(float)cfg->eps : cfg->eps;
+    if (!isfinite(cfg->eps) || !(cfg->eps > 0) || !(eps_run > 0) || !isfinite(eps_run))
+        return falcon_fail(FALCON_E_RANGE, "eps = %g: must be finite and > 0 in %s", cfg->eps,
+                           falcon_precision_name(cfg->precision));
+    if (cfg->window < 1 || cfg->window > FALCON_MAX_WINDOW)
+        return falcon_fail(FALCON_E_RANGE, "window = %lld: must be in [1, %d]",
+                           (long long)cfg->window, FALCON_MAX_WINDOW);
+    if (cfg->window != 1 && !falcon_variant_has_window(cfg->variant))
+        return falcon_fail(FALCON_E_RANGE,
+                           "window = %lld: must be 1 for %s (only falcon3/falcon3a keep a window)",
+                           (long long)cfg->window, falcon_variant_name(cfg->variant));
+    if (cfg->chunk < 1 || cfg->chunk > FALCON_MAX_CHUNK)
+        return falcon_fail(FALCON_E_RANGE, "chunk = %lld: must be in [1, %d]",
+                           (long long)cfg->chunk, FALCON_MAX_CHUNK);
+    if (cfg->backend == FALCON_BACKEND_MPFR && (cfg->mpfr_bits < 64 || cfg->mpfr_bits > 65536))
+        return falcon_fail(FALCON_E_RANGE, "mpfr_bits = %d: must be in [64, 65536]", cfg->mpfr_bits);
+    if (cfg->threads < 0 || cfg->threads > FALCON_MAX_THREADS)
+        return falcon_fail(FALCON_E_RANGE, "threads = %d: must be in [0, %d]", cfg->threads,
+                           FALCON_MAX_THREADS);
+    return FALCON_OK;
+}
+
+static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs *in)
+{
+    if (!in) return falcon_fail(FALCON_E_ARGUMENT, "inputs are NULL");
+    if (in->T < 0) return falcon_fail(FALCON_E_SHAPE, "T = %lld: must be >= 0", (long long)in->T);
+    if (in->B < 1 || in->H < 1)
+        return falcon_fail(FALCON_E_SHAPE, "B = %lld, H = %lld: must be >= 1", (long long)in->B,
+                           (long long)in->H);
+    if (in->n < 1 || in->n > FALCON_MAX_DIM)
+        return falcon_fail(FALCON_E_SHAPE, "n = %lld: must be in [1, %d]", (long long)in->n, FALCON_MAX_DIM);
+    if (in->m < 1 || in->m > FALCON_MAX_DIM)
+        return falcon_fail(FALCON_E_SHAPE, "m = %lld: must be in [1, %d]", (long long)in->m, FALCON_MAX_DIM);
+    /* Every element count must fit comfortably in int64 (and in memory). */
+    const double elems = (double)in->B * (double)in->T * (double)in->H *
+                         (double)(in->n > in->m ? in->n : in->m);
+    if (elems > 4e18 || (double)in->B * (double)in->H > (double)(1 << 24))
+        return falcon_fail(FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large", elems);
+    if (in->T > 0 && (!in->q || !in->k || !in->v || !in->beta))
+        return falcon_fail(FALCON_E_ARGUMENT, "%s is NULL", !in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta");
+    const int needs_gain = falcon_variant_has_gain(cfg->variant);
+    if (in->T > 0 && needs_gain && !in->gain)
+        return falcon_fail(FALCON_E_ARGUMENT, "gain is NULL: %s needs per-column gains [B][T][H][n]",
+                           falcon_variant_name(cfg->variant));
+    if (!needs_gain && in->gain)
+        return falcon_fail(FALCON_E_ARGUMENT, "gain given: %s takes no gains (only falcon2/falcon2a)",
+                           falcon_variant_name(cfg->variant));
+    return FALCON_OK;
+}
+
+static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *in,
+                                 const falcon_state *st)
+{
+    if (!st) return FALCON_OK;
+    if (st->heads != in->B * in->H || st->n != in->n || st->m != in->m)
+        return falcon_fail(FALCON_E_SHAPE,
+                           "state is [%lld heads][m=%lld][n=%lld] but the inputs have %lld x %lld heads, m = %lld, n = %lld",
+                           (long long)st->heads, (long long)st->m, (long long)st->n, (long long)in->B,
+                           (long long)in->H, (long long)in->m, (long long)in->n);
+    if (st->window != cfg->window)
+        return falcon_fail(FALCON_E_SHAPE, "state was created for window %lld, the run uses window %lld",
+                           (long long)st->window, (long long)cfg->window);
+    return FALCON_OK;
+}
+
+falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
+                              const falcon_state *state)
+{
+    falcon_status s;
+    if ((s = check_config(cfg)) || (s = check_shapes(cfg, in)) || (s = check_state(cfg, in, state)))
+        return s;
+    if (in->T == 0) return FALCON_OK;
+    const int reg = falcon_variant_is_regression(cfg->variant);
+    if ((s = check_tensor(cfg, in, "q", in->q, in->n, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, "k", in->k, in->n, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, "v", in->v, in->m, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
+        return s;
+    if (in->alpha && (s = check_tensor(cfg, in, "alpha", in->alpha, 1, RULE_ALPHA))) return s;
+    if (in->gain && (s = check_tensor(cfg, in, "gain", in->gain, in->n, RULE_GAIN))) return s;
+    return FALCON_OK;
+}
