@@ -6,7 +6,7 @@ CXX     ?= c++
 BUILD   ?= build
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror
-CFLAGS  += -std=c11 $(OPT) $(WARN) -fopenmp -D_GNU_SOURCE -Iinclude -Ireference $(SANITIZE)
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 
@@ -24,8 +24,12 @@ LIB     := $(BUILD)/libfalcon.a
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
-TEST_SRC := $(wildcard verify/*.c)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+# The gate's engine (case table, reference runs, thresholds) is shared by the
+# Criterion tests and `falcon verify`; the tests are verify/test-*.c.
+GATE_SRC := verify/gate.c verify/gate-cases.c verify/gate-thresholds.c verify/gate-main.c
+GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
 .PHONY: all lib cli test clean deps
 all: $(LIB) $(BUILD)/falcon
@@ -40,8 +44,8 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/falcon: $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) -lcriterion $(LDLIBS)

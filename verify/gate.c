@@ -1,0 +1,282 @@
+/* The gate's engine: inputs, reference, errors and thresholds (see gate.h). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gate.h"
+
+/* ---- seeded generator (splitmix64): the same stream on every machine ---- */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(next_u64(s) >> 11) * 0x1.0p-53);
+}
+
+double gate_unit_roundoff(falcon_precision prec)
+{
+    return prec == FALCON_FP32 ? 0x1.0p-24 : 0x1.0p-53;
+}
+
+static double smallest_normal(falcon_precision prec)
+{
+    return prec == FALCON_FP32 ? (double)FLT_MIN : DBL_MIN;
+}
+
+const char *gate_decay_name(gate_decay d)
+{
+    static const char *const names[] = {"none", "mild", "random", "strong",
+                                        "extreme", "reset-slow", "mix"};
+    return d < GATE_DECAY_COUNT ? names[d] : "unknown";
+}
+
+static double decay_value(gate_decay d, uint64_t *s, int64_t t, int64_t T, falcon_precision prec)
+{
+    const double tiny = smallest_normal(prec);
+    switch (d) {
+    case GATE_DECAY_MILD: return uniform(s, 0.98, 1.0);
+    case GATE_DECAY_RANDOM: return uniform(s, 0.5, 1.0);
+    case GATE_DECAY_STRONG: return 0.5;
+    case GATE_DECAY_EXTREME: return t % 5 == 2 ? tiny : 0.9;
+    case GATE_DECAY_RESET_SLOW: return t == T / 3 ? tiny : 0.999;
+    case GATE_DECAY_MIX: {
+        double u = uniform(s, 0, 1);
+        return u < 0.05 ? tiny : u < 0.3 ? 1.0 : u < 0.5 ? 0.5 : uniform(s, 0.9, 1.0);
+    }
+    default: return 1.0;
+    }
+}
+
+/* Tensor pointers into one buffer of element size es. */
+static falcon_inputs layout(const gate_case *c, char *p, size_t es)
+{
+    const int64_t rows = c->B * c->T * c->H, n = c->n, m = c->m;
+    char *q = p, *k = q + es * rows * n, *g = k + es * rows * n, *v = g + es * rows * n;
+    char *beta = v + es * rows * m, *alpha = beta + es * rows;
+    return (falcon_inputs){c->B, c->T, c->H, n, m, q, k, v, beta,
+                           c->decay == GATE_DECAY_NONE ? NULL : alpha,
+                           falcon_variant_has_gain(c->variant) ? g : NULL};
+}
+
+int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)
+{
+    const int64_t rows = c->B * c->T * c->H, n = c->n, m = c->m;
+    const int64_t count = 3 * rows * n + rows * m + 2 * rows + 1;
+    const size_t es = prec == FALCON_FP32 ? sizeof(float) : sizeof(double);
+    memset(d, 0, sizeof *d);
+    d->prec = prec;
+    d->buf = malloc(es * (size_t)count);
+    d->buf64 = malloc(sizeof(double) * (size_t)count);
+    if (!d->buf || !d->buf64) {
+        gate_data_free(d);
+        return -1;
+    }
+    d->in = layout(c, d->buf, es);
+    d->in64 = layout(c, d->buf64, sizeof(double));
+    /* Generate in double, round to the precision, keep the rounded value in
+     * both buffers: the reference then sees exactly what the kernel sees. */
+    double *q = (double *)d->in64.q, *k = (double *)d->in64.k, *v = (double *)d->in64.v;
+    double *beta = (double *)d->in64.beta, *g = (double *)d->buf64 + 2 * rows * n;
+    double *alpha = beta + rows;
+    uint64_t s = c->seed * 0x100000001B3ull + 12345;
+    const int reg = falcon_variant_is_regression(c->variant);
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t t = (r / c->H) % c->T;
+        for (int64_t i = 0; i < n; i++) {
+            q[r * n + i] = uniform(&s, -1, 1);
+            k[r * n + i] = c->key_scale * uniform(&s, -1, 1);
+            g[r * n + i] = uniform(&s, 0, 2);
+        }
+        for (int64_t i = 0; i < m; i++) v[r * m + i] = uniform(&s, -1, 1);
+        beta[r] = reg ? uniform(&s, 0.1, 1.9) : uniform(&s, 0.0, 1.0);
+        alpha[r] = decay_value(c->decay, &s, t, c->T, prec);
+    }
+    for (int64_t i = 0; i < count - 1; i++) {
+        double *x = (double *)d->buf64 + i;
+        if (prec == FALCON_FP32) {
+            ((float *)d->buf)[i] = (float)*x;
+            *x = (double)(float)*x;
+        } else {
+            ((double *)d->buf)[i] = *x;
+        }
+    }
+    return 0;
+}
+
+void gate_data_free(gate_data *d)
+{
+    free(d->buf);
+    free(d->buf64);
+    d->buf = d->buf64 = NULL;
+}
+
+falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend backend,
+                          falcon_precision prec)
+{
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.variant = c->variant;
+    cfg.align = c->align;
+    cfg.phi = c->phi;
+    cfg.form = form;
+    cfg.backend = backend;
+    cfg.precision = prec;
+    cfg.eps = prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
+    cfg.window = c->window;
+    cfg.chunk = c->chunk;
+    cfg.threads = 1;
+    return cfg;
+}
+
+static int result_alloc(const gate_case *c, gate_result *r)
+{
+    r->out_count = c->B * c->T * c->H * c->m;
+    r->state_count = c->B * c->H * c->m * c->n;
+    r->out = calloc((size_t)(r->out_count + 1), sizeof(double));
+    r->S = calloc((size_t)(r->state_count + 1), sizeof(double));
+    return r->out && r->S ? 0 : -1;
+}
+
+void gate_result_free(gate_result *r)
+{
+    free(r->out);
+    free(r->S);
+    r->out = r->S = NULL;
+}
+
+static falcon_status run_into(const falcon_config *cfg, const gate_case *c, const falcon_inputs *in,
+                              falcon_state *state, gate_result *r)
+{
+    if (result_alloc(c, r)) return FALCON_E_NOMEM;
+    const size_t es = cfg->precision == FALCON_FP32 ? sizeof(float) : sizeof(double);
+    void *out = malloc(es * (size_t)(r->out_count + 1));
+    falcon_state *own = NULL;
+    falcon_status s = out ? FALCON_OK : FALCON_E_NOMEM;
+    if (!s && !state) s = falcon_state_create(c->B * c->H, c->n, c->m, c->window, &own);
+    if (!s) s = falcon_run(cfg, in, state ? state : own, out);
+    if (!s) {
+        for (int64_t i = 0; i < r->out_count; i++)
+            r->out[i] = cfg->precision == FALCON_FP32 ? ((float *)out)[i] : ((double *)out)[i];
+        memcpy(r->S, falcon_state_get_view(state ? state : own).S, sizeof(double) * (size_t)r->state_count);
+    }
+    falcon_state_free(own);
+    free(out);
+    if (s) gate_result_free(r);
+    return s;
+}
+
+falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
+                       falcon_backend backend, falcon_state *state, gate_result *r)
+{
+    falcon_config cfg = gate_config(c, form, backend, d->prec);
+    return run_into(&cfg, c, &d->in, state, r);
+}
+
+/* phi(q) for the condition number (double is ample for a ratio of norms). */
+static void phi_apply(falcon_phi phi, const double *q, double *out, int64_t n)
+{
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += q[i] * q[i];
+    for (int64_t i = 0; i < n; i++) {
+        double x = q[i];
+        out[i] = phi == FALCON_PHI_RELU ? (x > 0 ? x : 0)
+               : phi == FALCON_PHI_ELU1 ? (x > 0 ? x + 1 : exp(x))
+               : phi == FALCON_PHI_L2NORM ? (ss > 0 ? x / sqrt(ss) : 0) : x;
+    }
+}
+
+/* One step at a time through the MPFR backend (256 bits, rounded to
+ * double), the state carried, so that the read condition number can use the
+ * memory S_t of every step. */
+falcon_status gate_reference(const gate_case *c, const gate_data *d, gate_result *r)
+{
+    falcon_config cfg = gate_config(c, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, FALCON_FP64);
+    cfg.eps = d->prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
+    cfg.mpfr_bits = 256;
+    if (result_alloc(c, r)) return FALCON_E_NOMEM;
+    const int64_t B = c->B, H = c->H, T = c->T, n = c->n, m = c->m, heads = B * H;
+    const falcon_inputs *in = &d->in64;
+    falcon_state *st = NULL;
+    double *step = malloc(sizeof(double) * (size_t)(heads * (3 * n + 2 * m + 2) + n));
+    falcon_status s = step ? falcon_state_create(heads, n, m, c->window, &st) : FALCON_E_NOMEM;
+    double *q = step, *k = q + heads * n, *g = k + heads * n, *v = g + heads * n;
+    double *beta = v + heads * m, *alpha = beta + heads, *o = alpha + heads, *qf = o + heads * m;
+    double abs2 = 0, out2 = 0;
+    for (int64_t t = 0; t < T && !s; t++) {
+        /* Step t of every head as a [B][1][H][D] slice. */
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t row = (b * T + t) * H, hs = b * H;
+            const size_t dn = sizeof(double) * (size_t)(H * n), dm = sizeof(double) * (size_t)(H * m);
+            memcpy(q + hs * n, (const double *)in->q + row * n, dn);
+            memcpy(k + hs * n, (const double *)in->k + row * n, dn);
+            memcpy(v + hs * m, (const double *)in->v + row * m, dm);
+            memcpy(beta + hs, (const double *)in->beta + row, sizeof(double) * (size_t)H);
+            if (in->alpha) memcpy(alpha + hs, (const double *)in->alpha + row, sizeof(double) * (size_t)H);
+            if (in->gain) memcpy(g + hs * n, (const double *)in->gain + row * n, dn);
+        }
+        falcon_inputs in1 = {B, 1, H, n, m, q, k, v, beta, in->alpha ? alpha : NULL, in->gain ? g : NULL};
+        if ((s = falcon_run(&cfg, &in1, st, o))) break;
+        const double *S = falcon_state_get_view(st).S;
+        for (int64_t hh = 0; hh < heads; hh++) {
+            phi_apply(c->phi, q + hh * n, qf, n);
+            for (int64_t i = 0; i < m; i++) {
+                double a = 0;
+                for (int64_t j = 0; j < n; j++) a += fabs(S[(hh * m + i) * n + j] * qf[j]);
+                const double oi = o[hh * m + i];
+                r->out[((hh / H * T + t) * H + hh % H) * m + i] = oi;
+                abs2 += a * a;
+                out2 += oi * oi;
+            }
+        }
+    }
+    if (!s) {
+        memcpy(r->S, falcon_state_get_view(st).S, sizeof(double) * (size_t)r->state_count);
+        r->read_cond = out2 > 0 && abs2 > out2 ? sqrt(abs2 / out2) : 1.0;
+    }
+    falcon_state_free(st);
+    free(step);
+    if (s) gate_result_free(r);
+    return s;
+}
+
+double gate_relerr(const double *x, const double *ref, int64_t count)
+{
+    /* Scaled sums so that neither tiny nor huge values over/underflow. */
+    double scale = 0;
+    for (int64_t i = 0; i < count; i++) {
+        double a = fabs(ref[i]) > fabs(x[i] - ref[i]) ? fabs(ref[i]) : fabs(x[i] - ref[i]);
+        if (a > scale) scale = a;
+    }
+    if (scale == 0) return 0;
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < count; i++) {
+        double dd = (x[i] - ref[i]) / scale, rr = ref[i] / scale;
+        num += dd * dd;
+        den += rr * rr;
+    }
+    if (!isfinite(num)) return INFINITY;
+    return den > 0 ? sqrt(num / den) : sqrt(num) * scale;
+}
+
+gate_errors gate_compare(const gate_result *r, const gate_result *ref, falcon_precision prec)
+{
+    const double u = gate_unit_roundoff(prec);
+    gate_errors e = {gate_relerr(r->out, ref->out, r->out_count) / u,
+                     gate_relerr(r->S, ref->S, r->state_count) / u};
+    return e;
+}
+
+void gate_case_describe(const gate_case *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s %s %s W=%lld B=%lld T=%lld H=%lld n=%lld m=%lld C=%lld decay=%s%s seed=%llu",
+             falcon_variant_name(c->variant), falcon_align_name(c->align), falcon_phi_name(c->phi),
+             (long long)c->window, (long long)c->B, (long long)c->T, (long long)c->H,
+             (long long)c->n, (long long)c->m, (long long)c->chunk, gate_decay_name(c->decay),
+             c->key_scale != 1 ? " small-keys" : "", (unsigned long long)c->seed);
+}

@@ -1,0 +1,103 @@
+/*
+ * The gate's engine: one table of cases, seeded inputs, the MPFR reference,
+ * normwise relative errors in units of roundoff and the documented
+ * thresholds. The Criterion tests (verify/test-*.c) and `falcon verify` both
+ * run it, so the CLI prints exactly what CI checks.
+ */
+#ifndef FALCON_GATE_H
+#define FALCON_GATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "falcon.h"
+
+typedef enum gate_decay {
+    GATE_DECAY_NONE = 0,  /* no alpha */
+    GATE_DECAY_MILD,      /* alpha in [0.98, 1] */
+    GATE_DECAY_RANDOM,    /* alpha in [0.5, 1] */
+    GATE_DECAY_STRONG,    /* alpha = 0.5 */
+    GATE_DECAY_EXTREME,   /* the smallest normal number every 5th step, 0.9 otherwise */
+    GATE_DECAY_RESET_SLOW,/* one near-reset (smallest normal), then 0.999 */
+    GATE_DECAY_MIX,       /* random mixture of 1, mild, strong and the smallest normal */
+    GATE_DECAY_COUNT
+} gate_decay;
+
+typedef struct gate_case {
+    falcon_variant variant;
+    falcon_align align;
+    falcon_phi phi;
+    gate_decay decay;
+    int64_t B, T, H, n, m;
+    int64_t window, chunk;
+    double eps;       /* rounded to the precision before use */
+    double key_scale; /* keys scaled so that eps matters when small */
+    uint64_t seed;
+} gate_case;
+
+/* Seeded inputs of one case in one precision (values exactly representable). */
+typedef struct gate_data {
+    falcon_precision prec;
+    falcon_inputs in;   /* in the precision, for the kernels */
+    falcon_inputs in64; /* the same values in double, for the reference */
+    void *buf, *buf64;
+} gate_data;
+
+int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d);
+void gate_data_free(gate_data *d);
+
+/* The run configuration of a case. */
+falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend backend,
+                          falcon_precision prec);
+
+/* Result of one run: outputs and final memory in double. */
+typedef struct gate_result {
+    int64_t out_count, state_count;
+    double *out, *S;
+    /* Reference only: the condition number of the reads,
+     * || (|S_t| |phi(q_t)|)_t ||_F / ||O||_F >= 1; cancellation in o = S q
+     * magnifies any error in S by this factor. */
+    double read_cond;
+} gate_result;
+
+/* Run a case through a backend/form on data `d` (state fresh unless given). */
+falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
+                       falcon_backend backend, falcon_state *state, gate_result *r);
+/* The MPFR recurrent reference for data d (bits >= 200), rounded to double. */
+falcon_status gate_reference(const gate_case *c, const gate_data *d, gate_result *r);
+void gate_result_free(gate_result *r);
+
+/* Normwise relative error ||x - ref||_F / ||ref||_F (absolute if ref = 0). */
+double gate_relerr(const double *x, const double *ref, int64_t count);
+/* The unit roundoff of a precision: 2^-24 or 2^-53. */
+double gate_unit_roundoff(falcon_precision prec);
+
+typedef struct gate_errors {
+    double out_u, state_u; /* errors in units of roundoff */
+} gate_errors;
+
+gate_errors gate_compare(const gate_result *r, const gate_result *ref, falcon_precision prec);
+
+/* The threshold (units of roundoff) of a case, form and precision; the
+ * reasoning is in verify/THRESHOLDS.md. */
+double gate_threshold(const gate_case *c, falcon_form form, falcon_precision prec);
+/* The output threshold scales with the reads' condition number. */
+double gate_threshold_out(const gate_case *c, falcon_form form, falcon_precision prec,
+                          double read_cond);
+
+/* The case table. profile 0 = quick (falcon verify), 1 = full (CI gate). */
+int gate_cases(int profile, gate_case **cases);
+const char *gate_decay_name(gate_decay d);
+/* A one-line description, e.g. "falcon3 prefix identity W=3 T=37 n=5 m=7 C=8 decay=random". */
+void gate_case_describe(const gate_case *c, char *buf, size_t size);
+
+/* Element i of a typed array as double. */
+static inline double falcon_load_test(const void *p, falcon_precision prec, int64_t i)
+{
+    return prec == FALCON_FP32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* `falcon verify`: run the quick profile on every available backend and print
+ * a table; returns the process exit status (0 all pass, 1 a failure, 2 usage). */
+int falcon_gate_main(int argc, char **argv);
+
+#endif

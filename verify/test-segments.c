@@ -1,0 +1,88 @@
+/*
+ * SPEC 1.3: one call equals any split into segments with the state carried
+ * (memory, previous key, window history). Recurrent: bitwise, since the
+ * same operations run in the same order. Chunk and parallel: the block
+ * boundaries move with the split, so equal to rounding (the gate's bound).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gate.h"
+
+static const falcon_backend backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
+                                          FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
+
+/* Inputs of steps [t0, t1) of a single-head case. */
+static falcon_inputs slice(const gate_data *d, int64_t t0, int64_t t1)
+{
+    const falcon_inputs *in = &d->in;
+    const size_t es = d->prec == FALCON_FP32 ? 4 : 8;
+    falcon_inputs s = *in;
+    s.T = t1 - t0;
+    s.q = (const char *)in->q + es * t0 * in->n;
+    s.k = (const char *)in->k + es * t0 * in->n;
+    s.v = (const char *)in->v + es * t0 * in->m;
+    s.beta = (const char *)in->beta + es * t0;
+    if (in->alpha) s.alpha = (const char *)in->alpha + es * t0;
+    if (in->gain) s.gain = (const char *)in->gain + es * t0 * in->n;
+    return s;
+}
+
+static void split_equals_whole(falcon_variant v)
+{
+    static const int64_t cuts[] = {0, 1, 9, 9, 30, 31, 50}; /* includes empty and 1-step segments */
+    const int ncut = (int)(sizeof cuts / sizeof cuts[0]);
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+        if (!falcon_backend_available(backends[b])) continue;
+        for (int p = 0; p < 2; p++)
+            for (int f = 0; f < 3; f++)
+                for (int a = 0; a < 2; a++) {
+                    const int64_t W = falcon_variant_has_window(v) ? 4 : 1;
+                    gate_case c = {v, (falcon_align)a, FALCON_PHI_ELU1, GATE_DECAY_RANDOM,
+                                   1, 50, 1, 6, 5, W, 8, 1e-6, 1.0, 31u + (uint64_t)(p + 2 * f + 6 * a)};
+                    gate_data d;
+                    cr_assert(gate_data_make(&c, (falcon_precision)p, &d) == 0);
+                    gate_result whole, part;
+                    cr_assert(gate_run(&c, &d, (falcon_form)f, backends[b], NULL, &whole) == FALCON_OK);
+                    part.out_count = whole.out_count;
+                    part.state_count = whole.state_count;
+                    part.out = calloc((size_t)whole.out_count, sizeof(double));
+                    part.S = calloc((size_t)whole.state_count, sizeof(double));
+                    falcon_state *st;
+                    cr_assert(falcon_state_create(1, c.n, c.m, W, &st) == FALCON_OK);
+                    for (int s = 0; s + 1 < ncut; s++) {
+                        gate_case cs = c;
+                        gate_data ds = d;
+                        cs.T = cuts[s + 1] - cuts[s];
+                        ds.in = slice(&d, cuts[s], cuts[s + 1]);
+                        gate_result r;
+                        cr_assert(gate_run(&cs, &ds, (falcon_form)f, backends[b], st, &r) == FALCON_OK,
+                                  "%s", falcon_last_error());
+                        memcpy(part.out + cuts[s] * c.m, r.out, sizeof(double) * (size_t)r.out_count);
+                        gate_result_free(&r);
+                    }
+                    memcpy(part.S, falcon_state_get_view(st).S, sizeof(double) * (size_t)part.state_count);
+                    gate_errors e = gate_compare(&part, &whole, (falcon_precision)p);
+                    const double thr = f == FALCON_FORM_RECURRENT ? 0 : gate_threshold(&c, (falcon_form)f, (falcon_precision)p);
+                    printf("segments %s %s %s %s %s: out %.2f u, S %.2f u (<= %.1f)\n",
+                           falcon_backend_name(backends[b]), falcon_precision_name((falcon_precision)p),
+                           falcon_form_name((falcon_form)f), falcon_variant_name(v),
+                           falcon_align_name((falcon_align)a), e.out_u, e.state_u, thr);
+                    cr_expect(e.out_u <= thr && e.state_u <= thr, "%s %s %s %s: split differs by %.3g u, %.3g u",
+                              falcon_backend_name(backends[b]), falcon_precision_name((falcon_precision)p),
+                              falcon_form_name((falcon_form)f), falcon_variant_name(v), e.out_u, e.state_u);
+                    falcon_state_free(st);
+                    gate_result_free(&whole);
+                    gate_result_free(&part);
+                    gate_data_free(&d);
+                }
+    }
+}
+
+Test(segments, falcon1) { split_equals_whole(FALCON_1); }
+Test(segments, falcon2) { split_equals_whole(FALCON_2); }
+Test(segments, falcon3) { split_equals_whole(FALCON_3); }
+Test(segments, falcon1a) { split_equals_whole(FALCON_1A); }
+Test(segments, falcon2a) { split_equals_whole(FALCON_2A); }
+Test(segments, falcon3a) { split_equals_whole(FALCON_3A); }

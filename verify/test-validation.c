@@ -1,0 +1,251 @@
+/*
+ * SPEC section 5: every bad input gets its error code and a message naming
+ * the tensor, the index and the rule; the caller's output buffer and the
+ * state are left untouched.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+#include "falcon.h"
+
+#define TT 6
+#define NN 3
+#define MM 2
+
+typedef struct fixture {
+    double q[TT * NN], k[TT * NN], v[TT * MM], beta[TT], alpha[TT], gain[TT * NN];
+    double out[TT * MM];
+    falcon_config cfg;
+    falcon_inputs in;
+} fixture;
+
+static void setup(fixture *f, falcon_variant v)
+{
+    for (int i = 0; i < TT * NN; i++) f->q[i] = f->k[i] = 0.1 * (i % 7) - 0.3, f->gain[i] = 1.0;
+    for (int i = 0; i < TT * MM; i++) f->v[i] = 0.2 * (i % 5) - 0.4;
+    for (int i = 0; i < TT; i++) f->beta[i] = 1.0, f->alpha[i] = 0.9;
+    for (int i = 0; i < TT * MM; i++) f->out[i] = 12345.0;
+    falcon_config_default(&f->cfg);
+    f->cfg.variant = v;
+    f->cfg.precision = FALCON_FP64;
+    f->cfg.backend = FALCON_BACKEND_SCALAR;
+    f->in = falcon_inputs_sequence(TT, NN, MM, f->q, f->k, f->v, f->beta, f->alpha,
+                                   falcon_variant_has_gain(v) ? f->gain : NULL);
+}
+
+/* Run, expect `code` and a message containing `needle`, and untouched out/state. */
+static void expect_error(fixture *f, falcon_status code, const char *needle)
+{
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, f->cfg.window >= 1 && f->cfg.window <= 4096 ? f->cfg.window : 1, &st) == FALCON_OK);
+    falcon_state_view before = falcon_state_get_view(st);
+    double S0[NN * MM];
+    memcpy(S0, before.S, sizeof S0);
+    falcon_status s = falcon_run(&f->cfg, &f->in, st, f->out);
+    cr_expect_eq(s, code, "expected %s, got %s (%s)", falcon_status_name(code), falcon_status_name(s),
+                 falcon_last_error());
+    cr_expect(strstr(falcon_last_error(), needle) != NULL, "message \"%s\" lacks \"%s\"",
+              falcon_last_error(), needle);
+    for (int i = 0; i < TT * MM; i++) cr_expect_eq(f->out[i], 12345.0, "out[%d] was written", i);
+    cr_expect(memcmp(S0, falcon_state_get_view(st).S, sizeof S0) == 0, "state was modified");
+    cr_expect_eq(falcon_state_get_view(st).has_prev[0], 0, "state history was modified");
+    falcon_state_free(st);
+}
+
+Test(validation, beta_outside_range_for_regression)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    f.beta[3] = 2.5;
+    expect_error(&f, FALCON_E_RANGE, "beta[t=3]");
+}
+
+Test(validation, negative_beta_for_inner_product)
+{
+    fixture f;
+    setup(&f, FALCON_1A);
+    f.beta[2] = -0.1;
+    expect_error(&f, FALCON_E_RANGE, "beta[t=2]");
+}
+
+Test(validation, inner_product_accepts_large_beta)
+{
+    fixture f;
+    setup(&f, FALCON_1A);
+    f.beta[2] = 7.0;
+    cr_expect_eq(falcon_run(&f.cfg, &f.in, NULL, f.out), FALCON_OK, "%s", falcon_last_error());
+}
+
+Test(validation, alpha_zero_negative_above_one_nan)
+{
+    const double bad[] = {0.0, -0.5, 1.5, NAN, INFINITY};
+    for (int i = 0; i < 5; i++) {
+        fixture f;
+        setup(&f, FALCON_3);
+        f.alpha[4] = bad[i];
+        expect_error(&f, isfinite(bad[i]) ? FALCON_E_RANGE : FALCON_E_NONFINITE, "alpha[t=4]");
+    }
+}
+
+Test(validation, nonfinite_inputs)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    f.q[2 * NN + 1] = NAN;
+    expect_error(&f, FALCON_E_NONFINITE, "q[t=2,i=1]");
+    setup(&f, FALCON_1);
+    f.k[0] = -INFINITY;
+    expect_error(&f, FALCON_E_NONFINITE, "k[t=0,i=0]");
+    setup(&f, FALCON_1);
+    f.v[5 * MM + 1] = INFINITY;
+    expect_error(&f, FALCON_E_NONFINITE, "v[t=5,i=1]");
+    setup(&f, FALCON_2);
+    f.gain[7] = NAN;
+    expect_error(&f, FALCON_E_NONFINITE, "gain[t=2,i=1]");
+}
+
+Test(validation, negative_gain)
+{
+    fixture f;
+    setup(&f, FALCON_2A);
+    f.gain[4] = -1.0;
+    expect_error(&f, FALCON_E_RANGE, "gain[t=1,i=1]");
+}
+
+Test(validation, gain_missing_or_unexpected)
+{
+    fixture f;
+    setup(&f, FALCON_2);
+    f.in.gain = NULL;
+    expect_error(&f, FALCON_E_ARGUMENT, "gain");
+    setup(&f, FALCON_1);
+    f.in.gain = f.gain;
+    expect_error(&f, FALCON_E_ARGUMENT, "gain");
+}
+
+Test(validation, eps)
+{
+    const double bad[] = {0.0, -1e-6, NAN, INFINITY};
+    for (int i = 0; i < 4; i++) {
+        fixture f;
+        setup(&f, FALCON_1);
+        f.cfg.eps = bad[i];
+        expect_error(&f, FALCON_E_RANGE, "eps");
+    }
+    fixture f;
+    setup(&f, FALCON_1);
+    f.cfg.eps = 1e-50; /* positive in fp64, zero once rounded to fp32 */
+    f.cfg.precision = FALCON_FP32;
+    expect_error(&f, FALCON_E_RANGE, "eps");
+}
+
+Test(validation, window_and_chunk)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    f.cfg.window = 2;
+    expect_error(&f, FALCON_E_RANGE, "window = 2");
+    setup(&f, FALCON_3);
+    f.cfg.window = 0;
+    expect_error(&f, FALCON_E_RANGE, "window = 0");
+    setup(&f, FALCON_3);
+    f.cfg.chunk = 0;
+    expect_error(&f, FALCON_E_RANGE, "chunk = 0");
+}
+
+Test(validation, shapes)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    f.in.T = -1;
+    expect_error(&f, FALCON_E_SHAPE, "T = -1");
+    setup(&f, FALCON_1);
+    f.in.n = 0;
+    expect_error(&f, FALCON_E_SHAPE, "n = 0");
+    setup(&f, FALCON_1);
+    f.in.m = FALCON_MAX_DIM + 1;
+    expect_error(&f, FALCON_E_SHAPE, "m = ");
+    setup(&f, FALCON_1);
+    f.in.B = 0;
+    expect_error(&f, FALCON_E_SHAPE, "B = 0");
+    setup(&f, FALCON_1);
+    f.in.q = NULL;
+    expect_error(&f, FALCON_E_ARGUMENT, "q is NULL");
+}
+
+Test(validation, state_must_match)
+{
+    fixture f;
+    setup(&f, FALCON_3);
+    f.cfg.window = 3;
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN + 1, MM, 3, &st) == FALCON_OK);
+    cr_expect_eq(falcon_run(&f.cfg, &f.in, st, f.out), FALCON_E_SHAPE);
+    cr_expect(strstr(falcon_last_error(), "state") != NULL);
+    falcon_state_free(st);
+    cr_assert(falcon_state_create(1, NN, MM, 2, &st) == FALCON_OK);
+    cr_expect_eq(falcon_run(&f.cfg, &f.in, st, f.out), FALCON_E_SHAPE);
+    cr_expect(strstr(falcon_last_error(), "window") != NULL);
+    falcon_state_free(st);
+    for (int i = 0; i < TT * MM; i++) cr_expect_eq(f.out[i], 12345.0);
+}
+
+Test(validation, unknown_enums)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    f.cfg.variant = (falcon_variant)17;
+    expect_error(&f, FALCON_E_ARGUMENT, "variant");
+    setup(&f, FALCON_1);
+    f.cfg.form = (falcon_form)-1;
+    expect_error(&f, FALCON_E_ARGUMENT, "form");
+}
+
+Test(validation, batched_index_names_b_t_h)
+{
+    double q[2 * 3 * 2 * NN], v[2 * 3 * 2 * MM], beta[12], out[2 * 3 * 2 * MM];
+    for (int i = 0; i < 2 * 3 * 2 * NN; i++) q[i] = 0.1;
+    for (int i = 0; i < 2 * 3 * 2 * MM; i++) v[i] = 0.1, out[i] = 12345.0;
+    for (int i = 0; i < 12; i++) beta[i] = 1.0;
+    beta[(1 * 3 + 2) * 2 + 1] = 3.0; /* b = 1, t = 2, h = 1 */
+    falcon_config c;
+    falcon_config_default(&c);
+    c.precision = FALCON_FP64;
+    falcon_inputs in = {2, 3, 2, NN, MM, q, q, v, beta, NULL, NULL};
+    cr_expect_eq(falcon_run(&c, &in, NULL, out), FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "beta[b=1,t=2,h=1]") != NULL, "%s", falcon_last_error());
+    for (int i = 0; i < 2 * 3 * 2 * MM; i++) cr_expect_eq(out[i], 12345.0);
+}
+
+Test(validation, missing_backend_is_an_error_not_a_crash)
+{
+    static const falcon_backend all[] = {FALCON_BACKEND_AVX2, FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
+    for (int i = 0; i < 3; i++) {
+        if (falcon_backend_available(all[i])) continue;
+        fixture f;
+        setup(&f, FALCON_1);
+        f.cfg.backend = all[i];
+        expect_error(&f, FALCON_E_UNAVAILABLE, falcon_backend_name(all[i]));
+    }
+}
+
+/* Finite inputs can still overflow an inner-product memory: the call
+ * reports it and keeps the state as it was. */
+Test(validation, overflow_is_reported_not_leaked)
+{
+    fixture f;
+    setup(&f, FALCON_1A);
+    f.cfg.precision = FALCON_FP32;
+    float q[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
+    for (int i = 0; i < TT * NN; i++) q[i] = 1e-3f;
+    for (int i = 0; i < TT * MM; i++) v[i] = 3e38f, out[i] = 0;
+    for (int i = 0; i < TT; i++) beta[i] = 1e30f;
+    f.in = falcon_inputs_sequence(TT, NN, MM, q, q, v, beta, NULL, NULL);
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+    cr_expect_eq(falcon_run(&f.cfg, &f.in, st, out), FALCON_E_OVERFLOW);
+    cr_expect(strstr(falcon_last_error(), "not finite") != NULL, "%s", falcon_last_error());
+    cr_expect_eq(falcon_state_get_view(st).has_prev[0], 0);
+    for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
+    falcon_state_free(st);
+}
