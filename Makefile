@@ -31,7 +31,7 @@ GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
-.PHONY: all lib cli test clean deps
+.PHONY: all lib cli test check report mutants clean deps
 all: $(LIB) $(BUILD)/falcon
 
 lib: $(LIB)
@@ -53,6 +53,24 @@ $(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
 # The gate. Criterion runs its tests in parallel on every core.
 test: $(BUILD)/falcon-verify $(BUILD)/falcon
 	$(BUILD)/falcon-verify --jobs=$$(nproc) $(VERIFY_ARGS)
+
+# The README's test command: packages, build, the whole gate, the CLI tests.
+check: deps
+	$(MAKE) all $(BUILD)/falcon-verify
+	$(MAKE) test
+	@if [ -f verify/test_cli.sh ]; then bash verify/test_cli.sh $(BUILD)/falcon $(BUILD); fi
+
+# Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
+mutants: deps
+	bash verify/mutants.sh
+
+# The README's main command: the gate's quick profile (and, as they land, the
+# benchmark, the stability study and the plots) into report/.
+report: deps
+	$(MAKE) all
+	@mkdir -p report
+	$(BUILD)/falcon verify --profile quick > report/verify.txt; status=$$?; \
+	  sh verify/tools/report.sh report $$status; exit $$status
 
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \

@@ -63,3 +63,22 @@ int gate_cases(int profile, gate_case **out)
     *out = c;
     return count;
 }
+
+int gate_cases_shape(int64_t T, int64_t n, int64_t m, gate_case **out)
+{
+    gate_case *c = malloc(sizeof *c * 12);
+    if (!c) return -1;
+    int count = 0;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int d = 0; d < 2; d++) {
+            gate_case k = {
+                .variant = (falcon_variant)v, .align = FALCON_ALIGN_PREFIX, .phi = FALCON_PHI_IDENTITY,
+                .decay = d ? GATE_DECAY_MILD : GATE_DECAY_NONE, .B = 1, .T = T, .H = 1, .n = n, .m = m,
+                .window = falcon_variant_has_window((falcon_variant)v) ? 4 : 1, .chunk = 64,
+                .eps = 1e-6, .key_scale = 1.0, .seed = 4096u + (uint64_t)count,
+            };
+            c[count++] = k;
+        }
+    *out = c;
+    return count;
+}

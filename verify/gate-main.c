@@ -20,13 +20,17 @@ static const falcon_backend cpu_backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACK
 static void usage(FILE *f)
 {
     fprintf(f, "usage: falcon verify [--profile quick|full] [--backend NAME] [--seeds N] [--verbose]\n"
+               "                     [--shape T,n,m]\n"
                "Runs the gate's case table against the MPFR reference and prints, per backend,\n"
-               "precision, form and variant, the largest errors in units of roundoff.\n");
+               "precision, form and variant, the largest errors in units of roundoff.\n"
+               "--shape replaces the table by one case per variant (with and without decay) of\n"
+               "that size: a measurement, e.g. --shape 4096,64,64 (minutes: MPFR is slow).\n");
 }
 
 int falcon_gate_main(int argc, char **argv)
 {
     int profile = 0, seeds = 1, verbose = 0, only = -1;
+    long long shape[3] = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
             const char *p = argv[++i];
@@ -44,6 +48,15 @@ int falcon_gate_main(int argc, char **argv)
             long s = strtol(argv[++i], &end, 10);
             if (*end || s < 1 || s > 100000) { fprintf(stderr, "falcon: error: --seeds %s: must be an integer in [1, 100000]\n", argv[i]); return 2; }
             seeds = (int)s;
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            char tail;
+            if (sscanf(argv[++i], "%lld,%lld,%lld%c", &shape[0], &shape[1], &shape[2], &tail) != 3 ||
+                shape[0] < 1 || shape[0] > 100000000 || shape[1] < 1 || shape[1] > FALCON_MAX_DIM ||
+                shape[2] < 1 || shape[2] > FALCON_MAX_DIM) {
+                fprintf(stderr, "falcon: error: --shape %s: must be T,n,m with T >= 1 and 1 <= n, m <= %d\n",
+                        argv[i], FALCON_MAX_DIM);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--verbose")) {
             verbose = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -55,7 +68,7 @@ int falcon_gate_main(int argc, char **argv)
         }
     }
     gate_case *cases;
-    int ncase = gate_cases(profile, &cases);
+    int ncase = shape[0] ? gate_cases_shape(shape[0], shape[1], shape[2], &cases) : gate_cases(profile, &cases);
     if (ncase < 0) return 2;
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
@@ -133,7 +146,7 @@ int falcon_gate_main(int argc, char **argv)
                            x->out_u, x->state_u, x->worst_ratio, x->failed ? "FAIL" : "pass");
                 }
     }
-    printf("\ngate (%s profile, %d seed%s): %s\n", profile ? "full" : "quick", seeds, seeds > 1 ? "s" : "",
+    printf("\ngate (%s, %d seed%s): %s\n", shape[0] ? "--shape" : profile ? "full profile" : "quick profile", seeds, seeds > 1 ? "s" : "",
            failed ? "FAILED" : "passed");
     return failed ? 1 : 0;
 }

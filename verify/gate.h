@@ -86,6 +86,9 @@ double gate_threshold_out(const gate_case *c, falcon_form form, falcon_precision
 
 /* The case table. profile 0 = quick (falcon verify), 1 = full (CI gate). */
 int gate_cases(int profile, gate_case **cases);
+/* One case per variant, with and without mild decay, at a given size
+ * (prefix, identity, W = 4 for the window variants, C = 64). */
+int gate_cases_shape(int64_t T, int64_t n, int64_t m, gate_case **cases);
 const char *gate_decay_name(gate_decay d);
 /* A one-line description, e.g. "falcon3 prefix identity W=3 T=37 n=5 m=7 C=8 decay=random". */
 void gate_case_describe(const gate_case *c, char *buf, size_t size);

@@ -99,4 +99,43 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
     return x;
 }
 
+/* ---- feature maps, one whole vector ----
+ * phi of n entries into out (out != in). l2norm is scaled by the largest
+ * magnitude so that the sum of squares cannot overflow, and maps 0 to 0: the
+ * same operations, in the same order, as the CPU framework's featurize
+ * (kernels/framework/examples.inc.c), for backends that featurize elsewhere
+ * (the CUDA kernels, on host and device). */
+#define FALCON_FEATURIZE_BODY(R, ELEM, SQRT, FABS)                          \
+    if (phi != FALCON_MATH_PHI_L2NORM) {                                    \
+        for (int64_t i = 0; i < n; i++) out[i] = ELEM(phi, in[i]);          \
+        return;                                                             \
+    }                                                                       \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        R a = FABS(in[i]);                                                  \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0) {                                                        \
+        for (int64_t i = 0; i < n; i++) out[i] = 0;                         \
+        return;                                                             \
+    }                                                                       \
+    R ss = 0;                                                               \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        R s = in[i] / amax;                                                 \
+        ss += s * s;                                                        \
+    }                                                                       \
+    R norm = amax * SQRT(ss);                                               \
+    for (int64_t i = 0; i < n; i++) out[i] = in[i] / norm;
+
+FALCON_HD void falcon_featurize_f32(int phi, const float *in, float *out, int64_t n)
+{
+    FALCON_FEATURIZE_BODY(float, falcon_phi_elem_f32, sqrtf, fabsf)
+}
+
+FALCON_HD void falcon_featurize_f64(int phi, const double *in, double *out, int64_t n)
+{
+    FALCON_FEATURIZE_BODY(double, falcon_phi_elem_f64, sqrt, fabs)
+}
+#undef FALCON_FEATURIZE_BODY
+
 #endif /* FALCON_MATH_H */

@@ -60,7 +60,7 @@ falcon_status RS(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         for (int64_t g = 0; g < G; g++) {
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
-            RS(featurize)(h->phi, key, Xg + g * n, n);
+            RS_FEATURIZE(h->phi, key, Xg + g * n, n);
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * n, Zbuf + g * n, n);
@@ -68,7 +68,7 @@ falcon_status RS(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             xz[g] = RS(dot)(Xg + g * n, Zg + g * n, n);
         }
         for (int64_t j = 0; j < Lc; j++)
-            RS(featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * n, n);
+            RS_FEATURIZE(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * n, n);
 
         /* Terms, ordered by step; eta per step from the shared normaliser. */
         int64_t P = 0;

@@ -7,31 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* phi of one key or query (n entries) into out. */
-static void RS(featurize)(int phi, const REAL *in, REAL *out, int64_t n)
-{
-    if (phi != FALCON_MATH_PHI_L2NORM) {
-        for (int64_t i = 0; i < n; i++) out[i] = REAL_PHI_ELEM(phi, in[i]);
-        return;
-    }
-    /* Scaled by the largest magnitude so the sum of squares cannot overflow. */
-    REAL amax = 0;
-    for (int64_t i = 0; i < n; i++) {
-        REAL a = REAL_FABS(in[i]);
-        if (a > amax) amax = a;
-    }
-    if (amax == 0) {
-        for (int64_t i = 0; i < n; i++) out[i] = 0;
-        return;
-    }
-    REAL ss = 0;
-    for (int64_t i = 0; i < n; i++) {
-        REAL s = in[i] / amax;
-        ss += s * s;
-    }
-    REAL norm = amax * REAL_SQRT(ss);
-    for (int64_t i = 0; i < n; i++) out[i] = in[i] / norm;
-}
+/* phi of one key or query (n entries) into out: the shared feature maps. */
+#define RS_FEATURIZE(phi, in, out, n) REAL_FEATURIZE((phi), (in), (out), (n))
 
 typedef struct RS(example_src) {
     const RS(falcon_head) *h;

@@ -6,13 +6,9 @@
 #ifdef FALCON_REAL_F32
 #define REAL float
 #define RS(name) name##_f32
-#define REAL_PHI_ELEM falcon_phi_elem_f32
-#define REAL_SQRT sqrtf
-#define REAL_FABS fabsf
+#define REAL_FEATURIZE falcon_featurize_f32
 #else
 #define REAL double
 #define RS(name) name##_f64
-#define REAL_PHI_ELEM falcon_phi_elem_f64
-#define REAL_SQRT sqrt
-#define REAL_FABS fabs
+#define REAL_FEATURIZE falcon_featurize_f64
 #endif

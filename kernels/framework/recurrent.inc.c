@@ -30,7 +30,7 @@ falcon_status RS(falcon_recurrent)(const RS(falcon_head) *h)
     for (int64_t e = 0; e < src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key, *val;
         RS(example_get)(&src, e, &key, &val);
-        RS(featurize)(h->phi, key, X + cnt * n, n);
+        RS_FEATURIZE(h->phi, key, X + cnt * n, n);
         memcpy(Y + cnt * m, val, sizeof(REAL) * (size_t)m);
         xz[cnt] = RS(dot)(X + cnt * n, X + cnt * n, n);
         cnt++;
@@ -48,14 +48,14 @@ falcon_status RS(falcon_recurrent)(const RS(falcon_head) *h)
             }
             const REAL *key, *val;
             RS(example_get)(&src, e, &key, &val);
-            RS(featurize)(h->phi, key, X + cnt * n, n);
+            RS_FEATURIZE(h->phi, key, X + cnt * n, n);
             memcpy(Y + cnt * m, val, sizeof(REAL) * (size_t)m);
             xz[cnt] = RS(dot)(X + cnt * n, X + cnt * n, n);
             cnt++;
         }
         const int64_t k = e >= 0 ? cnt : 0;
         REAL *xq = X + k * n;
-        RS(featurize)(h->phi, h->q + t * h->ldk, xq, n);
+        RS_FEATURIZE(h->phi, h->q + t * h->ldk, xq, n);
         uk->gemm_nt(m, k + 1, n, S, n, X, n, 0, P, k + 1);
 
         REAL *o = h->out + t * h->ldo;
