@@ -14,6 +14,8 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
            $(wildcard reference/*.c)
+.DEFAULT_GOAL := all
+
 # Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
 EXTRA_LIB_OBJ :=
 -include $(sort $(wildcard mk/*.mk))

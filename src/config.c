@@ -34,7 +34,7 @@ static const char *const variant_names[] = {"falcon1", "falcon2", "falcon3",
 static const char *const align_names[] = {"prefix", "same"};
 static const char *const phi_names[] = {"identity", "relu", "elu1", "l2norm"};
 static const char *const form_names[] = {"recurrent", "chunk", "parallel"};
-static const char *const backend_names[] = {"auto", "scalar", "avx2", "avx512", "cuda", "mpfr"};
+static const char *const backend_names[] = {"auto", "scalar", "avx2", "avx512", "cuda", "mpfr", "avx512-simde"};
 static const char *const precision_names[] = {"fp32", "fp64"};
 static const char *const status_names[] = {
     "ok", "invalid argument", "shape error", "value out of range", "non-finite input",

@@ -11,6 +11,9 @@ extern const falcon_uk_f64 falcon_uk_avx2_f64;
 extern const falcon_uk_f32 falcon_uk_avx512_f32;
 extern const falcon_uk_f64 falcon_uk_avx512_f64;
 #endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+#include "../kernels/avx512/avx512-emu.h"
+#endif
 
 static __attribute__((unused)) int cpu_has_avx2(void)
 {
@@ -44,6 +47,9 @@ int falcon_backend_available(falcon_backend b)
 #ifdef FALCON_HAVE_AVX512
     case FALCON_BACKEND_AVX512: return cpu_has_avx512();
 #endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+    case FALCON_BACKEND_AVX512_SIMDE: return cpu_has_avx2();
+#endif
     case FALCON_BACKEND_CUDA: return falcon_cuda_available();
     case FALCON_BACKEND_MPFR: return falcon_mpfr_available();
     default: return 0;
@@ -69,6 +75,9 @@ const char *falcon_backend_describe(falcon_backend b)
 #ifdef FALCON_HAVE_AVX512
     case FALCON_BACKEND_AVX512: return cpu_has_avx512() ? "avx512f (native)" : "avx512f (compiled in; this CPU lacks it)";
 #endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+    case FALCON_BACKEND_AVX512_SIMDE: return cpu_has_avx2() ? "avx512f kernels emulated by SIMDe on avx2" : "avx512-simde (needs avx2; this CPU lacks it)";
+#endif
     case FALCON_BACKEND_CUDA: return falcon_cuda_describe();
     case FALCON_BACKEND_MPFR: return falcon_mpfr_available() ? "mpfr reference" : "mpfr (not compiled in)";
     default: return "not compiled in";
@@ -86,6 +95,9 @@ const falcon_uk_f32 *falcon_uk_table_f32(falcon_backend b)
 #ifdef FALCON_HAVE_AVX512
     case FALCON_BACKEND_AVX512: return &falcon_uk_avx512_f32;
 #endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+    case FALCON_BACKEND_AVX512_SIMDE: return &falcon_uk_avx512emu_f32;
+#endif
     default: return 0;
     }
 }
@@ -99,6 +111,9 @@ const falcon_uk_f64 *falcon_uk_table_f64(falcon_backend b)
 #endif
 #ifdef FALCON_HAVE_AVX512
     case FALCON_BACKEND_AVX512: return &falcon_uk_avx512_f64;
+#endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+    case FALCON_BACKEND_AVX512_SIMDE: return &falcon_uk_avx512emu_f64;
 #endif
     default: return 0;
     }

@@ -10,9 +10,7 @@ typedef struct cell {
     double out_u, state_u, worst_ratio; /* max errors; max error/threshold */
 } cell;
 
-static const falcon_backend cpu_backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                              FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-#define NB 4
+#define NB 8 /* >= gate_backend_count */
 #define NF 3
 #define NP 2
 #define NV 6
@@ -39,7 +37,7 @@ int falcon_gate_main(int argc, char **argv)
             else { fprintf(stderr, "falcon: error: --profile %s: must be quick or full\n", p); return 2; }
         } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             only = falcon_backend_parse(argv[++i]);
-            if (only < 0 || only == FALCON_BACKEND_MPFR) {
+            if (only < 0 || only == FALCON_BACKEND_MPFR || only == FALCON_BACKEND_AUTO) {
                 fprintf(stderr, "falcon: error: --backend %s: not a kernel backend\n", argv[i]);
                 return 2;
             }
@@ -73,8 +71,9 @@ int falcon_gate_main(int argc, char **argv)
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
     int skipped[NB] = {0};
-    for (int b = 0; b < NB; b++)
-        skipped[b] = (only >= 0 && (int)cpu_backends[b] != only) || !falcon_backend_available(cpu_backends[b]);
+    if (gate_backend_count > NB) return 2;
+    for (int b = 0; b < gate_backend_count; b++)
+        skipped[b] = (only >= 0 && (int)gate_backends[b] != only) || !falcon_backend_available(gate_backends[b]);
 
     for (int s = 0; s < seeds; s++)
         for (int ci = 0; ci < ncase; ci++) {
@@ -88,12 +87,12 @@ int falcon_gate_main(int argc, char **argv)
                     fprintf(stderr, "falcon: error: reference failed: %s\n", falcon_last_error());
                     return 2;
                 }
-                for (int b = 0; b < NB; b++) {
+                for (int b = 0; b < gate_backend_count; b++) {
                     if (skipped[b]) continue;
                     for (int f = 0; f < NF; f++) {
                         gate_result r;
                         cell *x = &cells[b][p][f][c.variant];
-                        falcon_status st = gate_run(&c, &d, (falcon_form)f, cpu_backends[b], NULL, &r);
+                        falcon_status st = gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &r);
                         const double thr = gate_threshold(&c, (falcon_form)f, (falcon_precision)p);
                         const double thr_out = gate_threshold_out(&c, (falcon_form)f, (falcon_precision)p, ref.read_cond);
                         gate_errors e = {INFINITY, INFINITY};
@@ -112,7 +111,7 @@ int falcon_gate_main(int argc, char **argv)
                             char desc[256];
                             gate_case_describe(&c, desc, sizeof desc);
                             printf("%-6s %s %-9s %s: out %.3g u (threshold %.3g, read cond %.3g), S %.3g u (threshold %.3g)%s%s%s\n",
-                                   falcon_backend_name(cpu_backends[b]), falcon_precision_name((falcon_precision)p),
+                                   falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                                    falcon_form_name((falcon_form)f), desc, e.out_u, thr_out, ref.read_cond,
                                    e.state_u, thr, ratio <= 1 ? "" : "  FAIL", st ? ": " : "",
                                    st ? falcon_last_error() : "");
@@ -128,11 +127,11 @@ int falcon_gate_main(int argc, char **argv)
     int failed = 0;
     printf("\n%-7s %-5s %-10s %-9s %6s %12s %12s %10s  %s\n", "backend", "prec", "form", "variant",
            "cases", "max out (u)", "max S (u)", "max/thr", "result");
-    for (int b = 0; b < NB; b++) {
+    for (int b = 0; b < gate_backend_count; b++) {
         if (skipped[b]) {
-            if (only < 0 || (int)cpu_backends[b] == only)
-                printf("%-7s skipped: %s\n", falcon_backend_name(cpu_backends[b]),
-                       falcon_backend_describe(cpu_backends[b]));
+            if (only < 0 || (int)gate_backends[b] == only)
+                printf("%-7s skipped: %s\n", falcon_backend_name(gate_backends[b]),
+                       falcon_backend_describe(gate_backends[b]));
             continue;
         }
         for (int p = 0; p < NP; p++)
@@ -141,7 +140,7 @@ int falcon_gate_main(int argc, char **argv)
                     cell *x = &cells[b][p][f][v];
                     failed += x->failed;
                     printf("%-7s %-5s %-10s %-9s %6d %12.3g %12.3g %10.3f  %s\n",
-                           falcon_backend_name(cpu_backends[b]), falcon_precision_name((falcon_precision)p),
+                           falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                            falcon_form_name((falcon_form)f), falcon_variant_name((falcon_variant)v), x->cases,
                            x->out_u, x->state_u, x->worst_ratio, x->failed ? "FAIL" : "pass");
                 }

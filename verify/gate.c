@@ -19,6 +19,11 @@ static double uniform(uint64_t *s, double lo, double hi)
     return lo + (hi - lo) * ((double)(next_u64(s) >> 11) * 0x1.0p-53);
 }
 
+const falcon_backend gate_backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
+                                        FALCON_BACKEND_AVX512, FALCON_BACKEND_AVX512_SIMDE,
+                                        FALCON_BACKEND_CUDA};
+const int gate_backend_count = (int)(sizeof gate_backends / sizeof gate_backends[0]);
+
 double gate_unit_roundoff(falcon_precision prec)
 {
     return prec == FALCON_FP32 ? 0x1.0p-24 : 0x1.0p-53;

@@ -59,6 +59,11 @@ typedef struct gate_result {
     double read_cond;
 } gate_result;
 
+/* Every kernel backend the gate knows (not mpfr, the reference); a test runs
+ * those falcon_backend_available() reports and names the others skipped. */
+extern const falcon_backend gate_backends[];
+extern const int gate_backend_count;
+
 /* Run a case through a backend/form on data `d` (state fresh unless given). */
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
                        falcon_backend backend, falcon_state *state, gate_result *r);

@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include "gate.h"
 
-static const falcon_backend backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                          FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-
 static void against_mpfr(gate_decay decay, int64_t T)
 {
     for (int v = FALCON_1; v <= FALCON_3A; v += 2) /* falcon1, falcon3, falcon2a */
@@ -26,18 +23,18 @@ static void against_mpfr(gate_decay decay, int64_t T)
             gate_result ref;
             cr_assert(gate_data_make(&c, (falcon_precision)p, &d) == 0);
             cr_assert(gate_reference(&c, &d, &ref) == FALCON_OK);
-            for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-                if (!falcon_backend_available(backends[b])) continue;
+            for (int b = 0; b < gate_backend_count; b++) {
+                if (!falcon_backend_available(gate_backends[b])) continue;
                 for (int f = 0; f < 3; f++) {
                     gate_result r;
-                    cr_assert(gate_run(&c, &d, (falcon_form)f, backends[b], NULL, &r) == FALCON_OK,
+                    cr_assert(gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &r) == FALCON_OK,
                               "%s", falcon_last_error());
                     gate_errors e = gate_compare(&r, &ref, (falcon_precision)p);
                     const double thr = gate_threshold(&c, (falcon_form)f, (falcon_precision)p);
                     const double thr_out = gate_threshold_out(&c, (falcon_form)f, (falcon_precision)p, ref.read_cond);
                     printf("decay %s T=%lld %s %s %s %s: out %.2f u (<= %.1f), S %.2f u (<= %.1f)\n",
                            gate_decay_name(decay), (long long)T, falcon_variant_name(c.variant),
-                           falcon_backend_name(backends[b]), falcon_precision_name((falcon_precision)p),
+                           falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                            falcon_form_name((falcon_form)f), e.out_u, thr_out, e.state_u, thr);
                     cr_expect(e.out_u <= thr_out && e.state_u <= thr, "%s %s %s %s: %.3g u, %.3g u",
                               gate_decay_name(decay), falcon_variant_name(c.variant),
@@ -75,11 +72,11 @@ Test(decay, million_steps, .timeout = 900)
             ref_in.in = d32.in64;
             gate_result ref;
             cr_assert(gate_run(&c, &ref_in, FALCON_FORM_RECURRENT, FALCON_BACKEND_SCALAR, NULL, &ref) == FALCON_OK);
-            for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-                if (!falcon_backend_available(backends[b])) continue;
+            for (int b = 0; b < gate_backend_count; b++) {
+                if (!falcon_backend_available(gate_backends[b])) continue;
                 for (int f = 0; f < 2; f++) { /* recurrent, chunk */
                     gate_result r;
-                    cr_assert(gate_run(&c, &d32, (falcon_form)f, backends[b], NULL, &r) == FALCON_OK,
+                    cr_assert(gate_run(&c, &d32, (falcon_form)f, gate_backends[b], NULL, &r) == FALCON_OK,
                               "%s", falcon_last_error());
                     gate_errors e = gate_compare(&r, &ref, FALCON_FP32);
                     int finite = 1;
@@ -87,7 +84,7 @@ Test(decay, million_steps, .timeout = 900)
                     const double thr = gate_threshold(&c, (falcon_form)f, FALCON_FP32);
                     printf("decay %s T=10^6 %s %s fp32 %s vs fp64: out %.2f u, S %.2f u (<= %.1f)\n",
                            gate_decay_name(decay), falcon_variant_name(c.variant),
-                           falcon_backend_name(backends[b]), falcon_form_name((falcon_form)f), e.out_u,
+                           falcon_backend_name(gate_backends[b]), falcon_form_name((falcon_form)f), e.out_u,
                            e.state_u, thr);
                     cr_expect(finite, "non-finite output");
                     /* With decay every read depends on a bounded past, so the

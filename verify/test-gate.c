@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include "gate.h"
 
-static const falcon_backend backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                          FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-
 static void run_variant(falcon_variant v, falcon_precision prec)
 {
     gate_case *cases;
@@ -26,23 +23,23 @@ static void run_variant(falcon_variant v, falcon_precision prec)
         cr_assert(gate_reference(&cases[i], &d, &ref) == FALCON_OK, "reference: %s", falcon_last_error());
         char desc[256];
         gate_case_describe(&cases[i], desc, sizeof desc);
-        for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-            if (!falcon_backend_available(backends[b])) continue;
+        for (int b = 0; b < gate_backend_count; b++) {
+            if (!falcon_backend_available(gate_backends[b])) continue;
             for (int f = 0; f < 3; f++) {
                 gate_result r;
-                falcon_status s = gate_run(&cases[i], &d, (falcon_form)f, backends[b], NULL, &r);
-                cr_assert(s == FALCON_OK, "%s %s: %s", falcon_backend_name(backends[b]), desc, falcon_last_error());
+                falcon_status s = gate_run(&cases[i], &d, (falcon_form)f, gate_backends[b], NULL, &r);
+                cr_assert(s == FALCON_OK, "%s %s: %s", falcon_backend_name(gate_backends[b]), desc, falcon_last_error());
                 gate_errors e = gate_compare(&r, &ref, prec);
                 double thr = gate_threshold(&cases[i], (falcon_form)f, prec);
                 double thr_out = gate_threshold_out(&cases[i], (falcon_form)f, prec, ref.read_cond);
                 printf("gate %s %s %s %s: out %.2f u (<= %.1f), S %.2f u (<= %.1f)\n",
-                       falcon_backend_name(backends[b]), falcon_precision_name(prec),
+                       falcon_backend_name(gate_backends[b]), falcon_precision_name(prec),
                        falcon_form_name((falcon_form)f), desc, e.out_u, thr_out, e.state_u, thr);
                 cr_expect(e.out_u <= thr_out, "%s %s %s %s: out error %.3g u > %.3g u",
-                          falcon_backend_name(backends[b]), falcon_precision_name(prec),
+                          falcon_backend_name(gate_backends[b]), falcon_precision_name(prec),
                           falcon_form_name((falcon_form)f), desc, e.out_u, thr_out);
                 cr_expect(e.state_u <= thr, "%s %s %s %s: state error %.3g u > %.3g u",
-                          falcon_backend_name(backends[b]), falcon_precision_name(prec),
+                          falcon_backend_name(gate_backends[b]), falcon_precision_name(prec),
                           falcon_form_name((falcon_form)f), desc, e.state_u, thr);
                 gate_result_free(&r);
                 checked++;

@@ -10,14 +10,11 @@
 #include <stdlib.h>
 #include "gate.h"
 
-static const falcon_backend backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                          FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-
 /* Run `twin` on the data of `base` (gains set to 1) and compare. */
 static void identity(falcon_variant base, falcon_variant twin)
 {
-    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-        if (!falcon_backend_available(backends[b])) continue;
+    for (int b = 0; b < gate_backend_count; b++) {
+        if (!falcon_backend_available(gate_backends[b])) continue;
         for (int p = 0; p < 2; p++)
             for (int f = 0; f < 3; f++)
                 for (int a = 0; a < 2; a++) {
@@ -35,11 +32,11 @@ static void identity(falcon_variant base, falcon_variant twin)
                         }
                     }
                     gate_result rb, rt;
-                    cr_assert(gate_run(&c, &db, (falcon_form)f, backends[b], NULL, &rb) == FALCON_OK);
-                    cr_assert(gate_run(&t, &dt, (falcon_form)f, backends[b], NULL, &rt) == FALCON_OK);
+                    cr_assert(gate_run(&c, &db, (falcon_form)f, gate_backends[b], NULL, &rb) == FALCON_OK);
+                    cr_assert(gate_run(&t, &dt, (falcon_form)f, gate_backends[b], NULL, &rt) == FALCON_OK);
                     gate_errors e = gate_compare(&rt, &rb, (falcon_precision)p);
                     printf("identity %s = %s, %s %s %s %s: %.2f u, %.2f u\n", falcon_variant_name(twin),
-                           falcon_variant_name(base), falcon_backend_name(backends[b]),
+                           falcon_variant_name(base), falcon_backend_name(gate_backends[b]),
                            falcon_precision_name((falcon_precision)p), falcon_form_name((falcon_form)f),
                            falcon_align_name((falcon_align)a), e.out_u, e.state_u);
                     /* Unit gains and a one-example window add no operation

@@ -10,9 +10,6 @@
 #include <string.h>
 #include "gate.h"
 
-static const falcon_backend backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                          FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-
 /* Inputs of steps [t0, t1) of a single-head case. */
 static falcon_inputs slice(const gate_data *d, int64_t t0, int64_t t1)
 {
@@ -33,8 +30,8 @@ static void split_equals_whole(falcon_variant v)
 {
     static const int64_t cuts[] = {0, 1, 9, 9, 30, 31, 50}; /* includes empty and 1-step segments */
     const int ncut = (int)(sizeof cuts / sizeof cuts[0]);
-    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-        if (!falcon_backend_available(backends[b])) continue;
+    for (int b = 0; b < gate_backend_count; b++) {
+        if (!falcon_backend_available(gate_backends[b])) continue;
         for (int p = 0; p < 2; p++)
             for (int f = 0; f < 3; f++)
                 for (int a = 0; a < 2; a++) {
@@ -44,7 +41,7 @@ static void split_equals_whole(falcon_variant v)
                     gate_data d;
                     cr_assert(gate_data_make(&c, (falcon_precision)p, &d) == 0);
                     gate_result whole, part;
-                    cr_assert(gate_run(&c, &d, (falcon_form)f, backends[b], NULL, &whole) == FALCON_OK);
+                    cr_assert(gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &whole) == FALCON_OK);
                     part.out_count = whole.out_count;
                     part.state_count = whole.state_count;
                     part.out = calloc((size_t)whole.out_count, sizeof(double));
@@ -57,7 +54,7 @@ static void split_equals_whole(falcon_variant v)
                         cs.T = cuts[s + 1] - cuts[s];
                         ds.in = slice(&d, cuts[s], cuts[s + 1]);
                         gate_result r;
-                        cr_assert(gate_run(&cs, &ds, (falcon_form)f, backends[b], st, &r) == FALCON_OK,
+                        cr_assert(gate_run(&cs, &ds, (falcon_form)f, gate_backends[b], st, &r) == FALCON_OK,
                                   "%s", falcon_last_error());
                         memcpy(part.out + cuts[s] * c.m, r.out, sizeof(double) * (size_t)r.out_count);
                         gate_result_free(&r);
@@ -66,11 +63,11 @@ static void split_equals_whole(falcon_variant v)
                     gate_errors e = gate_compare(&part, &whole, (falcon_precision)p);
                     const double thr = f == FALCON_FORM_RECURRENT ? 0 : gate_threshold(&c, (falcon_form)f, (falcon_precision)p);
                     printf("segments %s %s %s %s %s: out %.2f u, S %.2f u (<= %.1f)\n",
-                           falcon_backend_name(backends[b]), falcon_precision_name((falcon_precision)p),
+                           falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                            falcon_form_name((falcon_form)f), falcon_variant_name(v),
                            falcon_align_name((falcon_align)a), e.out_u, e.state_u, thr);
                     cr_expect(e.out_u <= thr && e.state_u <= thr, "%s %s %s %s: split differs by %.3g u, %.3g u",
-                              falcon_backend_name(backends[b]), falcon_precision_name((falcon_precision)p),
+                              falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                               falcon_form_name((falcon_form)f), falcon_variant_name(v), e.out_u, e.state_u);
                     falcon_state_free(st);
                     gate_result_free(&whole);

@@ -1,0 +1,136 @@
+/* The axpy-form register tile shared by gemm_nn and rank_update (SIMD,
+ * vec-*.h abstraction): rows of C are sums of rows of B,
+ *     C[i][:] = init_i + sum_{k0 <= k < k1} P[i*rs + k*cs] * B[k][:]
+ * with init_i = 0, C[i][:] or scale*C[i][:]. A tile of mr rows x nv vectors
+ * keeps its accumulators in registers over the whole k range: per k it
+ * loads nv vectors of B, broadcasts mr coefficients and issues mr*nv FMAs,
+ * so C is read and written once. Columns past N are a masked last vector.
+ * Each element sees the same sequence (init, then one FMA per k in order)
+ * whatever tile it falls in. */
+typedef struct VNAME(ax_args) {
+    const REAL *P; /* coefficient of (row i, k) at P[i*rs + k*cs] */
+    int64_t rs, cs;
+    const REAL *B; /* B[k][:] at B + k*ldb */
+    int64_t ldb;
+    REAL *C;
+    int64_t ldc;
+    int read_c;   /* 0: C is not read (init 0) */
+    int do_scale; /* with read_c: init = scale*C */
+    REAL scale;
+} VNAME(ax_args);
+
+VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask tm,
+                            const VNAME(ax_args) *g, int64_t i0, int64_t j0, int64_t k0,
+                            int64_t k1)
+{
+    /* Locals: the vector stores may alias anything, *g included. */
+    const int64_t ldc = g->ldc, rs = g->rs, cs = g->cs, ldb = g->ldb;
+    REAL *const c = g->C + i0 * ldc + j0;
+    const REAL *const p = g->P + i0 * rs;
+    const REAL *const b = g->B + j0;
+    vreal acc[AX_MR][AX_NV];
+    if (g->read_c) {
+        const int do_scale = g->do_scale;
+        const vreal sc = v_set1(g->scale);
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) {
+                const REAL *ci = c + i * ldc + v * VL;
+                acc[i][v] = masked && v == nv - 1 ? v_load_mask(ci, tm) : v_loadu(ci);
+                if (do_scale) acc[i][v] = v_mul(acc[i][v], sc);
+            }
+    } else {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+    }
+    for (int64_t k = k0; k < k1; k++) {
+        vreal bv[AX_NV];
+        const REAL *bk = b + k * ldb, *pk = p + k * cs;
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            bv[v] = masked && v == nv - 1 ? v_load_mask(bk + v * VL, tm) : v_loadu(bk + v * VL);
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++) {
+            const vreal a = v_set1(pk[i * rs]);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = v_fma(a, bv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            REAL *ci = c + i * ldc + v * VL;
+            if (masked && v == nv - 1)
+                v_store_mask(ci, tm, acc[i][v]);
+            else
+                v_storeu(ci, acc[i][v]);
+        }
+}
+
+/* One block of mr rows across all N columns. */
+VINLINE void VNAME(ax_rows)(const int mr, const VNAME(ax_args) *g, int64_t i0, int64_t N,
+                            int64_t k0, int64_t k1)
+{
+    const vmask none = v_mask(0);
+    int64_t j = 0;
+    for (; j + AX_NV * VL <= N; j += AX_NV * VL) VNAME(ax_tile)(mr, AX_NV, 0, none, g, i0, j, k0, k1);
+    if (AX_NV > 2 && N - j >= 2 * VL) {
+        VNAME(ax_tile)(mr, 2, 0, none, g, i0, j, k0, k1);
+        j += 2 * VL;
+    }
+    if (AX_NV > 1 && N - j >= VL) {
+        VNAME(ax_tile)(mr, 1, 0, none, g, i0, j, k0, k1);
+        j += VL;
+    }
+    if (j < N) VNAME(ax_tile)(mr, 1, 1, v_mask(N - j), g, i0, j, k0, k1);
+}
+
+/* The k range [k0, k1) outside of which the coefficients of rows
+ * [i0, i0 + mr) are all zero (trim = 0: the whole [0, K)). */
+static void VNAME(ax_range)(const VNAME(ax_args) *g, int trim, int64_t i0, int64_t mr, int64_t K,
+                            int64_t *k0, int64_t *k1)
+{
+    if (!trim) {
+        *k0 = 0;
+        *k1 = K;
+        return;
+    }
+    int64_t lo = K, hi = 0;
+    for (int64_t i = i0; i < i0 + mr; i++) {
+        const REAL *p = g->P + i * g->rs;
+        int64_t a = 0, b = K;
+        while (a < lo && p[a * g->cs] == 0) a++;      /* first nonzero, or lo */
+        while (b > hi && p[(b - 1) * g->cs] == 0) b--; /* last nonzero + 1, or hi */
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+    }
+    *k0 = lo < hi ? lo : 0;
+    *k1 = lo < hi ? hi : 0;
+}
+
+static void VNAME(axpy)(const VNAME(ax_args) *g, int trim, int64_t M, int64_t N, int64_t K)
+{
+    int64_t i = 0, k0, k1;
+    for (; i + AX_MR <= M; i += AX_MR) {
+        VNAME(ax_range)(g, trim, i, AX_MR, K, &k0, &k1);
+        VNAME(ax_rows)(AX_MR, g, i, N, k0, k1);
+    }
+    if (AX_MR > 4 && M - i >= 4) {
+        VNAME(ax_range)(g, trim, i, 4, K, &k0, &k1);
+        VNAME(ax_rows)(4, g, i, N, k0, k1);
+        i += 4;
+    }
+    if (AX_MR > 2 && M - i >= 2) {
+        VNAME(ax_range)(g, trim, i, 2, K, &k0, &k1);
+        VNAME(ax_rows)(2, g, i, N, k0, k1);
+        i += 2;
+    }
+    if (AX_MR > 1 && M - i >= 1) {
+        VNAME(ax_range)(g, trim, i, 1, K, &k0, &k1);
+        VNAME(ax_rows)(1, g, i, N, k0, k1);
+    }
+}

@@ -1,0 +1,1 @@
+#include "ukernels-avx2.inc.c"

@@ -1,0 +1,1 @@
+#include "ukernels-avx512.inc.c"

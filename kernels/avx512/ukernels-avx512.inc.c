@@ -1,0 +1,35 @@
+/* The AVX-512F backend's table for one precision (see real.h). The kernels
+ * are the AVX2 backend's sources (the *-avx2.inc.c files of kernels/avx2,
+ * written against the vec-*.h abstraction) compiled over vec-avx512.h's
+ * 512-bit vectors and tile sizes. Built twice (mk/simd.mk):
+ *   f32-avx512.c, f64-avx512.c: native, -mavx512f -mavx2 -mfma, the tables
+ *     falcon_uk_avx512_f32/_f64 that src/dispatch.c selects after a CPU check;
+ *   f32-avx512-simde.c, f64-avx512-simde.c: FALCON_AVX512_SIMDE, SIMDe
+ *     emulation under -mavx2 -mfma, the tables falcon_uk_avx512emu_f32/_f64
+ *     ("avx512-simde", declared in avx512-emu.h) that the tests run on any
+ *     AVX2 machine. */
+#include <stdint.h>
+#include "../ukernel.h"
+#include "../framework/real.h"
+#include "vec-avx512.h"
+#include "avx512-emu.h"
+
+#include "../avx2/gemm-nt-avx2.inc.c"
+#include "../avx2/axpy-avx2.inc.c"
+#include "../avx2/gemm-nn-avx2.inc.c"
+#include "../avx2/rank-update-avx2.inc.c"
+#include "../avx2/trsm-avx2.inc.c"
+
+#ifdef FALCON_AVX512_SIMDE
+const RS(falcon_uk) RS(falcon_uk_avx512emu) = {
+    "avx512-simde",
+#else
+extern const RS(falcon_uk) RS(falcon_uk_avx512);
+const RS(falcon_uk) RS(falcon_uk_avx512) = {
+    "avx512",
+#endif
+    VNAME(gemm_nt),
+    VNAME(gemm_nn),
+    VNAME(rank_update),
+    VNAME(trsm_unit_lower),
+};
