@@ -15,13 +15,13 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
            $(wildcard reference/*.c)
 .DEFAULT_GOAL := all
+LIB     := $(BUILD)/libfalcon.a
 
 # Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
 EXTRA_LIB_OBJ :=
 -include $(sort $(wildcard mk/*.mk))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
-LIB     := $(BUILD)/libfalcon.a
 
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -60,7 +60,8 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 check: deps
 	$(MAKE) all $(BUILD)/falcon-verify
 	$(MAKE) test
-	@if [ -f verify/test_cli.sh ]; then bash verify/test_cli.sh $(BUILD)/falcon $(BUILD); fi
+	bash verify/test_cli.sh $(BUILD)/falcon
+	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
 mutants: deps

@@ -31,6 +31,12 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 
+/* npy.c: write buffers to a file via a temporary file in the same directory
+ * and rename; Python's repr of a shape (200 bytes hold any). */
+falcon_status falcon_write_file_atomic(const char *path, const void *const *parts,
+                                       const size_t *sizes, int count);
+const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
+
 /* Steps per block of the masked-parallel form (bounds its O(P^2) memory). */
 int64_t falcon_parallel_block(int64_t window);
 

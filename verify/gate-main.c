@@ -88,7 +88,7 @@ int falcon_gate_main(int argc, char **argv)
                     return 2;
                 }
                 for (int b = 0; b < gate_backend_count; b++) {
-                    if (skipped[b]) continue;
+                    if (skipped[b] || !gate_backend_runs(gate_backends[b], (falcon_precision)p)) continue;
                     for (int f = 0; f < NF; f++) {
                         gate_result r;
                         cell *x = &cells[b][p][f][c.variant];
@@ -125,25 +125,31 @@ int falcon_gate_main(int argc, char **argv)
     free(cases);
 
     int failed = 0;
-    printf("\n%-7s %-5s %-10s %-9s %6s %12s %12s %10s  %s\n", "backend", "prec", "form", "variant",
+    printf("\n%-12s %-5s %-10s %-9s %6s %12s %12s %10s  %s\n", "backend", "prec", "form", "variant",
            "cases", "max out (u)", "max S (u)", "max/thr", "result");
     for (int b = 0; b < gate_backend_count; b++) {
         if (skipped[b]) {
             if (only < 0 || (int)gate_backends[b] == only)
-                printf("%-7s skipped: %s\n", falcon_backend_name(gate_backends[b]),
+                printf("%-12s skipped: %s\n", falcon_backend_name(gate_backends[b]),
                        falcon_backend_describe(gate_backends[b]));
             continue;
         }
-        for (int p = 0; p < NP; p++)
+        for (int p = 0; p < NP; p++) {
+            if (!gate_backend_runs(gate_backends[b], (falcon_precision)p)) {
+                printf("%-12s %-5s skipped: the backend computes in fp32 only\n",
+                       falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p));
+                continue;
+            }
             for (int f = 0; f < NF; f++)
                 for (int v = 0; v < NV; v++) {
                     cell *x = &cells[b][p][f][v];
                     failed += x->failed;
-                    printf("%-7s %-5s %-10s %-9s %6d %12.3g %12.3g %10.3f  %s\n",
+                    printf("%-12s %-5s %-10s %-9s %6d %12.3g %12.3g %10.3f  %s\n",
                            falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                            falcon_form_name((falcon_form)f), falcon_variant_name((falcon_variant)v), x->cases,
                            x->out_u, x->state_u, x->worst_ratio, x->failed ? "FAIL" : "pass");
                 }
+        }
     }
     printf("\ngate (%s, %d seed%s): %s\n", shape[0] ? "--shape" : profile ? "full profile" : "quick profile", seeds, seeds > 1 ? "s" : "",
            failed ? "FAILED" : "passed");

@@ -24,6 +24,11 @@ const falcon_backend gate_backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AV
                                         FALCON_BACKEND_CUDA};
 const int gate_backend_count = (int)(sizeof gate_backends / sizeof gate_backends[0]);
 
+int gate_backend_runs(falcon_backend b, falcon_precision p)
+{
+    return falcon_backend_available(b) && !(b == FALCON_BACKEND_CUDA && p == FALCON_FP64);
+}
+
 double gate_unit_roundoff(falcon_precision prec)
 {
     return prec == FALCON_FP32 ? 0x1.0p-24 : 0x1.0p-53;

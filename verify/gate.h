@@ -63,6 +63,8 @@ typedef struct gate_result {
  * those falcon_backend_available() reports and names the others skipped. */
 extern const falcon_backend gate_backends[];
 extern const int gate_backend_count;
+/* 1 if backend b runs here in precision p (the cuda backend is fp32 only). */
+int gate_backend_runs(falcon_backend b, falcon_precision p);
 
 /* Run a case through a backend/form on data `d` (state fresh unless given). */
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,

@@ -24,7 +24,7 @@ static void against_mpfr(gate_decay decay, int64_t T)
             cr_assert(gate_data_make(&c, (falcon_precision)p, &d) == 0);
             cr_assert(gate_reference(&c, &d, &ref) == FALCON_OK);
             for (int b = 0; b < gate_backend_count; b++) {
-                if (!falcon_backend_available(gate_backends[b])) continue;
+                if (!gate_backend_runs(gate_backends[b], (falcon_precision)p)) continue;
                 for (int f = 0; f < 3; f++) {
                     gate_result r;
                     cr_assert(gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &r) == FALCON_OK,
@@ -73,7 +73,7 @@ Test(decay, million_steps, .timeout = 900)
             gate_result ref;
             cr_assert(gate_run(&c, &ref_in, FALCON_FORM_RECURRENT, FALCON_BACKEND_SCALAR, NULL, &ref) == FALCON_OK);
             for (int b = 0; b < gate_backend_count; b++) {
-                if (!falcon_backend_available(gate_backends[b])) continue;
+                if (!gate_backend_runs(gate_backends[b], FALCON_FP32)) continue;
                 for (int f = 0; f < 2; f++) { /* recurrent, chunk */
                     gate_result r;
                     cr_assert(gate_run(&c, &d32, (falcon_form)f, gate_backends[b], NULL, &r) == FALCON_OK,

@@ -24,7 +24,7 @@ static void run_variant(falcon_variant v, falcon_precision prec)
         char desc[256];
         gate_case_describe(&cases[i], desc, sizeof desc);
         for (int b = 0; b < gate_backend_count; b++) {
-            if (!falcon_backend_available(gate_backends[b])) continue;
+            if (!gate_backend_runs(gate_backends[b], prec)) continue;
             for (int f = 0; f < 3; f++) {
                 gate_result r;
                 falcon_status s = gate_run(&cases[i], &d, (falcon_form)f, gate_backends[b], NULL, &r);
@@ -67,3 +67,17 @@ GATE_TEST(2A, FP32)
 GATE_TEST(2A, FP64)
 GATE_TEST(3A, FP32)
 GATE_TEST(3A, FP64)
+
+/* Backends that cannot run here are reported as skipped, with the reason,
+ * never as passed: one Criterion test per such backend. */
+static void skip_unless_available(falcon_backend b)
+{
+    if (!falcon_backend_available(b))
+        cr_skip_test("backend %s not run: %s", falcon_backend_name(b), falcon_backend_describe(b));
+    printf("gate: backend %s ran: %s\n", falcon_backend_name(b), falcon_backend_describe(b));
+}
+
+Test(gate, backend_avx512_native) { skip_unless_available(FALCON_BACKEND_AVX512); }
+Test(gate, backend_avx512_simde) { skip_unless_available(FALCON_BACKEND_AVX512_SIMDE); }
+Test(gate, backend_avx2) { skip_unless_available(FALCON_BACKEND_AVX2); }
+Test(gate, backend_cuda) { skip_unless_available(FALCON_BACKEND_CUDA); }

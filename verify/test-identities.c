@@ -16,6 +16,7 @@ static void identity(falcon_variant base, falcon_variant twin)
     for (int b = 0; b < gate_backend_count; b++) {
         if (!falcon_backend_available(gate_backends[b])) continue;
         for (int p = 0; p < 2; p++)
+            if (gate_backend_runs(gate_backends[b], (falcon_precision)p))
             for (int f = 0; f < 3; f++)
                 for (int a = 0; a < 2; a++) {
                     gate_case c = {base, (falcon_align)a, FALCON_PHI_IDENTITY, GATE_DECAY_RANDOM,

@@ -33,6 +33,7 @@ static void split_equals_whole(falcon_variant v)
     for (int b = 0; b < gate_backend_count; b++) {
         if (!falcon_backend_available(gate_backends[b])) continue;
         for (int p = 0; p < 2; p++)
+            if (gate_backend_runs(gate_backends[b], (falcon_precision)p))
             for (int f = 0; f < 3; f++)
                 for (int a = 0; a < 2; a++) {
                     const int64_t W = falcon_variant_has_window(v) ? 4 : 1;

@@ -1,0 +1,215 @@
+/*
+ * Options of `falcon run`: one table drives parsing and --help, so the two
+ * cannot drift apart. Values are checked for syntax here (a number that is
+ * not one, an unknown name); their ranges are the library's to check, so
+ * the command and the API reject the same configurations with the same words.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+typedef enum { K_ENUM, K_INT64, K_INT, K_REAL, K_PATH, K_FLAG } opt_kind;
+
+/* The enum names come from the library: these adapt its name functions to
+ * one signature so that the table can list the choices. */
+static const char *variant_name(int i) { return falcon_variant_name((falcon_variant)i); }
+static const char *form_name(int i) { return falcon_form_name((falcon_form)i); }
+static const char *backend_name(int i) { return falcon_backend_name((falcon_backend)i); }
+static const char *precision_name(int i) { return falcon_precision_name((falcon_precision)i); }
+static const char *align_name(int i) { return falcon_align_name((falcon_align)i); }
+static const char *phi_name(int i) { return falcon_phi_name((falcon_phi)i); }
+
+typedef struct opt_spec {
+    const char *name;
+    opt_kind kind;
+    size_t offset;                /* of the field in cli_run_args */
+    int required;
+    const char *meta, *help;
+    const char *(*name_of)(int);  /* K_ENUM: the names of 0, 1, ... */
+    int (*parse)(const char *);   /* K_ENUM: name -> value, -1 if unknown */
+} opt_spec;
+
+#define AT(field) offsetof(cli_run_args, field)
+static const opt_spec specs[] = {
+    {"variant", K_ENUM, AT(variant), 1, NULL, "the recurrence", variant_name, falcon_variant_parse},
+    {"form", K_ENUM, AT(form), 1, NULL, "how it is evaluated", form_name, falcon_form_parse},
+    {"backend", K_ENUM, AT(backend), 0, NULL, "kernels to use (default auto: the best here)", backend_name,
+     falcon_backend_parse},
+    {"precision", K_ENUM, AT(precision), 0, NULL, "arithmetic and output dtype (default fp32)", precision_name,
+     falcon_precision_parse},
+    {"align", K_ENUM, AT(align), 0, NULL, "which pair a step learns (default prefix)", align_name,
+     falcon_align_parse},
+    {"phi", K_ENUM, AT(phi), 0, NULL, "feature map of keys and queries (default identity)", phi_name,
+     falcon_phi_parse},
+    {"window", K_INT64, AT(window), 0, "W", "rehearsal window, falcon3/falcon3a only (default 1)", NULL, NULL},
+    {"chunk", K_INT64, AT(chunk), 0, "C", "chunk size of the chunk form (default 64)", NULL, NULL},
+    {"eps", K_REAL, AT(eps), 0, "E", "normaliser floor, > 0 (default 1e-6)", NULL, NULL},
+    {"threads", K_INT, AT(threads), 0, "N", "threads over heads (default 0: OpenMP's choice)", NULL, NULL},
+    {"mpfr-bits", K_INT, AT(mpfr_bits), 0, "B", "precision of the mpfr backend (default 256)", NULL, NULL},
+    {"q", K_PATH, AT(q), 1, "FILE", "queries [T,n] or [B,T,H,n]", NULL, NULL},
+    {"k", K_PATH, AT(k), 1, "FILE", "keys, shaped as q", NULL, NULL},
+    {"v", K_PATH, AT(v), 1, "FILE", "values [T,m] or [B,T,H,m]", NULL, NULL},
+    {"beta", K_PATH, AT(beta), 1, "FILE", "step sizes [T] or [B,T,H]", NULL, NULL},
+    {"alpha", K_PATH, AT(alpha), 0, "FILE", "decays in (0, 1], shaped as beta (default: none)", NULL, NULL},
+    {"gain", K_PATH, AT(gain), 0, "FILE", "per-column gains, shaped as q (falcon2/falcon2a)", NULL, NULL},
+    {"out", K_PATH, AT(out), 1, "FILE", "reads [T,m] or [B,T,H,m], in the run's precision", NULL, NULL},
+    {"state-out", K_PATH, AT(state_out), 0, "FILE", "final memory [m,n] or [B,H,m,n]", NULL, NULL},
+    {"checkpoint-in", K_PATH, AT(ckpt_in), 0, "DIR", "carried state to start from", NULL, NULL},
+    {"checkpoint-out", K_PATH, AT(ckpt_out), 0, "DIR", "save the final carried state", NULL, NULL},
+    {"verbose", K_FLAG, AT(verbose), 0, NULL, "print backend, sizes and time on stdout", NULL, NULL},
+    {"help", K_FLAG, AT(help), 0, NULL, "this text", NULL, NULL},
+};
+#define NUM_SPECS ((int)(sizeof specs / sizeof specs[0]))
+
+static void *field(cli_run_args *a, const opt_spec *s) { return (char *)a + s->offset; }
+
+/* "{a,b,c}" from the library's names. */
+static const char *choices(const opt_spec *s, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "{");
+    for (int i = 0; used < size && strcmp(s->name_of(i), "unknown") != 0; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "", s->name_of(i));
+    if (used < size) snprintf(buf + used, size - used, "}");
+    return buf;
+}
+
+void cli_print_run_help(FILE *f)
+{
+    char list[160], meta[200];
+    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE --out FILE"
+               " [options]\n\nInputs are .npy float32/float64 files, converted to the run's precision; q with 2\n"
+               "dimensions is one sequence, with 4 a [B,T,H,n] batch. Outputs are written only when the\n"
+               "whole run succeeded.\n\n");
+    for (int i = 0; i < NUM_SPECS; i++) {
+        const opt_spec *s = &specs[i];
+        snprintf(meta, sizeof meta, "--%s%s%s", s->name, s->meta || s->name_of ? " " : "",
+                 s->name_of ? choices(s, list, sizeof list) : s->meta ? s->meta : "");
+        /* A long list of choices gets the description on its own line. */
+        fprintf(f, "  %-34s%s%s%s\n", meta, strlen(meta) < 34 ? " " : "\n                                     ",
+                s->help, s->required ? " (required)" : "");
+    }
+}
+
+static void set_defaults(cli_run_args *a)
+{
+    falcon_config d;
+    falcon_config_default(&d);
+    memset(a, 0, sizeof *a);
+    a->variant = a->form = -1;
+    a->backend = (int)d.backend;
+    a->precision = (int)d.precision;
+    a->align = (int)d.align;
+    a->phi = (int)d.phi;
+    a->window = d.window;
+    a->chunk = d.chunk;
+    a->threads = d.threads;
+    a->mpfr_bits = d.mpfr_bits;
+    a->eps = d.eps;
+}
+
+falcon_config cli_config(const cli_run_args *a)
+{
+    falcon_config c;
+    falcon_config_default(&c);
+    c.variant = (falcon_variant)a->variant;
+    c.form = (falcon_form)a->form;
+    c.backend = (falcon_backend)a->backend;
+    c.precision = (falcon_precision)a->precision;
+    c.align = (falcon_align)a->align;
+    c.phi = (falcon_phi)a->phi;
+    c.window = a->window;
+    c.chunk = a->chunk;
+    c.threads = a->threads;
+    c.mpfr_bits = a->mpfr_bits;
+    c.eps = a->eps;
+    return c;
+}
+
+/* A whole-string number: no leading space, no trailing junk ("12x"). */
+static int parse_number(const opt_spec *s, const char *text, int64_t *i, double *x)
+{
+    char *end = NULL;
+    errno = 0;
+    if (*text && !isspace((unsigned char)*text)) {
+        if (i) *i = strtoll(text, &end, 10);
+        else *x = strtod(text, &end);
+    }
+    if (!end || *end != '\0')
+        return cli_error("--%s: '%s' is not %s", s->name, text, i ? "an integer" : "a number");
+    if (errno == ERANGE) return cli_error("--%s: '%s' is out of range", s->name, text);
+    return 0;
+}
+
+static int set_value(cli_run_args *a, const opt_spec *s, const char *text)
+{
+    char list[160];
+    int64_t i;
+    switch (s->kind) {
+    case K_ENUM:
+        if ((*(int *)field(a, s) = s->parse(text)) < 0)
+            return cli_error("--%s: unknown value '%s' (choose one of %s)", s->name, text, choices(s, list, sizeof list));
+        return 0;
+    case K_INT64:
+        return parse_number(s, text, field(a, s), NULL);
+    case K_INT:
+        if (parse_number(s, text, &i, NULL)) return CLI_FAIL;
+        if (i < INT_MIN || i > INT_MAX) return cli_error("--%s: '%s' is out of range", s->name, text);
+        *(int *)field(a, s) = (int)i;
+        return 0;
+    case K_REAL:
+        return parse_number(s, text, NULL, field(a, s));
+    case K_PATH:
+        if (!*text) return cli_error("--%s: the path is empty", s->name);
+        *(const char **)field(a, s) = text;
+        return 0;
+    case K_FLAG:
+        *(int *)field(a, s) = 1;
+        return 0;
+    }
+    return 0;
+}
+
+static const opt_spec *find(const char *name, size_t len)
+{
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (strlen(specs[i].name) == len && !strncmp(specs[i].name, name, len)) return &specs[i];
+    return NULL;
+}
+
+/* One "--name value", "--name=value" or "--flag" at argv[*i]; advances *i. */
+static int parse_option(int argc, char **argv, int *i, cli_run_args *a, unsigned char *seen)
+{
+    const char *arg = argv[*i];
+    if (!strcmp(arg, "-h")) arg = "--help";
+    if (strncmp(arg, "--", 2) != 0)
+        return cli_error("unexpected argument '%s' (see falcon run --help)", arg);
+    const char *eq = strchr(arg, '=');
+    const size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+    const opt_spec *s = find(arg + 2, len);
+    if (!s) return cli_error("unknown option '%.*s' (see falcon run --help)", (int)len + 2, arg);
+    if (seen[s - specs]++) return cli_error("--%s given twice", s->name);
+    if (s->kind == K_FLAG && eq) return cli_error("--%s takes no value", s->name);
+    if (s->kind == K_FLAG) return set_value(a, s, "");
+    if (!eq && *i + 1 >= argc) return cli_error("--%s needs a value", s->name);
+    return set_value(a, s, eq ? eq + 1 : argv[++*i]);
+}
+
+int cli_parse_run(int argc, char **argv, cli_run_args *a)
+{
+    unsigned char seen[NUM_SPECS] = {0};
+    set_defaults(a);
+    for (int i = 1; i < argc; i++)
+        if (parse_option(argc, argv, &i, a, seen)) return CLI_FAIL;
+    if (a->help) return 0;
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (specs[i].required && !seen[i]) return cli_error("missing required option --%s (see falcon run --help)",
+                                                            specs[i].name);
+    if (falcon_variant_has_gain((falcon_variant)a->variant) && !a->gain)
+        return cli_error("--gain is required by %s: per-column gains shaped as q",
+                         falcon_variant_name((falcon_variant)a->variant));
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* The `falcon` command: what its parts share. Uses only the public API. */
+#ifndef FALCON_CLI_H
+#define FALCON_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "falcon.h"
+
+/* Exit status of every failure the command reports (bad arguments, bad or
+ * unreadable input files, a failed run, an unwritable output). */
+#define CLI_FAIL 2
+
+/* Everything `falcon run` was asked for, as plain values. */
+typedef struct cli_run_args {
+    int variant, form, backend, precision, align, phi; /* enum values; variant and form -1 until given */
+    int64_t window, chunk;
+    int threads, mpfr_bits;
+    double eps;
+    const char *q, *k, *v, *beta, *alpha, *gain; /* input files (alpha, gain: NULL if absent) */
+    const char *out, *state_out, *ckpt_in, *ckpt_out;
+    int verbose, help;
+} cli_run_args;
+
+/* Print "falcon: error: <message>" as one line on stderr; returns CLI_FAIL. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parse the options after `run`: 0, or CLI_FAIL after reporting the error.
+ * With --help, args->help is set and the other checks are skipped. */
+int cli_parse_run(int argc, char **argv, cli_run_args *args);
+/* The library configuration the options describe. */
+falcon_config cli_config(const cli_run_args *args);
+void cli_print_run_help(FILE *f);
+
+/* `falcon run ...`: returns the exit status. */
+int cli_run(int argc, char **argv);
+
+#endif

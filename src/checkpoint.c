@@ -1,0 +1,321 @@
+/*
+ * Checkpoints: the whole carried state of a falcon_state in a directory.
+ *
+ * Format (version 1). The directory holds a text manifest and six .npy
+ * files, all float64 little-endian C order (written by falcon_npy_write):
+ *
+ *   falcon-checkpoint.txt   exactly these lines, in this order:
+ *                             format falcon-checkpoint 1
+ *                             heads H
+ *                             n N
+ *                             m M
+ *                             window W
+ *   S.npy         [H, M, N]     the memory of each head
+ *   prev_key.npy  [H, N]        the previous raw key (prefix alignment)
+ *   has_prev.npy  [H]           1 where prev_key is set, else 0
+ *   hist_k.npy    [H, W-1, N]   the last W-1 raw example keys, oldest first
+ *   hist_v.npy    [H, W-1, M]   their values
+ *   hist_len.npy  [H]           how many history rows are in use, an integer in [0, W-1]
+ *
+ * Heads are numbered b*Hb + h for a [B][T][Hb][D] batch. Rows of prev_key
+ * and of the history that are not in use are saved as they are and must
+ * still be finite. Loading checks every array against the manifest (shape,
+ * finite values, has_prev in {0, 1}, hist_len an integer in range); it also
+ * takes float32 arrays, converted exactly.
+ *
+ * Saving creates the directory (one level) if it is missing, removes the
+ * old manifest first, writes each array atomically and the manifest last:
+ * the manifest marks a complete checkpoint, so a save that failed half-way
+ * never loads as a mixture of two states. On failure the files this save
+ * wrote are removed again (and the directory, if it created it).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define MANIFEST "falcon-checkpoint.txt"
+#define FORMAT_LINE "format falcon-checkpoint 1"
+enum { MANIFEST_MAX = 4096, NUM_ARRAYS = 6 };
+
+typedef enum { KIND_REAL, KIND_FLAG, KIND_COUNT } entry_kind;
+
+/* One array of the layout: its file, shape and where it lives in the state. */
+typedef struct entry {
+    const char *file;
+    entry_kind kind;
+    int ndim;
+    int64_t shape[3];
+    double *real;     /* KIND_REAL */
+    uint8_t *flag;    /* KIND_FLAG: has_prev */
+    int64_t *count;   /* KIND_COUNT: hist_len */
+} entry;
+
+/* The layout of a state, shared by save and load so that they cannot disagree. */
+static void layout(const falcon_state *s, entry e[NUM_ARRAYS])
+{
+    const int64_t H = s->heads;
+    const entry table[NUM_ARRAYS] = {
+        {"S.npy", KIND_REAL, 3, {H, s->m, s->n}, s->S, NULL, NULL},
+        {"prev_key.npy", KIND_REAL, 2, {H, s->n, 0}, s->prev_key, NULL, NULL},
+        {"has_prev.npy", KIND_FLAG, 1, {H, 0, 0}, NULL, s->has_prev, NULL},
+        {"hist_k.npy", KIND_REAL, 3, {H, s->keep, s->n}, s->hist_k, NULL, NULL},
+        {"hist_v.npy", KIND_REAL, 3, {H, s->keep, s->m}, s->hist_v, NULL, NULL},
+        {"hist_len.npy", KIND_COUNT, 1, {H, 0, 0}, NULL, NULL, s->hist_len},
+    };
+    memcpy(e, table, sizeof table);
+}
+
+static int64_t entry_count(const entry *e)
+{
+    int64_t c = 1;
+    for (int i = 0; i < e->ndim; i++) c *= e->shape[i];
+    return c;
+}
+
+/* "dir/file" in a new buffer (NULL when out of memory). */
+static char *join(const char *dir, const char *file)
+{
+    const size_t size = strlen(dir) + strlen(file) + 2;
+    char *p = malloc(size);
+    if (p) snprintf(p, size, "%s/%s", dir, file);
+    return p;
+}
+
+/* Re-state the failure just recorded with the file it concerns in front. */
+static falcon_status in_file(falcon_status s, const char *path)
+{
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", falcon_last_error());
+    return falcon_fail(s, "checkpoint '%s': %s", path, detail);
+}
+
+/* ---- save ---- */
+
+/* Create `dir` if missing; *created says whether this call made it. */
+static falcon_status make_dir(const char *dir, int *created)
+{
+    struct stat st;
+    *created = mkdir(dir, 0777) == 0;
+    if (*created) return FALCON_OK;
+    if (errno != EEXIST)
+        return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot create the directory: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return falcon_fail(FALCON_E_IO, "checkpoint '%s': exists and is not a directory", dir);
+    return FALCON_OK;
+}
+
+/* Write one array of the layout (flags and counts go out as float64). */
+static falcon_status save_entry(const entry *e, const char *path)
+{
+    falcon_array a = {FALCON_DTYPE_F64, e->ndim, {0}, entry_count(e), e->real};
+    memcpy(a.shape, e->shape, sizeof e->shape);
+    double *tmp = NULL;
+    if (e->kind != KIND_REAL) {
+        tmp = malloc(sizeof(double) * (size_t)(a.count + 1));
+        if (!tmp) return falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
+        for (int64_t i = 0; i < a.count; i++) tmp[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
+        a.data = tmp;
+    }
+    falcon_status s = falcon_npy_write(path, &a);
+    free(tmp);
+    return s;
+}
+
+static falcon_status save_manifest(const falcon_state *s, const char *path)
+{
+    char text[256];
+    const int len = snprintf(text, sizeof text, FORMAT_LINE "\nheads %lld\nn %lld\nm %lld\nwindow %lld\n",
+                             (long long)s->heads, (long long)s->n, (long long)s->m, (long long)s->window);
+    const void *parts[1] = {text};
+    const size_t sizes[1] = {(size_t)len};
+    return falcon_write_file_atomic(path, parts, sizes, 1);
+}
+
+/* Paths of the arrays, then the manifest's; *paths[i] NULL if out of memory. */
+static int make_paths(const char *dir, const entry e[NUM_ARRAYS], char *paths[NUM_ARRAYS + 1])
+{
+    int ok = 1;
+    for (int i = 0; i <= NUM_ARRAYS; i++) ok &= (paths[i] = join(dir, i < NUM_ARRAYS ? e[i].file : MANIFEST)) != NULL;
+    return ok;
+}
+
+static void free_paths(char *paths[NUM_ARRAYS + 1])
+{
+    for (int i = 0; i <= NUM_ARRAYS; i++) free(paths[i]);
+}
+
+falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir)
+{
+    if (!state || !dir) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_save: NULL %s", state ? "dir" : "state");
+    entry e[NUM_ARRAYS];
+    char *paths[NUM_ARRAYS + 1];
+    layout(state, e);
+    int created = 0, written = 0;
+    falcon_status s = make_paths(dir, e, paths) ? make_dir(dir, &created)
+                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
+    if (!s && unlink(paths[NUM_ARRAYS]) != 0 && errno != ENOENT)
+        s = falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot remove the old manifest: %s", paths[NUM_ARRAYS],
+                        strerror(errno));
+    while (!s && written < NUM_ARRAYS)
+        if (!(s = save_entry(&e[written], paths[written]))) written++;
+    if (!s) s = save_manifest(state, paths[NUM_ARRAYS]);
+    if (s) {
+        /* A failed write leaves nothing behind itself; remove the ones before it. */
+        for (int i = 0; i < written; i++) unlink(paths[i]);
+        if (created) rmdir(dir);
+    }
+    free_paths(paths);
+    return s;
+}
+
+/* ---- load ---- */
+
+typedef struct manifest {
+    int64_t heads, n, m, window;
+} manifest;
+
+static falcon_status read_manifest_text(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f && errno == ENOENT)
+        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': missing: not a falcon checkpoint (or its save failed)",
+                           path);
+    if (!f) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open it: %s", path, strerror(errno));
+    const size_t got = fread(buf, 1, size - 1, f);
+    const int bad = ferror(f), more = !bad && fgetc(f) != EOF;
+    fclose(f);
+    if (bad) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot read it", path);
+    if (more) return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': longer than %zu bytes: not a manifest", path, size - 1);
+    buf[got] = '\0';
+    return FALCON_OK;
+}
+
+/* One "key <integer>" line at *text; advances past its newline. */
+static falcon_status parse_line(const char *path, int line, char **text, const char *key, int64_t *value)
+{
+    char *end = strchr(*text, '\n');
+    if (end) *end = '\0';
+    const size_t klen = strlen(key);
+    char *num = *text + klen + 1, *stop = NULL;
+    int ok = !strncmp(*text, key, klen) && (*text)[klen] == ' ' && *num >= '0' && *num <= '9';
+    errno = 0;
+    if (ok) *value = strtoll(num, &stop, 10);
+    if (!ok || errno || *stop != '\0')
+        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': line %d is '%.40s', expected '%s <integer>'", path,
+                           line, *text, key);
+    *text = end ? end + 1 : *text + strlen(*text);
+    return FALCON_OK;
+}
+
+static falcon_status parse_manifest(const char *path, char *text, manifest *m)
+{
+    const size_t flen = strlen(FORMAT_LINE);
+    if (strncmp(text, FORMAT_LINE, flen) != 0 || (text[flen] != '\n' && text[flen] != '\0'))
+        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': the first line must be '" FORMAT_LINE
+                           "' (another version, or not a falcon checkpoint)", path);
+    text += flen + (text[flen] == '\n');
+    const char *keys[4] = {"heads", "n", "m", "window"};
+    int64_t *values[4] = {&m->heads, &m->n, &m->m, &m->window};
+    for (int i = 0; i < 4; i++) {
+        falcon_status s = parse_line(path, i + 2, &text, keys[i], values[i]);
+        if (s) return s;
+    }
+    if (*text != '\0')
+        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': unexpected text after the window line", path);
+    return FALCON_OK;
+}
+
+/* The rule one value of an array breaks, or NULL. */
+static const char *value_rule(const entry *e, double x, int64_t keep, char *buf, size_t size)
+{
+    if (!isfinite(x)) return "must be finite";
+    if (e->kind == KIND_FLAG && x != 0 && x != 1) return "must be 0 or 1";
+    if (e->kind == KIND_COUNT && (x != floor(x) || x < 0 || x > (double)keep)) {
+        snprintf(buf, size, "must be an integer in [0, %lld] (window - 1)", (long long)keep);
+        return buf;
+    }
+    return NULL;
+}
+
+static falcon_status check_shape(const entry *e, const falcon_array *a, const char *path, const manifest *m)
+{
+    int same = a->ndim == e->ndim;
+    for (int i = 0; same && i < e->ndim; i++) same = a->shape[i] == e->shape[i];
+    if (same) return FALCON_OK;
+    char got[200], want[200];
+    return falcon_fail(FALCON_E_FORMAT,
+                       "checkpoint '%s': shape %s but the manifest (heads %lld, n %lld, m %lld, window %lld) "
+                       "needs %s", path, falcon_shape_repr(a->shape, a->ndim, got, sizeof got),
+                       (long long)m->heads, (long long)m->n, (long long)m->m, (long long)m->window,
+                       falcon_shape_repr(e->shape, e->ndim, want, sizeof want));
+}
+
+static falcon_status check_values(const entry *e, const falcon_array *a, const char *path, const manifest *m)
+{
+    const double *x = a->data;
+    const int64_t per_head = a->count / m->heads;
+    for (int64_t i = 0; i < a->count; i++) {
+        char text[64];
+        const char *rule = value_rule(e, x[i], m->window - 1, text, sizeof text);
+        if (rule)
+            return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': element %lld (head %lld) = %g %s", path,
+                               (long long)i, (long long)(i / per_head), x[i], rule);
+    }
+    return FALCON_OK;
+}
+
+/* Read one array of the layout into the state, checking every value first. */
+static falcon_status load_entry(const entry *e, const char *path, const manifest *m)
+{
+    falcon_array a;
+    falcon_status s = falcon_npy_read(path, FALCON_DTYPE_F64, &a);
+    if (s) return s;
+    if (!(s = check_shape(e, &a, path, m)) && !(s = check_values(e, &a, path, m))) {
+        const double *x = a.data;
+        for (int64_t i = 0; i < a.count; i++) {
+            if (e->kind == KIND_REAL) e->real[i] = x[i];
+            else if (e->kind == KIND_FLAG) e->flag[i] = (uint8_t)x[i];
+            else e->count[i] = (int64_t)x[i];
+        }
+    }
+    falcon_array_free(&a);
+    return s;
+}
+
+static falcon_status load_arrays(const char *dir, falcon_state *st, const manifest *m)
+{
+    entry e[NUM_ARRAYS];
+    char *paths[NUM_ARRAYS + 1];
+    layout(st, e);
+    falcon_status s = make_paths(dir, e, paths) ? FALCON_OK
+                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
+    for (int i = 0; i < NUM_ARRAYS && !s; i++) s = load_entry(&e[i], paths[i], m);
+    free_paths(paths);
+    return s;
+}
+
+falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
+{
+    if (!dir || !out) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_load: NULL %s", dir ? "output" : "dir");
+    struct stat st;
+    const int err = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+    if (err) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open the directory: %s", dir, strerror(err));
+    char text[MANIFEST_MAX];
+    manifest m;
+    falcon_state *state = NULL;
+    char *path = join(dir, MANIFEST);
+    falcon_status s = !path ? falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
+                            : read_manifest_text(path, text, sizeof text);
+    if (!s && !(s = parse_manifest(path, text, &m)) &&
+        (s = falcon_state_create(m.heads, m.n, m.m, m.window, &state)))
+        s = in_file(s == FALCON_E_NOMEM ? s : FALCON_E_FORMAT, path);
+    if (!s && (s = load_arrays(dir, state, &m))) falcon_state_free(state);
+    free(path);
+    if (!s) *out = state;
+    return s;
+}

@@ -1,0 +1,579 @@
+/*
+ * .npy files (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html):
+ * "\x93NUMPY", a version byte pair, a little-endian header length (2 bytes
+ * in 1.0, 4 bytes in 2.0/3.0), then a Python dict literal
+ * {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), } padded with
+ * spaces and a newline, then the raw data in C order.
+ *
+ * Reading takes versions 1.0, 2.0 and 3.0 from files or streams and is
+ * strict: only '<f4' and '<f8' in C order, a header that parses completely
+ * (exactly the three keys), at most FALCON_NPY_MAX_NDIM dims whose element
+ * count fits int64, and exactly the data the shape asks for (a short file
+ * and trailing bytes are both errors, so a truncated or concatenated file
+ * is never taken for a good one). Narrowing float64 to float32 refuses
+ * finite values that would become infinite, so such a file is reported as
+ * itself rather than as a non-finite input later.
+ *
+ * Writing produces version 1.0 headers padded to a multiple of 64 bytes, as
+ * numpy does, into a temporary file next to the target that is renamed over
+ * it only once complete: readers never see a partial file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* The data bytes are used as they are: float32/float64 in host order. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "falcon's .npy reader and writer assume a little-endian host"
+#endif
+
+#define NPY_MAGIC "\x93NUMPY"
+enum {
+    MAGIC_LEN = 6,
+    PRELUDE_LEN = 8,          /* magic + version */
+    MAX_HEADER = 1 << 20,     /* a float array's header is ~100 bytes; bounds a bogus length */
+    HEADER_ALIGN = 64,        /* numpy pads magic + header to this */
+    SHAPE_TEXT = 8 * 24 + 8,  /* "(d, d, ...)" for FALCON_NPY_MAX_NDIM 19-digit dims */
+};
+#define STREAM_CHUNK ((size_t)1 << 20) /* first read of a stream's data */
+
+static size_t dtype_size(falcon_dtype d) { return d == FALCON_DTYPE_F32 ? 4 : 8; }
+static const char *dtype_descr(falcon_dtype d) { return d == FALCON_DTYPE_F32 ? "<f4" : "<f8"; }
+
+/* Python's repr of a shape tuple: "()", "(5,)", "(3, 4)". Used in headers and
+ * messages; shared with checkpoint.c. 200 bytes hold any shape. */
+const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* Element count of a shape; -1 if it overflows int64. The product of the
+ * non-zero dims is checked so that the answer does not depend on where a
+ * zero dim sits. */
+static int64_t shape_count(const int64_t *shape, int ndim)
+{
+    int64_t nonzero = 1, zero = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) zero = 1;
+        else if (__builtin_mul_overflow(nonzero, shape[i], &nonzero)) return -1;
+    }
+    return zero ? 0 : nonzero;
+}
+
+/* ---- low-level i/o ---- */
+
+/* Read up to len bytes, retrying short reads; returns the bytes read or -1. */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, (char *)buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, (const char *)buf + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO; /* no progress and no reason given */
+        if (w <= 0) return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* A new file "<path>.tmp-XXXXXX" next to `path` (same directory, so the
+ * final rename is atomic), with the mode a plain creat() would give it. */
+static falcon_status create_temp(const char *path, char **tmp, int *fd)
+{
+    static const char suffix[] = ".tmp-XXXXXX";
+    const size_t len = strlen(path);
+    *tmp = malloc(len + sizeof suffix);
+    if (!*tmp) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
+    memcpy(*tmp, path, len);
+    memcpy(*tmp + len, suffix, sizeof suffix);
+    *fd = mkstemp(*tmp);
+    if (*fd < 0) {
+        const int err = errno;
+        free(*tmp);
+        return falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
+                           strerror(err));
+    }
+    /* mkstemp makes the file 0600. Reading the umask means setting it: set
+     * the strictest one meanwhile, so that a file another thread creates in
+     * that instant is never more open than it should be. */
+    const mode_t mask = umask(077);
+    umask(mask);
+    if (fchmod(*fd, 0666 & ~mask) != 0) {
+        const int err = errno;
+        close(*fd);
+        unlink(*tmp);
+        free(*tmp);
+        return falcon_fail(FALCON_E_IO, "'%s': cannot set the mode of its temporary file: %s", path,
+                           strerror(err));
+    }
+    return FALCON_OK;
+}
+
+/*
+ * Write `count` buffers to `path` atomically: a temporary file next to it,
+ * then rename(). On failure the temporary file is removed and `path` is
+ * untouched. Shared with checkpoint.c (its manifest).
+ */
+falcon_status falcon_write_file_atomic(const char *path, const void *const *parts,
+                                       const size_t *sizes, int count)
+{
+    char *tmp = NULL;
+    int fd = -1, err = 0;
+    falcon_status s = create_temp(path, &tmp, &fd);
+    if (s) return s;
+    const char *what = "write";
+    for (int i = 0; !err && i < count; i++) err = write_full(fd, parts[i], sizes[i]) ? errno : 0;
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && rename(tmp, path) != 0) {
+        err = errno;
+        what = "rename the temporary file onto";
+    }
+    if (err) {
+        unlink(tmp);
+        s = falcon_fail(FALCON_E_IO, "'%s': cannot %s it: %s", path, what, strerror(err));
+    }
+    free(tmp);
+    return s;
+}
+
+/* ---- header parsing ---- */
+
+typedef struct npy_header {
+    falcon_dtype dtype;
+    int ndim;
+    int64_t shape[FALCON_NPY_MAX_NDIM];
+    int64_t count;
+} npy_header;
+
+typedef struct cursor {
+    const char *p, *begin, *end;
+    const char *path;
+} cursor;
+
+static falcon_status malformed(const cursor *c, const char *expected)
+{
+    return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header at byte %d: expected %s",
+                       c->path, (int)(c->p - c->begin), expected);
+}
+
+static void skip_space(cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+
+/* Is `ch` next after white space? */
+static int peek(cursor *c, char ch)
+{
+    skip_space(c);
+    return c->p < c->end && *c->p == ch;
+}
+
+/* Consume `ch` if it is next; returns whether it was. */
+static int accept(cursor *c, char ch)
+{
+    if (!peek(c, ch)) return 0;
+    c->p++;
+    return 1;
+}
+
+/* A quoted Python string without escapes (all a float header needs). */
+static falcon_status parse_string(cursor *c, char *buf, size_t size)
+{
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return malformed(c, "a quoted string");
+    const char quote = *c->p++;
+    size_t n = 0;
+    while (c->p < c->end && *c->p != quote && *c->p != '\\' && n + 1 < size) buf[n++] = *c->p++;
+    if (c->p >= c->end || *c->p != quote) return malformed(c, "a short string without escapes");
+    c->p++;
+    buf[n] = '\0';
+    return FALCON_OK;
+}
+
+static falcon_status parse_bool(cursor *c, int *value)
+{
+    skip_space(c);
+    const size_t left = (size_t)(c->end - c->p);
+    if (left >= 4 && !memcmp(c->p, "True", 4)) { c->p += 4; *value = 1; return FALCON_OK; }
+    if (left >= 5 && !memcmp(c->p, "False", 5)) { c->p += 5; *value = 0; return FALCON_OK; }
+    return malformed(c, "True or False");
+}
+
+static falcon_status parse_dim(cursor *c, int64_t *dim)
+{
+    skip_space(c);
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return malformed(c, "a non-negative integer dimension");
+    int64_t v = 0;
+    for (; c->p < c->end && *c->p >= '0' && *c->p <= '9'; c->p++)
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *c->p - '0', &v))
+            return falcon_fail(FALCON_E_FORMAT, "'%s': a dimension of the shape overflows int64", c->path);
+    *dim = v;
+    return FALCON_OK;
+}
+
+/* "()", "(5,)", "(3, 4)", "(3, 4,)". "(5)" is the integer 5 in Python, not a tuple. */
+static falcon_status parse_shape(cursor *c, npy_header *h)
+{
+    if (!accept(c, '(')) return malformed(c, "'(' starting the shape tuple");
+    int comma = 0;
+    h->ndim = 0;
+    while (!accept(c, ')')) {
+        if (h->ndim == FALCON_NPY_MAX_NDIM)
+            return falcon_fail(FALCON_E_FORMAT, "'%s': the shape has more than %d dimensions",
+                               c->path, FALCON_NPY_MAX_NDIM);
+        falcon_status s = parse_dim(c, &h->shape[h->ndim++]);
+        if (s) return s;
+        comma = accept(c, ',');
+        if (!comma && !peek(c, ')')) return malformed(c, "',' or ')' in the shape tuple");
+    }
+    if (h->ndim == 1 && !comma) return malformed(c, "a tuple: one dimension is written (n,)");
+    return FALCON_OK;
+}
+
+static falcon_status parse_descr(cursor *c, npy_header *h)
+{
+    char descr[32];
+    if (peek(c, '['))
+        return falcon_fail(FALCON_E_FORMAT, "'%s': the dtype is a structured (record) type: only float32 "
+                           "'<f4' and float64 '<f8' are supported", c->path);
+    falcon_status s = parse_string(c, descr, sizeof descr);
+    if (s) return s;
+    if (!strcmp(descr, "<f4")) h->dtype = FALCON_DTYPE_F32;
+    else if (!strcmp(descr, "<f8")) h->dtype = FALCON_DTYPE_F64;
+    else
+        return falcon_fail(FALCON_E_FORMAT,
+                           "'%s': dtype '%s' is not supported: only little-endian float32 '<f4' "
+                           "and float64 '<f8'", c->path, descr);
+    return FALCON_OK;
+}
+
+/* The whole header: exactly the three keys, in any order, then white space. */
+static falcon_status parse_header(cursor *c, npy_header *h)
+{
+    enum { DESCR = 1, FORTRAN = 2, SHAPE = 4 };
+    int seen = 0;
+    if (!accept(c, '{')) return malformed(c, "'{' starting the header dict");
+    while (!accept(c, '}')) {
+        char key[32];
+        falcon_status s = parse_string(c, key, sizeof key);
+        if (s) return s;
+        const int bit = !strcmp(key, "descr") ? DESCR : !strcmp(key, "fortran_order") ? FORTRAN
+                      : !strcmp(key, "shape") ? SHAPE : 0;
+        if (!bit || (seen & bit))
+            return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header: %s key '%s'", c->path,
+                               bit ? "repeated" : "unexpected", key);
+        seen |= bit;
+        if (!accept(c, ':')) return malformed(c, "':' after a key");
+        int fortran = 0;
+        s = bit == DESCR ? parse_descr(c, h) : bit == SHAPE ? parse_shape(c, h) : parse_bool(c, &fortran);
+        if (s) return s;
+        if (fortran)
+            return falcon_fail(FALCON_E_FORMAT, "'%s': fortran_order is True: only C-order arrays are supported",
+                               c->path);
+        if (!accept(c, ',') && !peek(c, '}'))
+            return malformed(c, "',' or '}' in the header dict");
+    }
+    skip_space(c);
+    if (c->p != c->end) return malformed(c, "only padding after the header dict");
+    if (seen != (DESCR | FORTRAN | SHAPE))
+        return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header: missing key '%s'", c->path,
+                           !(seen & DESCR) ? "descr" : !(seen & FORTRAN) ? "fortran_order" : "shape");
+    return FALCON_OK;
+}
+
+/* ---- reading ---- */
+
+typedef struct npy_file {
+    int fd;
+    const char *path;
+    int regular;      /* a regular file: its size is known up front */
+    int64_t size;     /* bytes, when regular */
+    int64_t data_off; /* where the data starts */
+} npy_file;
+
+static falcon_status io_error(const char *path, const char *what, int err)
+{
+    return falcon_fail(FALCON_E_IO, "'%s': cannot %s: %s", path, what, strerror(err));
+}
+
+static falcon_status npy_open(const char *path, npy_file *f)
+{
+    struct stat st;
+    f->path = path;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0) return io_error(path, "open it", errno);
+    const int err = fstat(f->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (err) {
+        close(f->fd);
+        return io_error(path, "read it", err);
+    }
+    f->regular = S_ISREG(st.st_mode);
+    f->size = (int64_t)st.st_size;
+    return FALCON_OK;
+}
+
+/* Read exactly len bytes or name what was short. */
+static falcon_status read_exact(const npy_file *f, void *buf, size_t len, const char *what)
+{
+    const ssize_t got = read_full(f->fd, buf, len);
+    if (got < 0) return io_error(f->path, "read it", errno);
+    if ((size_t)got < len)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ends inside the %s", f->path, what);
+    return FALCON_OK;
+}
+
+/* Magic, version and header length; leaves the file at the header text. */
+static falcon_status read_prelude(npy_file *f, uint32_t *header_len)
+{
+    unsigned char pre[PRELUDE_LEN + 4];
+    const ssize_t got = read_full(f->fd, pre, PRELUDE_LEN);
+    if (got < 0) return io_error(f->path, "read it", errno);
+    if (got < MAGIC_LEN || memcmp(pre, NPY_MAGIC, MAGIC_LEN) != 0)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': not a .npy file (%s)", f->path,
+                           got ? "bad magic string" : "the file is empty");
+    if (got < PRELUDE_LEN)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ends inside the version", f->path);
+    const int major = pre[6], minor = pre[7];
+    if (major < 1 || major > 3 || minor != 0)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': unsupported .npy version %d.%d (1.0, 2.0 and 3.0 are read)",
+                           f->path, major, minor);
+    const int len_bytes = major == 1 ? 2 : 4;
+    falcon_status s = read_exact(f, pre + PRELUDE_LEN, (size_t)len_bytes, "header length");
+    if (s) return s;
+    *header_len = 0;
+    for (int i = len_bytes - 1; i >= 0; i--) *header_len = *header_len << 8 | pre[PRELUDE_LEN + i];
+    f->data_off = PRELUDE_LEN + len_bytes + (int64_t)*header_len;
+    if (f->regular && f->data_off > f->size)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': header length %u is larger than the file (%lld bytes)",
+                           f->path, *header_len, (long long)f->size);
+    if (*header_len > MAX_HEADER)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': header length %u is over the limit of %d bytes", f->path,
+                           *header_len, MAX_HEADER);
+    return FALCON_OK;
+}
+
+static falcon_status read_header(npy_file *f, npy_header *h)
+{
+    uint32_t len = 0;
+    falcon_status s = read_prelude(f, &len);
+    if (s) return s;
+    char *text = malloc(len + 1u);
+    if (!text) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for the header", f->path);
+    if (!(s = read_exact(f, text, len, "header"))) {
+        cursor c = {text, text, text + len, f->path};
+        s = parse_header(&c, h);
+    }
+    free(text);
+    if (s) return s;
+    char shape[SHAPE_TEXT];
+    h->count = shape_count(h->shape, h->ndim);
+    if (h->count < 0)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': the element count of shape %s overflows int64", f->path,
+                           falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
+    return FALCON_OK;
+}
+
+/* The data (`have` bytes, more after them if `extra`) must fill the rest of the file exactly. */
+static falcon_status check_data_size(const npy_file *f, const npy_header *h, int64_t have, int extra)
+{
+    char shape[SHAPE_TEXT];
+    const size_t size = dtype_size(h->dtype);
+    const int short_file = h->count > have / (int64_t)size;
+    if (!short_file && !extra && h->count * (int64_t)size == have) return FALCON_OK;
+    if (short_file)
+        return falcon_fail(FALCON_E_FORMAT,
+                           "'%s': truncated data: shape %s of %s needs %lld elements, the file holds %lld",
+                           f->path, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape),
+                           dtype_descr(h->dtype), (long long)h->count, (long long)(have / (int64_t)size));
+    return falcon_fail(FALCON_E_FORMAT, "'%s': trailing bytes after the %lld elements of shape %s", f->path,
+                       (long long)h->count, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
+}
+
+/* Read up to `bytes` into a buffer that grows with what arrives, so that a
+ * stream (a pipe) claiming a huge shape fails as truncated, not as a huge
+ * allocation. A regular file was size-checked and gets one allocation. */
+static falcon_status read_growing(const npy_file *f, size_t bytes, char **buf, size_t *got)
+{
+    size_t cap = f->regular || bytes < STREAM_CHUNK ? bytes : STREAM_CHUNK;
+    *got = 0;
+    *buf = malloc(cap ? cap : 1);
+    for (;;) {
+        if (!*buf) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for %zu bytes of data", f->path, cap);
+        const ssize_t r = read_full(f->fd, *buf + *got, cap - *got);
+        if (r < 0) return io_error(f->path, "read it", errno);
+        *got += (size_t)r;
+        if (*got < cap || cap == bytes) return FALCON_OK; /* end of file, or all of it */
+        cap = cap > bytes / 2 ? bytes : 2 * cap;
+        char *grown = realloc(*buf, cap);
+        if (!grown) free(*buf);
+        *buf = grown;
+    }
+}
+
+/* The raw data, which must fill the rest of the file exactly. */
+static falcon_status read_data(const npy_file *f, const npy_header *h, void **data)
+{
+    falcon_status s = f->regular ? check_data_size(f, h, f->size - f->data_off, 0) : FALCON_OK;
+    if (s) return s;
+    if (h->count > (int64_t)(SIZE_MAX / 8)) /* only a stream gets here with such a shape */
+        return falcon_fail(FALCON_E_NOMEM, "'%s': %lld elements do not fit in memory", f->path,
+                           (long long)h->count);
+    char *buf, probe;
+    size_t got;
+    s = read_growing(f, (size_t)h->count * dtype_size(h->dtype), &buf, &got);
+    if (!s) {
+        const ssize_t extra = read_full(f->fd, &probe, 1);
+        s = extra < 0 ? io_error(f->path, "read it", errno) : check_data_size(f, h, (int64_t)got, extra > 0);
+    }
+    if (s) {
+        free(buf);
+        return s;
+    }
+    *data = buf;
+    return FALCON_OK;
+}
+
+/* "[2,1]" for flat index 7 of shape (3, 3). */
+static const char *unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size)
+{
+    int64_t idx[FALCON_NPY_MAX_NDIM];
+    for (int i = ndim - 1; i >= 0; i--) {
+        idx[i] = flat % shape[i];
+        flat /= shape[i];
+    }
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "," : "", (long long)idx[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* Convert in a new buffer; float64 -> float32 must not overflow. */
+static falcon_status convert(const char *path, const npy_header *h, const void *src, falcon_dtype want,
+                             void **dst)
+{
+    void *buf = malloc(h->count ? (size_t)h->count * dtype_size(want) : 1);
+    if (!buf) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory converting to %s", path, dtype_descr(want));
+    for (int64_t i = 0; i < h->count; i++) {
+        if (want == FALCON_DTYPE_F64) {
+            ((double *)buf)[i] = ((const float *)src)[i];
+            continue;
+        }
+        const double x = ((const double *)src)[i];
+        ((float *)buf)[i] = (float)x;
+        if (isfinite(x) && !isfinite((float)x)) {
+            char at[SHAPE_TEXT];
+            free(buf);
+            return falcon_fail(FALCON_E_RANGE, "'%s': element %s = %g does not fit in float32", path,
+                               unravel(i, h->shape, h->ndim, at, sizeof at), x);
+        }
+    }
+    *dst = buf;
+    return FALCON_OK;
+}
+
+falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array *out)
+{
+    if (!path || !out) return falcon_fail(FALCON_E_ARGUMENT, "npy_read: NULL %s", path ? "output" : "path");
+    if (want != FALCON_DTYPE_F32 && want != FALCON_DTYPE_F64)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_read: unknown dtype %d", (int)want);
+    npy_file f;
+    npy_header h;
+    void *raw = NULL, *data = NULL;
+    falcon_status s = npy_open(path, &f);
+    if (s) return s;
+    if (!(s = read_header(&f, &h)) && !(s = read_data(&f, &h, &raw))) {
+        if (h.dtype == want) data = raw, raw = NULL;
+        else s = convert(path, &h, raw, want, &data);
+    }
+    close(f.fd);
+    free(raw);
+    if (s) return s;
+    out->dtype = want;
+    out->ndim = h.ndim;
+    memset(out->shape, 0, sizeof out->shape);
+    memcpy(out->shape, h.shape, sizeof(int64_t) * (size_t)h.ndim);
+    out->count = h.count;
+    out->data = data;
+    return FALCON_OK;
+}
+
+/* ---- writing ---- */
+
+static falcon_status check_array(const falcon_array *a)
+{
+    if (a->dtype != FALCON_DTYPE_F32 && a->dtype != FALCON_DTYPE_F64)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_write: unknown dtype %d", (int)a->dtype);
+    if (a->ndim < 0 || a->ndim > FALCON_NPY_MAX_NDIM)
+        return falcon_fail(FALCON_E_SHAPE, "npy_write: ndim = %d must be in [0, %d]", a->ndim,
+                           FALCON_NPY_MAX_NDIM);
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] < 0)
+            return falcon_fail(FALCON_E_SHAPE, "npy_write: shape[%d] = %lld must be >= 0", i,
+                               (long long)a->shape[i]);
+    const int64_t count = shape_count(a->shape, a->ndim);
+    if (count < 0 || count != a->count || count > (int64_t)(SIZE_MAX / 8))
+        return falcon_fail(FALCON_E_SHAPE, "npy_write: count = %lld but the shape holds %lld elements",
+                           (long long)a->count, (long long)count);
+    if (count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
+    return FALCON_OK;
+}
+
+/* A version 1.0 header, padded with spaces and a newline so that the data
+ * starts at a multiple of 64 bytes. Returns its total length. */
+static size_t format_header(const falcon_array *a, char *buf, size_t size)
+{
+    char shape[SHAPE_TEXT];
+    int len = snprintf(buf + 10, size - 10, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                       dtype_descr(a->dtype), falcon_shape_repr(a->shape, a->ndim, shape, sizeof shape));
+    size_t total = 10 + (size_t)len + 1; /* + newline */
+    total = (total + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
+    memset(buf + 10 + len, ' ', total - 10 - (size_t)len - 1);
+    buf[total - 1] = '\n';
+    memcpy(buf, NPY_MAGIC "\x01\x00", PRELUDE_LEN);
+    buf[8] = (char)((total - 10) & 0xff);
+    buf[9] = (char)((total - 10) >> 8);
+    return total;
+}
+
+falcon_status falcon_npy_write(const char *path, const falcon_array *a)
+{
+    if (!path || !a) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: NULL %s", path ? "array" : "path");
+    falcon_status s = check_array(a);
+    if (s) return s;
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const void *parts[2] = {header, a->data};
+    const size_t sizes[2] = {format_header(a, header, sizeof header),
+                             (size_t)a->count * dtype_size(a->dtype)};
+    return falcon_write_file_atomic(path, parts, sizes, a->count > 0 ? 2 : 1);
+}
+
+void falcon_array_free(falcon_array *a)
+{
+    if (!a) return;
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
