@@ -1,0 +1,191 @@
+/*
+ * The CUDA backend, C side: what the library calls (falcon_cuda_run,
+ * falcon_cuda_available, falcon_cuda_describe), the conversion of the carried
+ * state to fp32 and back, and the plan (threads per block, workspace layout)
+ * shared by the GPU and the CPU emulation. Compiled only when nvcc exists
+ * (mk/cuda.mk); otherwise src/cuda_stub.c stands in.
+ *
+ * Policy: the backend computes in fp32 with fp32 accumulation. An fp64 run
+ * is refused with FALCON_E_UNAVAILABLE rather than silently computed in
+ * fp32. Inputs are the caller's fp32 arrays, copied to the device as they
+ * are; the state (double) is converted to fp32 here and the final memory
+ * converted back. The window / previous-key bookkeeping of the state is
+ * src/run.c's (falcon_state_advance) after a successful run.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../src/internal.h"
+#include "cuda_api.h"
+
+/* ---- the plan ---- */
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+typedef struct plan_item {
+    int id;
+    int64_t floats;
+    int optional; /* dropped (not placed in global memory) when it does not fit on chip */
+} plan_item;
+
+int fc_plan(fc_problem *pb, int64_t smem_bytes, int threads, char *msg, size_t len)
+{
+    const int64_t n = pb->n, m = pb->m, W = pb->W;
+    int nth = threads > 0 ? threads : (m * n >= 8192 ? 512 : 256);
+    if (nth > FC_MAX_THREADS) nth = FC_MAX_THREADS;
+    if (nth < 1) nth = 1;
+    pb->nth = nth;
+    memset(&pb->lay, 0, sizeof pb->lay);
+
+    plan_item items[FC_NBUF];
+    int count = 0;
+    if (pb->form == FC_FORM_RECURRENT) {
+        /* Column slices: enough (row, vector, slice) items for the block, at
+         * least 8 columns per slice. Rows padded so that the slices of
+         * consecutive rows fall in different shared-memory banks. */
+        int G = 1;
+        while (G < 32 && n >= 16 * G && (m + 1) * 2 * G < 4 * (int64_t)nth) G *= 2;
+        pb->G = G;
+        pb->lds = pb->ldv = round_up(n, 32) + G;
+        pb->ldx = n;
+        plan_item list[] = {
+            {FC_BUF_S, m * pb->lds, 0},
+            {FC_BUF_SC, 4, 0},
+            {FC_BUF_V, 2 * (W + 1) * pb->ldv, 0},
+            {FC_BUF_ZS, pb->has_gain ? 2 * pb->ldv : 0, 0},
+            {FC_BUF_Y, 2 * W * m, 0},
+            {FC_BUF_PART, (m + 1) * (W + 1) * G, 0},
+            {FC_BUF_E, W * m, 0},
+        };
+        count = (int)(sizeof list / sizeof list[0]);
+        memcpy(items, list, sizeof list);
+    } else {
+        /* Odd row strides: a warp reading one column of many rows hits
+         * distinct banks. */
+        const int64_t L = pb->L, Gmax = L + W - 1, Pmax = L * W;
+        pb->G = 1;
+        pb->lds = pb->ldx = n | 1;
+        pb->ldv = n;
+        plan_item list[] = {
+            {FC_BUF_TERMS, 2 * Pmax + L + 1, 0},
+            {FC_BUF_S, m * pb->lds, 0},
+            {FC_BUF_R, Pmax * m, 0},
+            {FC_BUF_A, pb->regression ? Pmax * Pmax : 0, 0},
+            {FC_BUF_F, (L + 1) * (L + 1), 0},
+            {FC_BUF_QZ, L * Gmax, 0},
+            {FC_BUF_KZ, pb->regression ? Gmax * Gmax : 0, 0},
+            {FC_BUF_U, Gmax * m, 0},
+            {FC_BUF_O, L * m, 0},
+            {FC_BUF_QS, L * pb->ldx, 1},
+            {FC_BUF_XS, Gmax * pb->ldx, 1},
+            {FC_BUF_ZGS, pb->has_gain ? Gmax * pb->ldx : 0, 1},
+        };
+        count = (int)(sizeof list / sizeof list[0]);
+        memcpy(items, list, sizeof list);
+    }
+
+    /* Kernels index within a buffer with int. */
+    for (int i = 0; i < count; i++)
+        if (items[i].floats >= INT32_MAX / 2) {
+            snprintf(msg, len,
+                     "a per-head work buffer needs %lld floats (n = %lld, m = %lld, window = %lld, "
+                     "steps per block = %lld): beyond the cuda backend's 2^30 limit",
+                     (long long)items[i].floats, (long long)n, (long long)m, (long long)W,
+                     (long long)pb->L);
+            return FC_ERR_TOO_LARGE;
+        }
+
+    /* Greedy placement in priority order: on chip while it fits. */
+    const int64_t budget = smem_bytes / (int64_t)sizeof(float);
+    int64_t on = 0, off = 0;
+    for (int i = 0; i < count; i++) {
+        fc_buf *b = &pb->lay.buf[items[i].id];
+        const int64_t size = round_up(items[i].floats, 4);
+        if (size == 0) continue;
+        if (on + size <= budget) {
+            b->where = FC_SHARED;
+            b->off = on;
+            on += size;
+        } else if (!items[i].optional) {
+            b->where = FC_GLOBAL;
+            b->off = off;
+            off += size;
+        }
+    }
+    pb->lay.smem_floats = on;
+    pb->lay.glob_floats = off;
+    return FC_OK;
+}
+
+/* ---- the library entry points ---- */
+
+static pthread_once_t describe_once = PTHREAD_ONCE_INIT;
+static char describe_buf[512];
+static void describe_init(void) { fc_dev_describe(describe_buf, sizeof describe_buf); }
+
+int falcon_cuda_available(void) { return fc_dev_usable(NULL, 0); }
+
+const char *falcon_cuda_describe(void)
+{
+    pthread_once(&describe_once, describe_init);
+    return describe_buf;
+}
+
+falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
+                              void *out)
+{
+    return falcon_cuda_run_with(cfg, in, work, out, fc_dev_exec);
+}
+
+falcon_status falcon_cuda_run_with(const falcon_config *cfg, const falcon_inputs *in,
+                                   falcon_state *work, void *out, fc_executor exec)
+{
+    if (cfg->precision != FALCON_FP32)
+        return falcon_fail(FALCON_E_UNAVAILABLE,
+                           "backend cuda computes in fp32 only: precision %s is not supported "
+                           "(run fp32 on cuda, or fp64 on a CPU backend)",
+                           falcon_precision_name(cfg->precision));
+    if (in->T == 0) return FALCON_OK;
+
+    const int64_t heads = in->B * in->H, n = in->n, m = in->m, keep = work->keep;
+    float *S0 = malloc(sizeof(float) * (size_t)(2 * heads * m * n + heads * n +
+                                                heads * keep * (n + m) + 1));
+    if (!S0) return falcon_fail(FALCON_E_NOMEM, "backend cuda: out of host memory");
+    float *Sf = S0 + heads * m * n, *pk = Sf + heads * m * n, *hk = pk + heads * n;
+    float *hv = hk + heads * keep * n;
+    for (int64_t i = 0; i < heads * m * n; i++) S0[i] = (float)work->S[i];
+    for (int64_t i = 0; i < heads * n; i++) pk[i] = (float)work->prev_key[i];
+    for (int64_t i = 0; i < heads * keep * n; i++) hk[i] = (float)work->hist_k[i];
+    for (int64_t i = 0; i < heads * keep * m; i++) hv[i] = (float)work->hist_v[i];
+
+    fc_problem pb;
+    memset(&pb, 0, sizeof pb);
+    pb.B = in->B; pb.T = in->T; pb.H = in->H; pb.n = n; pb.m = m; pb.heads = heads;
+    pb.W = cfg->window; pb.keep = keep; pb.Emax = keep + in->T;
+    pb.form = cfg->form == FALCON_FORM_RECURRENT ? FC_FORM_RECURRENT : FC_FORM_BLOCKED;
+    pb.L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : falcon_parallel_block(cfg->window);
+    if (pb.L > in->T) pb.L = in->T;
+    pb.regression = falcon_variant_is_regression(cfg->variant);
+    pb.prefix = cfg->align == FALCON_ALIGN_PREFIX;
+    pb.phi = (int)cfg->phi;
+    pb.has_gain = in->gain != NULL;
+    pb.has_alpha = in->alpha != NULL;
+    pb.eps = (float)cfg->eps;
+    pb.q = in->q; pb.k = in->k; pb.v = in->v; pb.beta = in->beta;
+    pb.alpha = in->alpha; pb.gain = in->gain;
+    pb.S0 = S0; pb.prev_key = pk; pb.has_prev = work->has_prev;
+    pb.hist_k = hk; pb.hist_v = hv; pb.hist_len = work->hist_len;
+
+    char msg[512] = "";
+    const int r = exec(&pb, (float *)out, Sf, msg, sizeof msg);
+    falcon_status s = FALCON_OK;
+    if (r == FC_OK)
+        for (int64_t i = 0; i < heads * m * n; i++) work->S[i] = (double)Sf[i];
+    else if (r == FC_ERR_NOMEM)
+        s = falcon_fail(FALCON_E_NOMEM, "backend cuda: %s", msg);
+    else
+        s = falcon_fail(FALCON_E_UNAVAILABLE, "backend cuda: %s", msg);
+    free(S0);
+    return s;
+}
