@@ -1,0 +1,496 @@
+/*
+ * cases.c: the throughput benchmarks of build/falcon-bench, in C against the
+ * public API (include/falcon.h), registered with Google Benchmark through
+ * bench/gbench-shim.h.
+ *
+ * Names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P
+ *   e.g. chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1
+ *        recurrent/falcon3/avx512/fp64/T:4096/n:64/m:64/W:4/heads:8/threads:1
+ * to which Google Benchmark appends /real_time (the cases are timed by the
+ * wall clock: heads run on OpenMP threads, whose work the main thread's CPU
+ * time would miss), and _median etc. for aggregates. C only for the chunk
+ * form, W only for the window variants (W = 4). Every
+ * case runs B = 1, prefix alignment, identity phi, eps 1e-6, a fresh state
+ * per call (so no state grows across iterations), inputs in the [1][T][H][D]
+ * layout generated once (seeded by T, H, n, m) outside the timed region.
+ *
+ * Counters (medians over repetitions are what `make bench` reports):
+ *   tokens_per_second  T * heads / wall time of one falcon_run call
+ *   GFLOPS             flops (bench/flops.c) / wall time / 1e9
+ *   peak_fraction      GFLOPS / (probed per-core FMA peak of the precision x
+ *                      the threads that can work: min(threads, heads, CPUs))
+ *   roofline_fraction  GFLOPS / min(that peak, arith_intensity x probed triad
+ *                      bandwidth (1 thread, or all threads when P > 1))
+ *   arith_intensity    flops / compulsory bytes (bench/flops.c), flop/byte
+ * The peaks come from bench/probe.c, run at startup in the same process. The
+ * cuda backend gets only the first two (a CPU peak says nothing about it).
+ *
+ * Sweeps (--sweep=default|full, or FALCON_BENCH_SWEEP): see register_default
+ * and register_full. avx512-simde (AVX-512 kernels emulated on AVX2 through
+ * SIMDe: a correctness tool, slow) is left out unless --simde or
+ * FALCON_BENCH_SIMDE=1.
+ */
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "falcon.h"
+#include "buildinfo.h"
+#include "flops.h"
+#include "gbench-shim.h"
+#include "probe.h"
+
+/* The base point every one-axis sweep varies around. */
+enum { BASE_T = 4096, BASE_N = 128, BASE_C = 64, BASE_H = 8, WINDOW = 4 };
+
+typedef struct bcase {
+    falcon_config cfg;
+    int64_t T, H, n, m;
+    int workers; /* threads that can work at once: min(threads, heads, CPUs) */
+    double flops, bytes;
+    char name[160];
+} bcase;
+
+static struct {
+    bcase **cases;
+    size_t count, cap;
+    double max_gflop; /* register nothing heavier per call; 0 = no limit */
+    int probe_ok;
+    fb_probe probe;
+    int ncpu;
+} g;
+
+/* ---- inputs: one set at a time, shared by consecutive cases of one shape ---- */
+
+typedef struct inputs {
+    int64_t T, H, n, m;
+    falcon_precision prec;
+    int has_gain;
+    void *q, *k, *v, *beta, *alpha, *gain, *out;
+} inputs;
+
+static inputs cur;
+
+static void inputs_free(void)
+{
+    free(cur.q), free(cur.k), free(cur.v), free(cur.beta), free(cur.alpha), free(cur.gain), free(cur.out);
+    memset(&cur, 0, sizeof cur);
+}
+
+/* splitmix64: a seeded, portable stream (the same inputs on every machine). */
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* count values uniform in [lo, hi), stored as the precision's type. */
+static void *fill(uint64_t *s, int64_t count, double lo, double hi, falcon_precision prec)
+{
+    void *p = malloc((size_t)count * (prec == FALCON_FP32 ? 4 : 8) + 1);
+    if (!p) return NULL;
+    for (int64_t i = 0; i < count; i++) {
+        double u = lo + (hi - lo) * (double)(rng_next(s) >> 11) * 0x1.0p-53;
+        if (prec == FALCON_FP32) ((float *)p)[i] = (float)u;
+        else ((double *)p)[i] = u;
+    }
+    return p;
+}
+
+/* The inputs of case c (regenerated only when the shape changes), or NULL. */
+static const inputs *inputs_get(const bcase *c, char *why, size_t len)
+{
+    const int has_gain = falcon_variant_has_gain(c->cfg.variant);
+    if (cur.q && cur.T == c->T && cur.H == c->H && cur.n == c->n && cur.m == c->m &&
+        cur.prec == c->cfg.precision && cur.has_gain >= has_gain)
+        return &cur;
+    inputs_free();
+    const int64_t TH = c->T * c->H, size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
+    const double need = (double)TH * (double)(3 * c->n + 2 * c->m + 2) * (double)size;
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > 0.5 * have) {
+        snprintf(why, len, "inputs need %.1f GiB, over half of this machine's memory", need / (1 << 30));
+        return NULL;
+    }
+    uint64_t s = 0x46616c636f6eull ^ ((uint64_t)c->T << 40) ^ ((uint64_t)c->H << 28) ^
+                 ((uint64_t)c->n << 14) ^ (uint64_t)c->m;
+    cur = (inputs){.T = c->T, .H = c->H, .n = c->n, .m = c->m, .prec = c->cfg.precision, .has_gain = has_gain};
+    cur.q = fill(&s, TH * c->n, -1, 1, cur.prec);
+    cur.k = fill(&s, TH * c->n, -1, 1, cur.prec);
+    cur.v = fill(&s, TH * c->m, -1, 1, cur.prec);
+    cur.beta = fill(&s, TH, 0.5, 1, cur.prec);     /* inside [0, 2]: every step non-expansive */
+    cur.alpha = fill(&s, TH, 0.99, 1, cur.prec);   /* mild decay */
+    cur.gain = has_gain ? fill(&s, TH * c->n, 0.5, 1.5, cur.prec) : NULL;
+    cur.out = calloc((size_t)(TH * c->m), (size_t)size); /* touched now, not in the first call */
+    if (!cur.q || !cur.k || !cur.v || !cur.beta || !cur.alpha || (has_gain && !cur.gain) || !cur.out) {
+        inputs_free();
+        snprintf(why, len, "out of memory for the inputs");
+        return NULL;
+    }
+    return &cur;
+}
+
+/* ---- the benchmark body ---- */
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void body(fb_state *st, void *user)
+{
+    const bcase *c = user;
+    char why[160];
+    const inputs *in = inputs_get(c, why, sizeof why);
+    if (!in) {
+        fb_state_skip_with_error(st, why);
+        return;
+    }
+    falcon_inputs fi = {.B = 1, .T = c->T, .H = c->H, .n = c->n, .m = c->m, .q = in->q, .k = in->k,
+                        .v = in->v, .beta = in->beta, .alpha = in->alpha,
+                        .gain = falcon_variant_has_gain(c->cfg.variant) ? in->gain : NULL};
+    /* The fractions are plain numbers, from this wall clock (the same span
+     * Google Benchmark times): as rate counters they would print as "/s". */
+    int64_t iters = 0;
+    const double t0 = wall();
+    while (fb_state_keep_running(st)) {
+        falcon_status s = falcon_run(&c->cfg, &fi, NULL, in->out);
+        if (s != FALCON_OK) {
+            snprintf(why, sizeof why, "falcon_run: %s: %s", falcon_status_name(s), falcon_last_error());
+            fb_state_skip_with_error(st, why);
+            return;
+        }
+        iters++;
+    }
+    const double elapsed = wall() - t0;
+    const unsigned rate = FB_RATE | FB_ITER_INVARIANT; /* per call, divided by wall time */
+    fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
+    fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
+    if (c->cfg.backend == FALCON_BACKEND_CUDA || !g.probe_ok || iters == 0 || elapsed <= 0) return;
+    const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
+    const int f32 = c->cfg.precision == FALCON_FP32;
+    const double peak = (f32 ? g.probe.f32_best : g.probe.f64_best) * c->workers;
+    const double ai = c->flops / c->bytes;
+    const double bw = c->workers > 1 ? g.probe.bw_all : g.probe.bw_1;
+    const double roof = ai * bw < peak ? ai * bw : peak;
+    fb_state_set_counter(st, "peak_fraction", gflops / peak, FB_DEFAULT);
+    fb_state_set_counter(st, "roofline_fraction", gflops / roof, FB_DEFAULT);
+    fb_state_set_counter(st, "arith_intensity", ai, FB_DEFAULT);
+}
+
+/* ---- registration ---- */
+
+static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precision p, int64_t T,
+               int64_t n, int64_t C, int64_t H, int threads)
+{
+    bcase *c = calloc(1, sizeof *c);
+    if (!c) return -1;
+    falcon_config_default(&c->cfg);
+    c->cfg.variant = v;
+    c->cfg.form = f;
+    c->cfg.backend = b;
+    c->cfg.precision = p;
+    c->cfg.window = falcon_variant_has_window(v) ? WINDOW : 1;
+    c->cfg.chunk = C;
+    c->cfg.threads = threads;
+    c->T = T, c->H = H, c->n = n, c->m = n;
+    int64_t w = threads < H ? threads : H;
+    c->workers = (int)(w < g.ncpu ? w : g.ncpu);
+    c->flops = fb_flops(&c->cfg, T, H, n, n);
+    c->bytes = fb_bytes(&c->cfg, T, H, n, n);
+
+    if (g.max_gflop > 0 && c->flops * 1e-9 > g.max_gflop) {
+        free(c);
+        return 0;
+    }
+
+    char extra[40] = "";
+    int len = 0;
+    if (f == FALCON_FORM_CHUNK) len += snprintf(extra + len, sizeof extra - (size_t)len, "/C:%lld", (long long)C);
+    if (c->cfg.window > 1) snprintf(extra + len, sizeof extra - (size_t)len, "/W:%lld", (long long)c->cfg.window);
+    snprintf(c->name, sizeof c->name, "%s/%s/%s/%s/T:%lld/n:%lld/m:%lld%s/heads:%lld/threads:%d",
+             falcon_form_name(f), falcon_variant_name(v), falcon_backend_name(b), falcon_precision_name(p),
+             (long long)T, (long long)n, (long long)n, extra, (long long)H, threads);
+
+    /* The one-axis sweeps cross at the base point: keep the first of duplicates. */
+    for (size_t i = 0; i < g.count; i++)
+        if (strcmp(g.cases[i]->name, c->name) == 0) {
+            free(c);
+            return 0;
+        }
+    if (g.count == g.cap) {
+        size_t nc = g.cap ? 2 * g.cap : 256;
+        bcase **cs = realloc(g.cases, nc * sizeof *cs);
+        if (!cs) {
+            free(c);
+            return -1;
+        }
+        g.cases = cs, g.cap = nc;
+    }
+    g.cases[g.count++] = c;
+    return fb_register(c->name, body, c);
+}
+
+/* The CPU backends to measure, the best one (what auto resolves to), and cuda. */
+static falcon_backend cpu_backends[4];
+static int ncpu_backends;
+
+static void find_backends(int simde)
+{
+    static const falcon_backend all[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2, FALCON_BACKEND_AVX512,
+                                         FALCON_BACKEND_AVX512_SIMDE};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (falcon_backend_available(all[i]) && (simde || all[i] != FALCON_BACKEND_AVX512_SIMDE))
+            cpu_backends[ncpu_backends++] = all[i];
+}
+
+static const falcon_precision precs[] = {FALCON_FP32, FALCON_FP64};
+static const falcon_form forms[] = {FALCON_FORM_RECURRENT, FALCON_FORM_CHUNK, FALCON_FORM_PARALLEL};
+static const falcon_variant variants[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_1A, FALCON_2A, FALCON_3A};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Default (3 to 5 minutes with `make bench` on 2 cores: 3 repetitions, min time 0.3 s):
+ *   every CPU backend x {recurrent, chunk} x {falcon1, falcon3} x n = m in
+ *   {64, 128} x {fp32, fp64}, T = 4096, C = 64, 8 heads, 1 thread;
+ *   parallel form, falcon1 and falcon3, every CPU backend, fp32, T = 512, n = 64;
+ *   on the best backend, fp32, n = 128 unless swept:
+ *     the other variants (falcon2, 1a, 2a, 3a), recurrent and chunk;
+ *     falcon1 recurrent and chunk over T = 256, 1024, 16384, 65536 and n = 32, 256;
+ *     falcon1 chunk over C = 16, 32, 128, 256;
+ *     falcon1 recurrent and chunk with heads 1, 8 x threads 1, all CPUs;
+ *   mpfr: falcon1 recurrent and chunk, fp64, T = 64, n = m = 16, 1 head.
+ */
+static int register_default(void)
+{
+    int rc = 0;
+    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO);
+    const falcon_backend best_cpu = best == FALCON_BACKEND_CUDA ? cpu_backends[ncpu_backends - 1] : best;
+    for (int b = 0; b < ncpu_backends; b++)
+        for (int f = 0; f < 2; f++)
+            for (int v = 0; v < 2; v++)
+                for (int64_t n = 64; n <= 128; n *= 2)
+                    for (size_t p = 0; p < N_OF(precs); p++)
+                        rc |= add(cpu_backends[b], v ? FALCON_3 : FALCON_1, forms[f], precs[p], BASE_T, n, BASE_C,
+                                  BASE_H, 1);
+    for (int b = 0; b < ncpu_backends; b++)
+        for (int v = 0; v < 2; v++)
+            rc |= add(cpu_backends[b], v ? FALCON_3 : FALCON_1, FALCON_FORM_PARALLEL, FALCON_FP32, 512, 64,
+                      BASE_C, BASE_H, 1);
+    static const falcon_variant others[] = {FALCON_2, FALCON_1A, FALCON_2A, FALCON_3A};
+    static const int64_t Ts[] = {256, 1024, 16384, 65536}, ns[] = {32, 256}, Cs[] = {16, 32, 128, 256};
+    for (int f = 0; f < 2; f++) {
+        for (size_t v = 0; v < N_OF(others); v++)
+            rc |= add(best_cpu, others[v], forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
+        for (size_t i = 0; i < N_OF(Ts); i++)
+            rc |= add(best_cpu, FALCON_1, forms[f], FALCON_FP32, Ts[i], BASE_N, BASE_C, BASE_H, 1);
+        for (size_t i = 0; i < N_OF(ns); i++)
+            rc |= add(best_cpu, FALCON_1, forms[f], FALCON_FP32, BASE_T, ns[i], BASE_C, BASE_H, 1);
+        for (int64_t H = 1; H <= BASE_H; H *= BASE_H)
+            for (int t = 1; t <= g.ncpu; t = t < g.ncpu ? g.ncpu : t + 1)
+                rc |= add(best_cpu, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, H, t);
+    }
+    for (size_t i = 0; i < N_OF(Cs); i++)
+        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, Cs[i], BASE_H, 1);
+    if (best == FALCON_BACKEND_CUDA)
+        for (int f = 0; f < 3; f++)
+            rc |= add(best, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
+    for (int f = 0; f < 2; f++)
+        rc |= add(FALCON_BACKEND_MPFR, FALCON_1, forms[f], FALCON_FP64, 64, 16, 16, 1, 1);
+    return rc;
+}
+
+/*
+ * Full: for every backend present (CPU ones, cuda) x variant x form x
+ * precision: the grid T = 256, 512, ..., 65536 x n = m in {32, 64, 128, 256}
+ * (C = 64, 8 heads, 1 thread); C in {16, 32, 64, 128, 256} (chunk form); the
+ * grid heads in {1, 2, 4, 8, 16} x threads in {1, 2, 4, ..., CPUs}; mpfr:
+ * every variant x form x precision at T in {16, 64, 256}, n = m = 16, C = 16.
+ * Many hours (the parallel form is O(T x 4096) per head): select with
+ * --benchmark_filter or bound it with --max-gflop.
+ */
+static int register_full(void)
+{
+    int rc = 0;
+    falcon_backend bs[5];
+    int nb = 0;
+    for (int b = 0; b < ncpu_backends; b++) bs[nb++] = cpu_backends[b];
+    if (falcon_backend_available(FALCON_BACKEND_CUDA)) bs[nb++] = FALCON_BACKEND_CUDA;
+    for (int b = 0; b < nb; b++)
+        for (size_t v = 0; v < N_OF(variants); v++)
+            for (size_t f = 0; f < N_OF(forms); f++)
+                for (size_t p = 0; p < N_OF(precs); p++) {
+                    for (int64_t T = 256; T <= 65536; T *= 2)
+                        for (int64_t n = 32; n <= 256; n *= 2)
+                            rc |= add(bs[b], variants[v], forms[f], precs[p], T, n, BASE_C, BASE_H, 1);
+                    if (forms[f] == FALCON_FORM_CHUNK)
+                        for (int64_t C = 16; C <= 256; C *= 2)
+                            rc |= add(bs[b], variants[v], forms[f], precs[p], BASE_T, BASE_N, C, BASE_H, 1);
+                    for (int64_t H = 1; H <= 16; H *= 2)
+                        for (int t = 1; t <= g.ncpu; t = t * 2 <= g.ncpu || t == g.ncpu ? t * 2 : g.ncpu)
+                            rc |= add(bs[b], variants[v], forms[f], precs[p], BASE_T, BASE_N, BASE_C, H, t);
+                }
+    for (size_t v = 0; v < N_OF(variants); v++)
+        for (size_t f = 0; f < N_OF(forms); f++)
+            for (size_t p = 0; p < N_OF(precs); p++)
+                for (int64_t T = 16; T <= 256; T *= 4)
+                    rc |= add(FALCON_BACKEND_MPFR, variants[v], forms[f], precs[p], T, 16, 16, 1, 1);
+    return rc;
+}
+
+/* ---- context: what a reader of the JSON needs to interpret the figures ---- */
+
+static void ctx(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ctx(const char *key, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fb_add_context(key, buf);
+}
+
+static void cpu_model(char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(out, len, "%s", colon + 2);
+            out[strcspn(out, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void add_context(const char *sweep, int simde)
+{
+    char buf[512];
+    cpu_model(buf, sizeof buf);
+    ctx("falcon_cpu_model", "%s", buf);
+    buf[0] = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    static const char *const isa[] = {"avx2", "fma", "avx512f"};
+    int have[3] = {__builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("avx512f")};
+    for (int i = 0; i < 3; i++)
+        if (have[i]) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? " " : "", isa[i]);
+#endif
+    ctx("falcon_isa", "%s", buf[0] ? buf : "none of avx2 fma avx512f");
+    ctx("falcon_compiler", "%s", fb_build_cc);
+    ctx("falcon_cflags", "%s", fb_build_cflags);
+    ctx("falcon_shim_cxxflags", "%s", fb_build_cxxflags);
+    ctx("falcon_git_revision", "%s", fb_build_git_revision);
+    ctx("falcon_version", "%s", FALCON_VERSION);
+    ctx("falcon_threads", "%d (OpenMP max threads; %d CPUs online)", omp_get_max_threads(), g.ncpu);
+    ctx("falcon_sweep", "%s%s", sweep, simde ? " +avx512-simde" : "");
+    buf[0] = 0;
+    for (int b = 0; b < ncpu_backends; b++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s=%s", b ? "; " : "",
+                 falcon_backend_name(cpu_backends[b]), falcon_backend_describe(cpu_backends[b]));
+    ctx("falcon_backends", "%s; cuda=%s", buf, falcon_backend_describe(FALCON_BACKEND_CUDA));
+    ctx("falcon_flop_model", "%s: dense products as the kernels run them, FMA = 2 flops, triangular "
+        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)", fb_flops_source());
+    if (!g.probe_ok) {
+        ctx("falcon_probe", "skipped (--no-probe): no peak or roofline counters");
+        return;
+    }
+    const fb_probe *p = &g.probe;
+    ctx("falcon_peak_isa", "%s", p->best_isa);
+    ctx("falcon_peak_fp32_gflops_per_core", "%.4g", p->f32_best);
+    ctx("falcon_peak_fp64_gflops_per_core", "%.4g", p->f64_best);
+    ctx("falcon_peak_fp32_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
+        p->f32_scalar, p->f32_avx2, p->f32_avx512);
+    ctx("falcon_peak_fp64_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
+        p->f64_scalar, p->f64_avx2, p->f64_avx512);
+    ctx("falcon_peak_gflops_all_threads", "fp32 %.4g, fp64 %.4g on %d threads (measured; peak_fraction "
+        "uses per-core x threads)", p->f32_all, p->f64_all, p->threads);
+    ctx("falcon_triad_gbs_1_thread", "%.4g", p->bw_1);
+    ctx("falcon_triad_gbs_all_threads", "%.4g (%d threads; 3 arrays of %.0f MiB)", p->bw_all, p->threads,
+        p->buffer_mib);
+}
+
+/* ---- flags ---- */
+
+void fb_usage(void)
+{
+    printf("\nfalcon-bench flags (besides Google Benchmark's above):\n"
+           "  --sweep=default|full   the registered set (env FALCON_BENCH_SWEEP); default about 5 min\n"
+           "                         under `make bench`, full: every backend x variant x form x precision\n"
+           "                         over T x n, C, heads x threads (many hours; use --benchmark_filter)\n"
+           "  --simde                include the avx512-simde backend (emulated AVX-512; env\n"
+           "                         FALCON_BENCH_SIMDE=1); left out by default\n"
+           "  --max-gflop=X          register no case above X GFLOP per call\n"
+           "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
+           "names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P/real_time\n"
+           "  (/real_time: Google Benchmark's mark of wall-clock timing)\n");
+}
+
+int fb_setup(int *argc, char **argv)
+{
+    const char *sweep = getenv("FALCON_BENCH_SWEEP");
+    const char *simde_env = getenv("FALCON_BENCH_SIMDE");
+    int simde = simde_env && strcmp(simde_env, "0") != 0 && simde_env[0], probe = 1, out = 1;
+    if (!sweep || !sweep[0]) sweep = "default";
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--sweep=", 8) == 0) sweep = a + 8;
+        else if (strcmp(a, "--simde") == 0) simde = 1;
+        else if (strcmp(a, "--no-probe") == 0) probe = 0;
+        else if (strncmp(a, "--max-gflop=", 12) == 0) {
+            char *end;
+            g.max_gflop = strtod(a + 12, &end);
+            if (*end || g.max_gflop <= 0) {
+                fprintf(stderr, "falcon-bench: --max-gflop wants a positive number, got '%s'\n", a + 12);
+                return 2;
+            }
+        } else {
+            argv[out++] = argv[i]; /* not ours: Google Benchmark reports it */
+            continue;
+        }
+    }
+    *argc = out;
+    argv[out] = NULL;
+    if (out > 1) return -1; /* the shim reports the unknown flags; no probe first */
+    if (strcmp(sweep, "default") != 0 && strcmp(sweep, "full") != 0) {
+        fprintf(stderr, "falcon-bench: --sweep must be default or full, got '%s'\n", sweep);
+        return 2;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    g.ncpu = ncpu > 0 ? (int)ncpu : 1;
+    find_backends(simde);
+    if (probe) {
+        fb_probe_run(&g.probe);
+        g.probe_ok = g.probe.f32_best > 0 && g.probe.f64_best > 0 && g.probe.bw_1 > 0 && g.probe.bw_all > 0;
+        if (g.probe_ok)
+            fprintf(stderr, "probe: per-core peak fp32 %.1f, fp64 %.1f GFLOPS (%s); triad %.1f GB/s (1 thread), "
+                            "%.1f GB/s (%d threads)\n",
+                    g.probe.f32_best, g.probe.f64_best, g.probe.best_isa, g.probe.bw_1, g.probe.bw_all,
+                    g.probe.threads);
+    }
+    add_context(sweep, simde);
+    if (strcmp(sweep, "full") == 0 ? register_full() : register_default()) {
+        fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
+        return 2;
+    }
+    return -1;
+}
+
+void fb_teardown(void)
+{
+    inputs_free();
+    for (size_t i = 0; i < g.count; i++) free(g.cases[i]);
+    free(g.cases);
+}

@@ -1,0 +1,27 @@
+/*
+ * flops.h: the work and the compulsory memory traffic of one falcon_run call,
+ * the denominators of the benchmark's GFLOPS, peak and roofline counters.
+ * The counts are documented in flops.c.
+ */
+#ifndef FALCON_BENCH_FLOPS_H
+#define FALCON_BENCH_FLOPS_H
+
+#include <stdint.h>
+#include "falcon.h"
+
+/* Floating-point operations (an FMA counts 2) of a run of H heads of T
+ * steps, fresh state, with cfg's variant, form, alignment, window and chunk. */
+double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
+
+/* Bytes that must cross memory at least once: the inputs read, the outputs
+ * written, each head's state read and written (in double). */
+double fb_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
+
+/* Steps per block of the masked-parallel form: as falcon_parallel_block in
+ * src/run.c (internal there), 4096 terms per block = 4096 / W steps. */
+int64_t fb_parallel_block(int64_t window);
+
+/* Which count is compiled in (for the report's context). */
+const char *fb_flops_source(void);
+
+#endif

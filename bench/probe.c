@@ -1,0 +1,196 @@
+/*
+ * probe.c: measured peaks. FMA throughput: tight loops of independent FMA
+ * chains (enough chains to cover latency x pipes on current x86 cores: 12
+ * for AVX2, 16 for AVX-512), each acc = acc * a + b with a < 1, so values
+ * converge and never overflow or go subnormal. Memory: a STREAM triad over a
+ * buffer many times the last-level cache.
+ *
+ * The ISA loops use function target attributes rather than -mavx2/-mavx512f
+ * on the whole file: the rest of this file (and anything the compiler
+ * inlines into it) stays baseline x86-64, and each loop runs only after
+ * __builtin_cpu_supports says the CPU has it.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#include "probe.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the calling thread. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A loop returns a value that depends on every chain, so none is dead code;
+ * flops per iteration are reported through *fpi. */
+typedef double (*fma_loop)(int64_t iters, double *fpi);
+
+/* Portable fallback: 8 chains of multiply-add (not fused unless the
+ * compiler contracts them), 2 flops each. */
+static double loop_scalar(int64_t iters, double *fpi)
+{
+    double x[8], a = 0.9999999, b = 1e-7;
+    for (int i = 0; i < 8; i++) x[i] = i * 0.01;
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < 8; i++) x[i] = x[i] * a + b;
+    *fpi = 16;
+    return x[0] + x[1] + x[2] + x[3] + x[4] + x[5] + x[6] + x[7];
+}
+
+#if defined(__x86_64__)
+/* One loop per (ISA, precision), written once: REP pastes a statement per
+ * chain x0, x1, ... */
+#define REP12(M, A, B) M(0, A, B) M(1, A, B) M(2, A, B) M(3, A, B) M(4, A, B) M(5, A, B) \
+                       M(6, A, B) M(7, A, B) M(8, A, B) M(9, A, B) M(10, A, B) M(11, A, B)
+#define REP16(M, A, B) REP12(M, A, B) M(12, A, B) M(13, A, B) M(14, A, B) M(15, A, B)
+#define DECL(i, VT, SET1) VT x##i = SET1(0.01 * (i));
+#define STEP(i, FMA, _) x##i = FMA(x##i, a, b);
+#define SUM(i, ADD, _) acc = ADD(acc, x##i);
+
+#define FMA_LOOP(NAME, TGT, REP, NCH, VT, ET, LANES, SET1, FMA, ADD, STORE)           \
+    __attribute__((target(TGT))) static double NAME(int64_t iters, double *fpi)      \
+    {                                                                               \
+        const VT a = SET1(0.9999999), b = SET1(1e-7);                               \
+        REP(DECL, VT, SET1)                                                         \
+        VT acc = SET1(0.0);                                                         \
+        for (int64_t it = 0; it < iters; it++) { REP(STEP, FMA, 0) }                \
+        REP(SUM, ADD, 0)                                                            \
+        ET out[LANES];                                                              \
+        STORE(out, acc);                                                            \
+        double s = 0;                                                               \
+        for (int i = 0; i < LANES; i++) s += out[i];                                \
+        *fpi = 2.0 * NCH * LANES;                                                   \
+        return s;                                                                   \
+    }
+
+FMA_LOOP(loop_avx2_f32, "avx2,fma", REP12, 12, __m256, float, 8, _mm256_set1_ps, _mm256_fmadd_ps,
+         _mm256_add_ps, _mm256_storeu_ps)
+FMA_LOOP(loop_avx2_f64, "avx2,fma", REP12, 12, __m256d, double, 4, _mm256_set1_pd, _mm256_fmadd_pd,
+         _mm256_add_pd, _mm256_storeu_pd)
+FMA_LOOP(loop_avx512_f32, "avx512f", REP16, 16, __m512, float, 16, _mm512_set1_ps, _mm512_fmadd_ps,
+         _mm512_add_ps, _mm512_storeu_ps)
+FMA_LOOP(loop_avx512_f64, "avx512f", REP16, 16, __m512d, double, 8, _mm512_set1_pd, _mm512_fmadd_pd,
+         _mm512_add_pd, _mm512_storeu_pd)
+#endif
+
+/* The last-level cache of cpu0: sysfs (what this core shares), else
+ * sysconf, else 32 MiB. */
+static int64_t llc_bytes(void)
+{
+    for (int idx = 3; idx >= 2; idx--) {
+        char path[80], unit = 0;
+        long long size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        int got = fscanf(f, "%lld%c", &size, &unit);
+        fclose(f);
+        if (got >= 1 && size > 0)
+            return size * (unit == 'K' ? 1024LL : unit == 'M' ? 1048576LL : 1LL);
+    }
+    long s = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return s > 0 ? s : 32LL << 20;
+}
+
+static volatile double probe_sink; /* keeps every loop's result live */
+
+/* GFLOPS of `loop` on each of `threads` threads at once (total): calibrated to
+ * about 20 ms a trial, best of 10 trials. One thread is timed by its own CPU
+ * clock: on a shared machine that is the core's throughput while it runs,
+ * not the share the scheduler gave it. Several threads are timed by the wall
+ * clock (the least disturbed trial is the closest to the machine's peak). */
+static double fma_gflops(fma_loop loop, int threads)
+{
+    double fpi = 0;
+    int64_t iters = 1 << 16;
+    for (;;) {
+        double t0 = cpu_now();
+        probe_sink = loop(iters, &fpi);
+        if (cpu_now() - t0 > 0.01 || iters > ((int64_t)1 << 40)) break;
+        iters *= 2;
+    }
+    double best = 0;
+    for (int trial = 0; trial < 10; trial++) {
+        double t0 = threads > 1 ? now() : cpu_now(), sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+        sink += loop(iters * 2, &fpi);
+        double dt = (threads > 1 ? now() : cpu_now()) - t0;
+        probe_sink = sink;
+        double g = fpi * (double)(iters * 2) * threads / dt * 1e-9;
+        if (g > best) best = g;
+    }
+    return best;
+}
+
+/* Best-of-5 triad bandwidth on `threads` threads, GB/s (clocks as above). */
+static double triad(double *a, const double *b, const double *c, int64_t N, int threads)
+{
+    double best = 0;
+    for (int trial = 0; trial < 5; trial++) {
+        double t0 = threads > 1 ? now() : cpu_now();
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t i = 0; i < N; i++) a[i] = b[i] + 3.0 * c[i];
+        double dt = (threads > 1 ? now() : cpu_now()) - t0, g = 24.0 * (double)N / dt * 1e-9;
+        if (g > best) best = g;
+    }
+    probe_sink = a[N / 2];
+    return best;
+}
+
+void fb_probe_run(fb_probe *p)
+{
+    *p = (fb_probe){.best_isa = "scalar"};
+    p->threads = omp_get_max_threads();
+    fma_loop best32 = loop_scalar, best64 = loop_scalar;
+    p->f32_scalar = p->f32_best = fma_gflops(loop_scalar, 1);
+    p->f64_scalar = p->f64_best = p->f32_scalar; /* the fallback loop is double */
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        p->f32_avx2 = fma_gflops(loop_avx2_f32, 1);
+        p->f64_avx2 = fma_gflops(loop_avx2_f64, 1);
+        if (p->f32_avx2 > p->f32_best) p->f32_best = p->f32_avx2, best32 = loop_avx2_f32, p->best_isa = "avx2+fma";
+        if (p->f64_avx2 > p->f64_best) p->f64_best = p->f64_avx2, best64 = loop_avx2_f64;
+    }
+    if (__builtin_cpu_supports("avx512f")) {
+        p->f32_avx512 = fma_gflops(loop_avx512_f32, 1);
+        p->f64_avx512 = fma_gflops(loop_avx512_f64, 1);
+        if (p->f32_avx512 > p->f32_best) p->f32_best = p->f32_avx512, best32 = loop_avx512_f32, p->best_isa = "avx512f";
+        if (p->f64_avx512 > p->f64_best) p->f64_best = p->f64_avx512, best64 = loop_avx512_f64;
+    }
+#endif
+    p->f32_all = fma_gflops(best32, p->threads);
+    p->f64_all = fma_gflops(best64, p->threads);
+
+    /* Three arrays, each twice the last-level cache and at least 64 MiB
+     * (at most 512 MiB: some hypervisors report the whole host's L3). */
+    int64_t bytes = 2 * llc_bytes();
+    if (bytes < (64 << 20)) bytes = 64 << 20;
+    if (bytes > (512 << 20)) bytes = 512 << 20;
+    int64_t N = bytes / 8;
+    double *a = malloc(3 * (size_t)bytes);
+    if (!a) return;
+    double *b = a + N, *c = b + N;
+#pragma omp parallel for schedule(static) /* first touch where the triad runs */
+    for (int64_t i = 0; i < N; i++) a[i] = 0, b[i] = 1, c[i] = 0.5;
+    p->buffer_mib = (double)bytes / (1 << 20);
+    p->bw_1 = triad(a, b, c, N, 1);
+    p->bw_all = triad(a, b, c, N, p->threads);
+    free(a);
+}

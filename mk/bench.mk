@@ -1,0 +1,70 @@
+# Throughput benchmarks (bench/) and `falcon compare`.
+#   make bench                 build $(BUILD)/falcon-bench, run the default sweep
+#                              (about 5 min on 2 cores) into $(BENCH_OUT)
+#   make bench BENCH_ARGS=...  more flags: --sweep=full, --simde,
+#                              --benchmark_filter=REGEX, ... (falcon-bench --help)
+# Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
+# only the compare objects are built.
+
+# This file is included before the Makefile's `all`: keep `all` the default.
+bench_saved_goal := $(.DEFAULT_GOAL)
+
+# `falcon compare` needs no Google Benchmark: the CLI links these.
+CLI_EXTRA_OBJ := $(BUILD)/obj/bench/compare.o $(BUILD)/obj/bench/json.o
+
+BENCH_HEADER ?= /usr/include/benchmark/benchmark.h
+BENCH_OUT    ?= report/bench.json
+BENCH_REPS   ?= 3
+# Short minimum time per repetition: the sweep covers more cases, and 3
+# repetitions (medians) absorb a noisy machine better than longer single runs.
+BENCH_MIN_TIME ?= 0.3
+BENCH_ARGS   ?=
+
+.PHONY: bench bench-build
+ifneq ($(wildcard $(BENCH_HEADER)),)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o probe.o flops.o buildinfo.o gbench-shim.o)
+BENCH_CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Werror
+
+$(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) $(SANITIZE) -MMD -MP -c $< -o $@
+
+# Build facts for the report's context, as string macros. The stamp changes
+# only when they do, so buildinfo.o (and the link) is redone only then.
+bench_git_rev = $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(if \
+                $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),-dirty)
+bench_clean = $(subst ',,$(subst ",,$(subst \,,$(1))))
+bench_info = -DFB_GIT_REVISION='"$(call bench_clean,$(bench_git_rev))"' \
+             -DFB_CC='"$(call bench_clean,$(CC))"' \
+             -DFB_CFLAGS='"$(call bench_clean,$(CFLAGS))"' \
+             -DFB_CXXFLAGS='"$(call bench_clean,$(BENCH_CXXFLAGS) $(SANITIZE))"'
+
+$(BUILD)/obj/bench/buildinfo.stamp: bench-stamp-force
+	@mkdir -p $(dir $@)
+	@echo '$(subst ',,$(bench_info))' | cmp -s - $@ || echo '$(subst ',,$(bench_info))' > $@
+.PHONY: bench-stamp-force
+bench-stamp-force:
+
+$(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.stamp
+	$(CC) $(CFLAGS) $(bench_info) -c $< -o $@
+
+$(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libfalcon.a $(LDLIBS) -lbenchmark -lpthread -lstdc++
+
+bench-build: $(BUILD)/falcon-bench
+
+# The JSON goes to a temporary name first: an interrupted run leaves no
+# truncated file for `falcon compare` to trip on.
+bench: $(BUILD)/falcon-bench
+	@mkdir -p $(dir $(BENCH_OUT))
+	$(BUILD)/falcon-bench --benchmark_repetitions=$(BENCH_REPS) --benchmark_min_time=$(BENCH_MIN_TIME) \
+	  --benchmark_display_aggregates_only=true \
+	  --benchmark_out_format=json --benchmark_out=$(BENCH_OUT).tmp $(BENCH_ARGS)
+	@mv $(BENCH_OUT).tmp $(BENCH_OUT) && echo "wrote $(BENCH_OUT)"
+else
+bench bench-build:
+	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1
+endif
+
+-include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
+.DEFAULT_GOAL := $(bench_saved_goal)
