@@ -1,22 +1,151 @@
 #!/bin/sh
-# Writes report/report.md from the pieces the main job produced.
+# Writes DIR/report.md from what the main job produced there: the gate's table
+# (verify.txt), the benchmark (bench.json, converted to bench/cases.dat by
+# plots/plot-all.sh), the stability study (stability/), the learning curves
+# (learning/), the figures (*.png) and each step's status and time (status:
+# lines "step exit-status seconds", written by `make report`). Any piece may
+# be missing; the report says so. Pictures are linked by relative paths.
 # Usage: report.sh DIR GATE_STATUS
 dir=$1
 status=$2
+md=$dir/report.md
+
+img() { # img FILE CAPTION
+    if [ -f "$dir/$1" ]; then printf '![%s](%s)\n\n' "$2" "$1"; else printf '_(%s: not drawn)_\n\n' "$1"; fi
+}
+
+gate_section() {
+    echo "## Correctness gate"
+    echo
+    if [ ! -f "$dir/verify.txt" ]; then echo "Not run (no verify.txt)."; echo; return; fi
+    if [ "$status" = 0 ]; then echo "Result: **pass**"; else echo "Result: **FAIL** (exit status $status)"; fi
+    echo
+    echo "Normwise relative errors against the MPFR reference, in units of roundoff u of each precision;"
+    echo "max/thr is the largest ratio of an error to its threshold over the variants (below 1 passes)."
+    echo
+    # backend x precision rows, one column per form: the verdict and the worst max/thr.
+    awk '$3 ~ /^(recurrent|chunk|parallel)$/ && NF == 9 {
+             k = $1 " | " $2; if (!(k in seen)) { seen[k] = 1; order[n++] = k }
+             c = k SUBSEP $3; if ($8 > worst[c]) worst[c] = $8; if ($9 != "pass") bad[c] = 1; cases[c] += $5 }
+         $2 == "skipped:" || $3 == "skipped:" { s = $0; sub(/ +skipped: /, ": ", s); skip[n2++] = s }
+         END {
+             print "| backend | precision | recurrent | chunk | parallel |"
+             print "|---|---|---|---|---|"
+             for (i = 0; i < n; i++) {
+                 line = "| " order[i] " |"
+                 split("recurrent chunk parallel", f, " ")
+                 for (j = 1; j <= 3; j++) {
+                     c = order[i] SUBSEP f[j]
+                     line = line sprintf(" %s (%d cases, max/thr %.2f) |", bad[c] ? "**FAIL**" : "pass", cases[c], worst[c])
+                 }
+                 print line
+             }
+             for (i = 0; i < n2; i++) { sub(/ +/, " ", skip[i]); print ""; print "Skipped " skip[i] }
+         }' "$dir/verify.txt"
+    echo
+    echo "<details><summary>The gate's full table</summary>"
+    echo
+    echo '```'
+    sed -n '/^backend/,$p' "$dir/verify.txt"
+    echo '```'
+    echo "</details>"
+    echo
+}
+
+bench_section() {
+    echo "## Throughput"
+    echo
+    cases=$dir/bench/cases.dat
+    if [ ! -f "$cases" ]; then echo "No benchmark data (no $cases)."; echo; return; fi
+    echo "Medians of Google Benchmark repetitions (\`bench.json\`; \`falcon compare\` reads it). Headline: the"
+    echo "base point, Falcon-1, T = 4096, n = m = 128, 8 heads, 1 thread."
+    echo
+    echo "| backend | precision | form | tokens/s | GFLOPS | fraction of FMA peak |"
+    echo "|---|---|---|---|---|---|"
+    awk '!/^#/ && $2 == "falcon1" && $5 == 4096 && $6 == 128 && $10 == 8 && $11 == 1 && ($8 == 64 || $8 == 0) {
+             printf "| %s | %s | %s | %.4g | %.3g | %s |\n", $3, $4, $1, $12, $13, ($14 == "nan" || $14 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $14) }' "$cases" |
+        sort -t'|' -k2,2 -k3,3 -k4,4
+    echo
+    best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
+    [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
+    img bench-throughput-T.png "Throughput vs T"
+    img bench-peak-n.png "Fraction of peak vs n"
+    img bench-chunk.png "Chunk-size sweep"
+    [ -f "$dir/bench-compare.png" ] && img bench-compare.png "Hardware comparison"
+}
+
+stability_section() {
+    echo "## Long-sequence stability"
+    echo
+    fits=$dir/stability/fits.dat
+    if [ ! -f "$fits" ]; then echo "Not run (no $fits)."; echo; return; fi
+    sed -n 's/^falcon stability, /Study: /p' "$dir/stability.txt" 2>/dev/null
+    sed -n 's/^backend \(.*\) skipped: \(.*\)/Backend \1 skipped: \2/p' "$dir/stability.txt" 2>/dev/null
+    echo
+    echo "Errors in units of u of the precision (outputs: cumulative normwise over 1..T; S: the final state),"
+    echo "fitted as c T^p over the checkpoints; \"@1e9\" extrapolates the fit to 10^9 tokens. Falcon-1 and"
+    echo "Falcon-1A, without decay and with the random decay mixture, on the most capable backend here"
+    echo "(every backend, form, variant and regime: \`stability/stability.json\`, \`stability/fits.dat\`)."
+    echo
+    be=$(awk '!/^#/ && $1 == "fp32" && $4 !~ /simde/ { b = $4 } END { print b }' "$fits")
+    echo "| precision | variant | decay | form | T max | out (u) | p out | out @1e9 | S (u) | p S | S @1e9 |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -v be="$be" '!/^#/ && $4 == be && ($2 == "falcon1" || $2 == "falcon1a") && ($3 == "none" || $3 == "mix") && $5 != "parallel" {
+             printf "| %s | %s | %s | %s | %.0f | %.3g | %.2f | %.3g | %.3g | %.2f | %.3g |\n", $1, $2, $3, $5, $6, $7, $8, $9, $10, $11, $12 }' "$fits"
+    echo
+    sed -n 's/^note: /Note: /p' "$dir/stability.txt" 2>/dev/null
+    echo
+    echo "References: MPFR (256 bits) up to the study's MPFR length, beyond it a long-double recurrence that the"
+    echo "study checks against MPFR on the lengths both cover. Largest long-double-vs-MPFR difference seen:"
+    echo
+    awk '!/^#/ { k = $1; if ($7 > o[k]) o[k] = $7; if ($8 > s[k]) s[k] = $8; if ($5 > ol[k]) ol[k] = $5; if ($6 > sl[k]) sl[k] = $6; t[k] = $4 }
+         END { for (k in o) printf "- %s streams: outputs %.2g u, state %.2g u (%.3g and %.3g units of long double roundoff), T <= %d\n", k, o[k], s[k], ol[k], sl[k], t[k] }' \
+        "$dir/stability/refcheck.dat" | sort
+    echo
+    for p in fp32 fp64; do
+        img "stability-$p.png" "Error vs T, $p, with fitted power laws extrapolated to 10^9"
+        img "stability-decay-$p.png" "Error by decay regime, $p"
+        img "stability-backends-$p.png" "Every backend and form, $p"
+    done
+}
+
+learning_section() {
+    echo "## Learning quality"
+    echo
+    tuned=$dir/learning/tuned.dat
+    if [ ! -f "$tuned" ]; then echo "Not run (no $tuned)."; echo; return; fi
+    sed -n 's/^falcon stability --learning, /Setup: /p' "$dir/learning.txt" 2>/dev/null
+    echo
+    echo "A stream whose next value follows the current key through a slowly drifting linear map plus noise;"
+    echo "the error is sum |o_t - v_{t+1}|^2 / sum |v_{t+1}|^2 (1: no better than predicting 0). Hyper-parameters"
+    echo "chosen at T0 by grid search (\`learning/learning.json\` has the grid), curves run to the longest length:"
+    echo
+    echo "| variant | alignment | decay | beta | alpha | W | error over 1..T0 (tuning) | error, last bin |"
+    echo "|---|---|---|---|---|---|---|---|"
+    awk '!/^#/ { printf "| %s | %s | %s | %s | %s | %s | %.3g | %.3g |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$tuned"
+    echo
+    img learning-tuned.png "Tuned variants, prefix vs same alignment"
+    img learning-alignment.png "Temporal alignment"
+    img learning-plasticity.png "Plasticity (beta)"
+    img learning-forgetting.png "Forgetting (alpha)"
+    img learning-rehearsal.png "Rehearsal (window W)"
+}
+
 {
     echo "# Falcon suite report"
     echo
     echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
-    echo "## Correctness gate (quick profile)"
-    echo
-    if [ "$status" -eq 0 ]; then echo "Result: **pass**"; else echo "Result: **FAIL** (exit status $status)"; fi
-    echo
-    echo "Errors are normwise relative errors in units of roundoff u of each precision; max/thr is the largest"
-    echo "ratio of an error to its threshold (below 1 passes)."
-    echo
-    echo '```'
-    sed -n '/^backend/,$p' "$dir/verify.txt"
-    echo '```'
-} > "$dir/report.md"
-echo "wrote $dir/report.md"
+    if [ -f "$dir/status" ]; then
+        echo "| step | result | seconds |"
+        echo "|---|---|---|"
+        awk '$1 == "total" { print "| total | | " $3 " |"; next }
+             { r = $2 == "-" ? "not run" : $2 == 0 ? "ok" : "**failed** (status " $2 ")"; print "| " $1 " | " r " | " $3 " |" }' "$dir/status"
+        echo
+    fi
+    gate_section
+    bench_section
+    stability_section
+    learning_section
+} > "$md"
+echo "wrote $md"

@@ -1,0 +1,70 @@
+# The long-sequence stability study, the learning curves, the plots and the
+# one-command report (study/, plots/, verify/tools/report.sh).
+#   make stability [PROFILE=full]   $(BUILD)/falcon-study stability -> $(REPORT_DIR)/stability
+#   make learning  [PROFILE=full]   learning curves                 -> $(REPORT_DIR)/learning
+#   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
+#   make report-all [PROFILE=full] [COMPARE=OTHER.json]
+#                                   gate + benchmark + study + plots + report.md: what
+#                                   `make report` runs (quick: a few minutes on 2 cores;
+#                                   full: T to 1e7, about an hour and a half)
+# COMPARE: a bench.json from another machine, drawn against this run's.
+# The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
+# it links anyway) for `falcon stability` and `falcon bench-dat`.
+
+# Included before the Makefile's `all`: keep `all` the default goal.
+study_saved_goal := $(.DEFAULT_GOAL)
+
+PROFILE    ?= quick
+REPORT_DIR ?= report
+
+STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
+STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
+# (GATE_OBJ is defined after this file is read: name what the study needs.)
+STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/bench/json.o
+
+$(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+.PHONY: stability learning plots report-all
+stability: $(BUILD)/falcon-study
+	$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability
+
+learning: $(BUILD)/falcon-study
+	$(BUILD)/falcon-study stability --learning --profile $(PROFILE) --out $(REPORT_DIR)/learning
+
+plots: $(BUILD)/falcon-study
+	FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study
+
+# The benchmark step of the report: the default sweep, one short repetition
+# per case in the quick profile (a minute or two on 2 cores instead of 5);
+# the full profile takes `make bench`'s defaults. Set REPORT_BENCH= to leave
+# the benchmark out (a bench.json already in $(REPORT_DIR) is still drawn).
+REPORT_BENCH_quick := BENCH_REPS=1 BENCH_MIN_TIME=0.05
+REPORT_BENCH_full  :=
+REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
+
+# Every step runs even if an earlier one fails; each status and time goes to
+# $(REPORT_DIR)/status for report.sh, which marks failed steps in report.md;
+# the target fails if any step failed. Derived data of an earlier report is
+# removed first (not bench.json or compare.dat, which may come from elsewhere).
+report-all: $(BUILD)/falcon $(BUILD)/falcon-study
+	@mkdir -p $(REPORT_DIR)
+	@rm -rf $(REPORT_DIR)/status $(REPORT_DIR)/stability $(REPORT_DIR)/learning $(REPORT_DIR)/bench \
+	  $(REPORT_DIR)/*.png $(REPORT_DIR)/*.svg
+	@start=$$(date +%s); \
+	step() { name=$$1; shift; t0=$$(date +%s); echo "== $$name: $$*"; "$$@"; rc=$$?; \
+	  echo "$$name $$rc $$(( $$(date +%s) - t0 ))" >> $(REPORT_DIR)/status; return 0; }; \
+	step gate sh -c '$(BUILD)/falcon verify --profile $(PROFILE) > $(REPORT_DIR)/verify.txt'; \
+	if [ -n "$(REPORT_BENCH)" ]; then step bench $(MAKE) --no-print-directory $(REPORT_BENCH); \
+	else echo "bench - 0" >> $(REPORT_DIR)/status; fi; \
+	step stability sh -c '$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability \
+	  > $(REPORT_DIR)/stability.txt'; \
+	step learning sh -c '$(BUILD)/falcon-study stability --learning --profile $(PROFILE) \
+	  --out $(REPORT_DIR)/learning > $(REPORT_DIR)/learning.txt'; \
+	step plots env FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study; \
+	echo "total - $$(( $$(date +%s) - start ))" >> $(REPORT_DIR)/status; \
+	sh verify/tools/report.sh $(REPORT_DIR) $$(awk '$$1 == "gate" { print $$2 }' $(REPORT_DIR)/status); \
+	! awk '$$2 != "-" && $$2 != 0 { bad = 1 } END { exit !bad }' $(REPORT_DIR)/status
+
+-include $(STUDY_OBJ:.o=.d) $(BUILD)/obj/study/study-main.d
+.DEFAULT_GOAL := $(study_saved_goal)

@@ -1,0 +1,122 @@
+#!/bin/sh
+# Draws every plot whose data exists under DIR into DIR (PNG and SVG), and
+# says which it skipped and why. Run from the repository root.
+# Usage: plots/plot-all.sh DIR [FALCON_STUDY]
+#   DIR/stability/   `falcon stability` output     -> stability-*.png
+#   DIR/learning/    `falcon stability --learning` -> learning-*.png
+#   DIR/bench.json   build/falcon-bench JSON        -> bench-*.png (converted to
+#                    DIR/bench/ by FALCON_STUDY bench-dat, default build/falcon-study)
+#   DIR/compare.dat  `falcon compare A.json B.json --out DIR/compare.dat`
+#                    -> bench-compare.png; with COMPARE=OTHER.json in the
+#                    environment and FALCON (default build/falcon) supporting
+#                    `compare`, this script writes it first (A = OTHER, B = this run).
+# Exit status: 0, or 1 if gnuplot failed on a figure whose data exists.
+dir=${1:?usage: plot-all.sh DIR [FALCON_STUDY]}
+study=${2:-build/falcon-study}
+falcon=${FALCON:-build/falcon}
+status=0
+drawn=0
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "plot-all: gnuplot not found (Debian: gnuplot-nox, 'make deps'); no plots" >&2
+    exit 1
+fi
+
+# draw SCRIPT NAME VARS: one figure in both formats; VARS are gnuplot -e assignments.
+draw() {
+    script=$1 name=$2 vars=$3
+    for fmt in png svg; do
+        if ! gnuplot -e "out='$dir'; fmt='$fmt'; $vars" "plots/$script" 2> "$dir/.gnuplot.err"; then
+            echo "plot-all: $name.$fmt: gnuplot failed:" >&2
+            cat "$dir/.gnuplot.err" >&2
+            status=1
+            return
+        fi
+        # gnuplot reports missing data files as warnings and still exits 0.
+        if grep -v '^$' "$dir/.gnuplot.err" | grep -q .; then
+            echo "plot-all: $name.$fmt: gnuplot warnings:" >&2
+            cat "$dir/.gnuplot.err" >&2
+        fi
+    done
+    drawn=$((drawn + 1))
+    echo "plot-all: $dir/$name.png (.svg)"
+}
+
+skip() { echo "plot-all: skipped $1: $2"; }
+
+# ---- the stability study ----
+st=$dir/stability
+if [ -f "$st/fits.dat" ]; then
+    for prec in fp32 fp64; do
+        # The backends of this precision, in the study's order; the last one
+        # measured (the most capable here) is the one the detailed plots show.
+        backends=$(awk -v p="$prec" '$1 == p && !seen[$4]++ { printf "%s ", $4 }' "$st/fits.dat")
+        if [ -z "$backends" ]; then skip "stability $prec" "no curves in $st/fits.dat"; continue; fi
+        be=$(for b in $backends; do case $b in *simde) ;; *) echo "$b" ;; esac; done | tail -1)
+        [ -n "$be" ] || be=$(echo "$backends" | awk '{ print $1 }')
+        if [ -f "$st/curves/${prec}_falcon1_none_${be}_recurrent.dat" ] &&
+           [ -f "$st/curves/${prec}_falcon1a_mix_${be}_chunk.dat" ]; then
+            draw stability.gp "stability-$prec" "dir='$st'; prec='$prec'; be='$be'"
+            draw stability-backends.gp "stability-backends-$prec" "dir='$st'; prec='$prec'; backends='$backends'"
+        else
+            skip "stability-$prec" "Falcon-1/1A curves missing in $st/curves"
+        fi
+        if [ -f "$st/curves/${prec}_falcon3_extreme_${be}_recurrent.dat" ]; then
+            draw stability-decay.gp "stability-decay-$prec" "dir='$st'; prec='$prec'; be='$be'"
+        else
+            skip "stability-decay-$prec" "Falcon-3 curves missing in $st/curves"
+        fi
+    done
+else
+    skip "stability plots" "no $st/fits.dat (run 'make stability')"
+fi
+
+# ---- the learning curves ----
+le=$dir/learning
+if [ -f "$le/tuned.dat" ]; then
+    t0=$(awk '/^# t0/ { print $3 }' "$le/tuned.dat")
+    floor=$(awk '/^# t0/ { print $5 }' "$le/tuned.dat")
+    for fam in tuned alignment plasticity forgetting rehearsal; do
+        if ls "$le/curves/${fam}_"*.dat >/dev/null 2>&1; then
+            draw learning.gp "learning-$fam" "dir='$le'; family='$fam'; t0=$t0; floor=$floor"
+        else
+            skip "learning-$fam" "no $le/curves/${fam}_*.dat"
+        fi
+    done
+else
+    skip "learning plots" "no $le/tuned.dat (run 'make learning')"
+fi
+
+# ---- the benchmark ----
+if [ -f "$dir/bench.json" ]; then
+    if [ -x "$study" ] && "$study" bench-dat "$dir/bench.json" --out "$dir/bench"; then
+        draw bench.gp bench-throughput-T "dir='$dir/bench'; which='T'"
+        draw bench.gp bench-peak-n "dir='$dir/bench'; which='n'"
+        if ls "$dir/bench/C/"*.dat >/dev/null 2>&1; then
+            draw bench.gp bench-chunk "dir='$dir/bench'; which='C'"
+        else
+            skip bench-chunk "no chunk-size sweep in $dir/bench.json"
+        fi
+    else
+        echo "plot-all: $study bench-dat failed on $dir/bench.json" >&2
+        status=1
+    fi
+else
+    skip "benchmark plots" "no $dir/bench.json (run 'make bench BENCH_OUT=$dir/bench.json')"
+fi
+if [ -n "$COMPARE" ] && [ -f "$dir/bench.json" ]; then
+    if "$falcon" compare "$COMPARE" "$dir/bench.json" --out "$dir/compare.dat" > "$dir/compare.txt"; then
+        echo "plot-all: $dir/compare.dat: $COMPARE (A) vs $dir/bench.json (B)"
+    else
+        echo "plot-all: '$falcon compare' failed (is it wired into the CLI?)" >&2
+        status=1
+    fi
+fi
+if [ -f "$dir/compare.dat" ]; then
+    draw bench-compare.gp bench-compare "file='$dir/compare.dat'"
+else
+    skip bench-compare "no $dir/compare.dat (make report COMPARE=OTHER.json, or falcon compare A B --out $dir/compare.dat)"
+fi
+rm -f "$dir/.gnuplot.err"
+echo "plot-all: $drawn figures in $dir"
+exit $status

@@ -1,0 +1,222 @@
+/*
+ * `falcon bench-dat BENCH.json --out DIR`: Google Benchmark JSON from
+ * build/falcon-bench (case names form/variant/backend/precision/T:../n:../
+ * m:..[/C:..][/W:..]/heads:../threads:..) as whitespace-separated files for
+ * gnuplot (plots/bench-*.gp):
+ *   DIR/cases.dat          one row per case: its parameters and the medians
+ *                          of tokens_per_second, GFLOPS and peak_fraction
+ *   DIR/<X>/<rest>.dat     one-axis sweeps, X in T, n, C, threads: the cases
+ *                          equal in every other parameter, sorted by X
+ *                          (file name: the other parameters, '_'-separated)
+ * The median of a case is Google Benchmark's "median" aggregate (what
+ * `make bench` writes, with repetitions), else the median of its iteration
+ * runs, as `falcon compare` takes it. JSON is read with bench/json.h.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../bench/json.h"
+#include "stability.h"
+#include "study.h"
+
+enum { P_T, P_N, P_M, P_C, P_W, P_HEADS, P_THREADS, NPARAM };
+static const char *const param_key[NPARAM] = {"T", "n", "m", "C", "W", "heads", "threads"};
+enum { TOK, GFLOPS, PEAK, NMETRIC };
+static const char *const metric_key[NMETRIC] = {"tokens_per_second", "GFLOPS", "peak_fraction"};
+
+typedef struct bcase {
+    char form[16], variant[16], backend[16], prec[8];
+    long long p[NPARAM]; /* 0 when absent (C, W) */
+    double median[NMETRIC], *samples[NMETRIC];
+    int nsamples, has_median, failed;
+} bcase;
+
+/* form/variant/backend/precision/key:value/...; 0 if the name parses. */
+static int parse_name(const char *name, bcase *c)
+{
+    char buf[256], *save = NULL;
+    if (strlen(name) >= sizeof buf) return -1;
+    strcpy(buf, name);
+    char *tok[4];
+    for (int i = 0; i < 4; i++)
+        if (!(tok[i] = strtok_r(i ? NULL : buf, "/", &save)) || strlen(tok[i]) >= 16) return -1;
+    snprintf(c->form, sizeof c->form, "%s", tok[0]), snprintf(c->variant, sizeof c->variant, "%s", tok[1]);
+    snprintf(c->backend, sizeof c->backend, "%s", tok[2]), snprintf(c->prec, sizeof c->prec, "%s", tok[3]);
+    for (char *t; (t = strtok_r(NULL, "/", &save));) {
+        char *colon = strchr(t, ':');
+        if (!colon) continue; /* e.g. real_time: Google Benchmark's own marks */
+        *colon = 0;
+        for (int k = 0; k < NPARAM; k++)
+            if (!strcmp(t, param_key[k])) c->p[k] = atoll(colon + 1);
+    }
+    return c->p[P_T] > 0 && c->p[P_N] > 0 ? 0 : -1;
+}
+
+static int same_case(const bcase *a, const bcase *b)
+{
+    return !strcmp(a->form, b->form) && !strcmp(a->variant, b->variant) && !strcmp(a->backend, b->backend) &&
+           !strcmp(a->prec, b->prec) && !memcmp(a->p, b->p, sizeof a->p);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(v[i])) v[k++] = v[i];
+    if (!k) return NAN;
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+/* The file name of case c in sweep `axis`: every other parameter. */
+static void sweep_key(const bcase *c, int axis, char *buf, size_t len)
+{
+    int at = snprintf(buf, len, "%s_%s_%s_%s", c->form, c->variant, c->backend, c->prec);
+    static const char *const tag[NPARAM] = {"T", "n", "m", "C", "W", "h", "p"};
+    for (int k = 0; k < NPARAM && at > 0 && (size_t)at < len; k++)
+        if (k != axis && k != P_M && k != P_W && c->p[k])
+            at += snprintf(buf + at, len - (size_t)at, "_%s%lld", tag[k], c->p[k]);
+}
+
+static int by_axis;
+static int cmp_axis(const void *a, const void *b)
+{
+    const bcase *x = *(bcase *const *)a, *y = *(bcase *const *)b;
+    return (x->p[by_axis] > y->p[by_axis]) - (x->p[by_axis] < y->p[by_axis]);
+}
+
+static int write_sweeps(const char *out, bcase *cs, int nc, int axis, const char *dirname)
+{
+    char dir[4096], key[256], key2[256], path[4096];
+    snprintf(dir, sizeof dir, "%s/%s", out, dirname);
+    if (study_mkdir(dir)) return -1;
+    int *done = calloc((size_t)nc + 1, sizeof *done);
+    bcase **grp = malloc(sizeof *grp * ((size_t)nc + 1));
+    int rc = !done || !grp ? -1 : 0;
+    for (int i = 0; i < nc && !rc; i++) {
+        if (done[i] || cs[i].failed || (axis == P_C && !cs[i].p[P_C])) continue;
+        sweep_key(&cs[i], axis, key, sizeof key);
+        int ng = 0;
+        for (int j = i; j < nc; j++) {
+            sweep_key(&cs[j], axis, key2, sizeof key2);
+            if (!done[j] && !cs[j].failed && !strcmp(key, key2)) grp[ng++] = &cs[j], done[j] = 1;
+        }
+        by_axis = axis;
+        qsort(grp, (size_t)ng, sizeof *grp, cmp_axis);
+        if (ng < 2 && axis != P_T) continue; /* not a sweep (every case shows in the T plot) */
+        char name[300];
+        snprintf(name, sizeof name, "%s.dat", key);
+        FILE *f = study_open(dir, name, path, sizeof path);
+        if (!f) {
+            rc = -1;
+            break;
+        }
+        fprintf(f, "# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n", key, param_key[axis]);
+        for (int g = 0; g < ng; g++)
+            fprintf(f, "%lld %.6g %.6g %.6g\n", grp[g]->p[axis], grp[g]->median[TOK], grp[g]->median[GFLOPS],
+                    grp[g]->median[PEAK]);
+        rc |= fclose(f) ? -1 : 0;
+    }
+    free(done), free(grp);
+    return rc;
+}
+
+int falcon_benchdat_main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: falcon bench-dat BENCH.json --out DIR\n"
+                   "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the one-axis\n"
+                   "sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak fraction).\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] != '-' && !in) {
+            in = argv[i];
+        } else {
+            fprintf(stderr, "falcon: error: bench-dat: unexpected argument %s (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!in || !out) {
+        fprintf(stderr, "falcon: error: bench-dat: need BENCH.json and --out DIR\n");
+        return 2;
+    }
+    char err[512];
+    falcon_json *doc = falcon_json_parse_file(in, err, sizeof err);
+    const falcon_json *list = doc ? falcon_json_get(doc, "benchmarks") : NULL;
+    if (!list || list->type != FALCON_JSON_ARRAY) {
+        fprintf(stderr, "falcon: error: bench-dat: %s\n", doc ? "no \"benchmarks\" array" : err);
+        falcon_json_free(doc);
+        return 2;
+    }
+    bcase *cs = calloc(list->count + 1, sizeof *cs);
+    int nc = 0, rc = cs ? 0 : 2, skipped = 0;
+    for (size_t i = 0; i < list->count && !rc; i++) {
+        const falcon_json *b = &list->items[i];
+        const char *name = falcon_json_get_string(b, "run_name");
+        if (!name) name = falcon_json_get_string(b, "name");
+        bcase c;
+        memset(&c, 0, sizeof c);
+        if (!name || parse_name(name, &c)) {
+            skipped++;
+            continue;
+        }
+        int at = 0;
+        while (at < nc && !same_case(&cs[at], &c)) at++;
+        if (at == nc) cs[nc++] = c;
+        bcase *k = &cs[at];
+        const falcon_json *e = falcon_json_get(b, "error_occurred");
+        const char *type = falcon_json_get_string(b, "run_type"), *agg = falcon_json_get_string(b, "aggregate_name");
+        if (e && e->type == FALCON_JSON_BOOL && e->boolean) {
+            k->failed = 1;
+        } else if (type && !strcmp(type, "aggregate")) {
+            if (agg && !strcmp(agg, "median")) {
+                k->has_median = 1;
+                for (int m = 0; m < NMETRIC; m++) k->median[m] = falcon_json_get_number(b, metric_key[m], NAN);
+            }
+        } else {
+            for (int m = 0; m < NMETRIC && !rc; m++) {
+                double *s = realloc(k->samples[m], sizeof *s * (size_t)(k->nsamples + 1));
+                if (!s) rc = 2;
+                else (k->samples[m] = s)[k->nsamples] = falcon_json_get_number(b, metric_key[m], NAN);
+            }
+            k->nsamples++;
+        }
+    }
+    falcon_json_free(doc);
+    for (int i = 0; i < nc; i++)
+        if (!cs[i].has_median)
+            for (int m = 0; m < NMETRIC; m++) cs[i].median[m] = median_of(cs[i].samples[m], cs[i].nsamples);
+    char path[4096];
+    FILE *f = !rc && !study_mkdir(out) ? study_open(out, "cases.dat", path, sizeof path) : NULL;
+    if (!f) rc = 2;
+    if (f) {
+        fprintf(f, "# from %s (medians; NaN: absent or failed)\n# form variant backend precision T n m C W heads "
+                   "threads tokens_per_second GFLOPS peak_fraction\n", in);
+        for (int i = 0; i < nc; i++) {
+            const bcase *c = &cs[i];
+            fprintf(f, "%s %s %s %s", c->form, c->variant, c->backend, c->prec);
+            for (int k = 0; k < NPARAM; k++) fprintf(f, " %lld", c->p[k]);
+            for (int m = 0; m < NMETRIC; m++) fprintf(f, " %.6g", c->failed ? NAN : c->median[m]);
+            fputc('\n', f);
+        }
+        if (fclose(f)) rc = 2;
+    }
+    static const int axes[] = {P_T, P_N, P_C, P_THREADS};
+    static const char *const dirs[] = {"T", "n", "C", "threads"};
+    for (int a = 0; a < 4 && !rc; a++)
+        if (write_sweeps(out, cs, nc, axes[a], dirs[a])) rc = 2;
+    for (int i = 0; cs && i < nc; i++)
+        for (int m = 0; m < NMETRIC; m++) free(cs[i].samples[m]);
+    free(cs);
+    if (!rc) printf("bench-dat: %d cases from %s into %s (%d entries not falcon cases)\n", nc, in, out, skipped);
+    return rc;
+}

@@ -1,0 +1,76 @@
+/* Internals shared by the study's sources (not part of the library's API). */
+#ifndef FALCON_STUDY_H
+#define FALCON_STUDY_H
+
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include "falcon.h"
+
+/*
+ * The long-double reference (ldref.c): SPEC 1.2 step by step, identity phi,
+ * with its own carried state in long double. It is the study's cheap
+ * reference beyond the lengths MPFR can afford: on x86 its unit roundoff is
+ * 2^-64, 2048 times below fp64's, and the study checks it against MPFR on
+ * the lengths both run. Its outputs stay in long double, so that comparing
+ * an fp64 kernel with it adds no rounding of the reference itself.
+ */
+typedef struct ldref {
+    falcon_variant variant;
+    falcon_align align;
+    int64_t n, m, W;
+    long double eps;
+    long double *S;        /* [m][n] */
+    long double *r;        /* [W][m] eta * residual (or eta * y) per example */
+    long double *xz, *ql;  /* [W][2][n] keys and write directions; [n] query */
+    double *prev;          /* [n] previous raw key (prefix alignment) */
+    int has_prev;
+    double *hk, *hv;       /* last W-1 examples, oldest first: [W-1][n], [W-1][m] */
+    int64_t hlen;
+} ldref;
+
+int ldref_init(ldref *r, falcon_variant v, falcon_align a, int64_t n, int64_t m, int64_t W, double eps);
+void ldref_free(ldref *r);
+/* Run in->T steps of one sequence (double inputs, B = H = 1); out [T][m]. */
+void ldref_run(ldref *r, const falcon_inputs *in, long double *out);
+/* The unit roundoff of long double on this machine. */
+long double ldref_unit_roundoff(void);
+
+/* Normwise relative error of a double result against a long double
+ * reference (absolute if the reference is 0); long double's exponent range
+ * needs no scaling. */
+long double study_relerr(const double *x, const long double *ref, int64_t count);
+/* sqrt(num / den): a normwise relative error from its sums of squares
+ * (absolute, sqrt(num), when the reference is 0). */
+static inline long double study_norm_ratio(long double num, long double den)
+{
+    return den > 0 ? sqrtl(num / den) : sqrtl(num);
+}
+
+/* Least squares of log(err) = log(c) + p log(T) over the points with
+ * err > 0; at = c * Tx^p. npts < 2 leaves p, c, at NaN. */
+typedef struct loglog_fit {
+    double p, c, at;
+    int npts;
+} loglog_fit;
+loglog_fit study_fit(const double *T, const double *err, int count, double Tx);
+
+/* Checkpoint grid 1-2-5 per decade from lo to hi (inclusive if on the grid,
+ * and hi itself always last). Returns the count written (<= cap). */
+int study_grid(int64_t lo, int64_t hi, int64_t *out, int cap);
+
+/* `falcon stability --learning` (learning.c): argv as falcon_stability_main. */
+int study_learning_main(int argc, char **argv);
+/* Parse an integer option value (1e6 accepted); -1 with a message. */
+int study_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+/* mkdir -p; 0 or -1 with a message on stderr. */
+int study_mkdir(const char *path);
+/* fopen(dir/name) for writing; NULL with a message on stderr. */
+FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen);
+/* JSON number: finite values, else null. */
+void study_json_num(FILE *f, double x);
+/* JSON string, quoted and escaped. */
+void study_json_str(FILE *f, const char *s);
+
+#endif

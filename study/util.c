@@ -1,0 +1,96 @@
+/* Small helpers of the study: the log-log fit, the checkpoint grid, files. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "study.h"
+
+loglog_fit study_fit(const double *T, const double *err, int count, double Tx)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int k = 0;
+    for (int i = 0; i < count; i++) {
+        if (!(err[i] > 0) || !isfinite(err[i])) continue;
+        const double x = log(T[i]), y = log(err[i]);
+        sx += x, sy += y, sxx += x * x, sxy += x * y, k++;
+    }
+    loglog_fit f = {NAN, NAN, NAN, k};
+    const double det = k * sxx - sx * sx;
+    if (k < 2 || !(det > 0)) return f;
+    f.p = (k * sxy - sx * sy) / det;
+    const double logc = (sy - f.p * sx) / k;
+    f.c = exp(logc);
+    f.at = exp(logc + f.p * log(Tx));
+    return f;
+}
+
+int study_grid(int64_t lo, int64_t hi, int64_t *out, int cap)
+{
+    static const int mant[] = {1, 2, 5};
+    int k = 0;
+    for (int64_t dec = 1; dec <= hi && k < cap; dec *= 10)
+        for (int i = 0; i < 3 && k < cap; i++) {
+            const int64_t t = mant[i] * dec;
+            if (t >= lo && t < hi) out[k++] = t;
+        }
+    if (k < cap && hi >= lo) out[k++] = hi;
+    return k;
+}
+
+int study_mkdir(const char *path)
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) return -1;
+    strcpy(buf, path);
+    for (char *p = buf + 1;; p++) {
+        const char c = *p;
+        if (c != '/' && c) continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) {
+            fprintf(stderr, "falcon: error: cannot create directory %s: %s\n", buf, strerror(errno));
+            return -1;
+        }
+        if (!c) return 0;
+        *p = c;
+    }
+}
+
+FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "falcon: error: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+void study_json_num(FILE *f, double x)
+{
+    if (isfinite(x)) fprintf(f, "%.6g", x);
+    else fputs("null", f);
+}
+
+int study_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    const double x = strtod(s, &end); /* accepts 1e6 */
+    if (end == s || *end || !(x >= (double)lo && x <= (double)hi) || x != floor(x)) {
+        fprintf(stderr, "falcon: error: %s %s: must be an integer in [%lld, %lld]\n", opt, s, (long long)lo,
+                (long long)hi);
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+void study_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
