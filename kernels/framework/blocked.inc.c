@@ -12,39 +12,61 @@
  * factor is a quotient of two cumulative products (SPEC section 3).
  * Products between examples (Q Z^T, X Z^T, X S_0^T) are formed once per
  * example pair and indexed by term, since a window repeats each example in
- * up to W terms.
+ * up to W terms. The block's keys and queries sit in one matrix [X; Q], so
+ * [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T are one micro-kernel
+ * call each, and x_l . z_l (the normaliser) is the diagonal of Kz.
  *
  * The masked-parallel form is this function with a single block spanning
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
  * explicit masked matrices, O(T^2) work.
  */
-falcon_status RS(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
+static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
 {
     const int64_t n = h->n, m = h->m, W = h->window, T = h->T;
     const RS(falcon_uk) *uk = h->uk;
     if (L > T) L = T > 0 ? T : 1;
     const int64_t Gmax = L + W - 1, Pmax = L * W;
+    const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m), ldg = RS(padded)(Gmax),
+                  ldp = RS(padded)(Pmax);
 
     RS(example_src) src;
     if (RS(examples_open)(&src, h)) return FALCON_E_NOMEM;
-    size_t nreal = (size_t)(m * n + 2 * Gmax * n + Gmax + L * n + Gmax * Gmax + L * Gmax + L * m +
-                            Gmax * m + Pmax * Pmax + Pmax * m + L * Pmax + Gmax * m + L * m + L);
-    REAL *buf = malloc(sizeof(REAL) * nreal);
-    double *row = malloc(sizeof(double) * (size_t)(2 * (L + 1)));
-    int64_t *idx = malloc(sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
-    const REAL **yrow = malloc(sizeof(REAL *) * (size_t)Gmax);
-    if (!buf || !row || !idx || !yrow) {
-        free(buf); free(row); free(idx); free(yrow);
-        RS(examples_close)(&src);
-        return FALCON_E_NOMEM;
+    RS(carver) cv = {NULL, 0};
+    REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
+    REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
+    double *row = NULL;
+    int64_t *idx = NULL;
+    const REAL **yrow = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        S = RS(carve)(&cv, sizeof(REAL) * (size_t)(m * ldn));
+        XQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldn));
+        Zbuf = RS(carve)(&cv, h->gain ? sizeof(REAL) * (size_t)(Gmax * ldn) : 0);
+        xz = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        KQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldg));
+        US = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldm));
+        A = RS(carve)(&cv, h->regression ? sizeof(REAL) * (size_t)(Pmax * ldp) : 0);
+        R = RS(carve)(&cv, sizeof(REAL) * (size_t)(Pmax * ldm));
+        Wm = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldp));
+        Rg = RS(carve)(&cv, sizeof(REAL) * (size_t)(Gmax * ldm));
+        O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
+        eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
+        fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
+        idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
+        yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
+        if (pass == 0) {
+            cv.base = RS(work_alloc)(cv.used);
+            cv.used = 0;
+            if (!cv.base) {
+                RS(examples_close)(&src);
+                return FALCON_E_NOMEM;
+            }
+        }
     }
-    REAL *S = buf, *Xg = S + m * n, *Zbuf = Xg + Gmax * n, *xz = Zbuf + Gmax * n;
-    REAL *Qf = xz + Gmax, *Kz = Qf + L * n, *Qz = Kz + Gmax * Gmax, *S0q = Qz + L * Gmax;
-    REAL *U = S0q + L * m, *A = U + Gmax * m, *R = A + Pmax * Pmax, *Wm = R + Pmax * m;
-    REAL *Rg = Wm + L * Pmax, *O = Rg + Gmax * m, *eta = O + L * m;
     double *f0 = row + (L + 1);
     int64_t *term_l = idx, *term_j = idx + Pmax, *first = idx + 2 * Pmax;
-    RS(load_memory)(S, h->S, m * n);
+    RS(load_memory)(S, ldn, h->S, m, n);
+    const size_t kbytes = sizeof(REAL) * (size_t)n, vbytes = sizeof(REAL) * (size_t)m;
 
     for (int64_t c0 = 0; c0 < T; c0 += L) {
         const int64_t Lc = T - c0 < L ? T - c0 : L;
@@ -56,19 +78,46 @@ falcon_status RS(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             g_lo = falcon_window_first(&src.ex, e_first);
             G = falcon_example_of_step(&src.ex, c0 + Lc - 1) - g_lo + 1;
         }
+        /* [X; Q]: the examples' keys (rows 0..G-1), then the queries. */
+        REAL *Xg = XQ, *Qf = XQ + G * ldn;
         const REAL *Zg = h->gain ? Zbuf : Xg;
         for (int64_t g = 0; g < G; g++) {
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
-            RS_FEATURIZE(h->phi, key, Xg + g * n, n);
+            RS_FEATURIZE(h->phi, key, Xg + g * ldn, n);
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
-                RS(write_direction)(h->gain + t * h->ldk, Xg + g * n, Zbuf + g * n, n);
+                RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
             }
-            xz[g] = RS(dot)(Xg + g * n, Zg + g * n, n);
         }
         for (int64_t j = 0; j < Lc; j++)
-            RS_FEATURIZE(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * n, n);
+            RS_FEATURIZE(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
+
+        /* The next block's rows arrive while this one computes (chunk-sized
+         * blocks; a masked-parallel block would not keep them cached). */
+        for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) {
+            FW_PREFETCH_ROW(h->q + u * h->ldk, kbytes, 0, 2);
+            FW_PREFETCH_ROW(h->k + u * h->ldk, kbytes, 0, 2);
+            FW_PREFETCH_ROW(h->v + u * h->ldv, vbytes, 0, 2);
+            if (h->gain) FW_PREFETCH_ROW(h->gain + u * h->ldk, kbytes, 0, 2);
+            FW_PREFETCH_ROW(h->out + u * h->ldo, vbytes, 1, 2);
+            __builtin_prefetch(h->beta + u * h->lds, 0, 2);
+            if (h->alpha) __builtin_prefetch(h->alpha + u * h->lds, 0, 2);
+        }
+
+        /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
+         * for the regression variants); xz = diag(Kz). */
+        REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
+        if (h->regression) {
+            uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
+            uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
+            for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
+        } else {
+            uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
+            uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
+            for (int64_t g = 0; g < G; g++)
+                uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+        }
 
         /* Terms, ordered by step; eta per step from the shared normaliser. */
         int64_t P = 0;
@@ -87,59 +136,61 @@ falcon_status RS(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         }
         first[Lc] = P;
 
-        uk->gemm_nt(Lc, G, n, Qf, n, Zg, n, 0, Qz, G);
-        uk->gemm_nt(Lc, m, n, Qf, n, S, n, 0, S0q, m);
-        if (h->regression) {
-            uk->gemm_nt(G, G, n, Xg, n, Zg, n, 0, Kz, G);
-            uk->gemm_nt(G, m, n, Xg, n, S, n, 0, U, m);
-        }
-
-        /* Row i of F gives the system rows of step i and output row i. */
+        /* Row i of F gives the system rows of step i and output row i;
+         * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
         row[0] = 1.0;
         f0[0] = 1.0;
         for (int64_t i = 1; i <= Lc; i++) {
             const int64_t j = i - 1;
             falcon_decay_row_advance(row, i, h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0);
             f0[i] = row[0];
+            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
             for (int64_t p = first[j]; p < first[i]; p++) {
                 const int64_t l = term_l[p];
-                const REAL *y = yrow[l];
-                REAL *r = R + p * m, *a = A + p * P;
+                const REAL *restrict y = yrow[l];
+                REAL *restrict r = R + p * ldm;
+                const REAL ej = eta[j];
                 if (!h->regression) {
-                    for (int64_t c = 0; c < m; c++) r[c] = eta[j] * y[c];
+                    for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
                     continue;
                 }
                 const REAL d0 = (REAL)row[0];
-                for (int64_t c = 0; c < m; c++) r[c] = eta[j] * (y[c] - d0 * U[l * m + c]);
-                for (int64_t q = 0; q < first[j]; q++)
-                    a[q] = eta[j] * (REAL)row[term_j[q] + 1] * Kz[l * G + term_l[q]];
-                for (int64_t q = first[j]; q < P; q++) a[q] = 0;
+                const REAL *restrict u = U + l * ldm;
+                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * u[c]);
+                /* strictly lower row p of A; terms of step j do not couple */
+                REAL *restrict a = A + p * ldp;
+                const REAL *restrict kz = Kz + l * ldg;
+                for (int64_t q = 0; q < first[j]; q++) a[q] = ej * fq[q] * kz[term_l[q]];
+                for (int64_t q = first[j]; q < p; q++) a[q] = 0;
             }
-            REAL *w = Wm + j * P;
-            for (int64_t p = 0; p < first[i]; p++)
-                w[p] = (REAL)row[term_j[p] + 1] * Qz[j * G + term_l[p]];
+            REAL *restrict w = Wm + j * ldp;
+            const REAL *restrict qz = Qz + j * ldg;
+            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
             for (int64_t p = first[i]; p < P; p++) w[p] = 0;
         }
-        if (h->regression) uk->trsm_unit_lower(P, m, A, P, R, m);
+        if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
 
-        uk->gemm_nn(Lc, m, P, Wm, P, R, m, 0, O, m);
+        uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
         for (int64_t j = 0; j < Lc; j++) {
-            REAL *o = h->out + (c0 + j) * h->ldo;
+            REAL *restrict o = h->out + (c0 + j) * h->ldo;
+            const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
             const REAL d = (REAL)f0[j + 1];
-            for (int64_t c = 0; c < m; c++) o[c] = O[j * m + c] + d * S0q[j * m + c];
+            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + d * sj[c];
         }
 
         /* End state: row is now F[Lc][.]; pseudo-values gathered per example. */
-        for (int64_t i = 0; i < G * m; i++) Rg[i] = 0;
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
         for (int64_t p = 0; p < P; p++) {
             const REAL d = (REAL)row[term_j[p] + 1];
-            REAL *rg = Rg + term_l[p] * m;
-            for (int64_t c = 0; c < m; c++) rg[c] += d * R[p * m + c];
+            REAL *restrict rg = Rg + term_l[p] * ldm;
+            const REAL *restrict rp = R + p * ldm;
+            for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
-        uk->rank_update(m, n, G, (REAL)f0[Lc], S, n, Rg, m, Zg, n);
+        uk->rank_update(m, n, G, (REAL)f0[Lc], S, ldn, Rg, ldm, Zg, ldn);
     }
-    RS(store_memory)(h->S, S, m * n);
-    free(buf); free(row); free(idx); free(yrow);
+    RS(store_memory)(h->S, S, ldn, m, n);
+    free(cv.base);
     RS(examples_close)(&src);
     return FALCON_OK;
 }

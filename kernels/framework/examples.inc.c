@@ -7,8 +7,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* phi of one key or query (n entries) into out: the shared feature maps. */
-#define RS_FEATURIZE(phi, in, out, n) REAL_FEATURIZE((phi), (in), (out), (n))
+/* phi of one key or query (n entries) into out: the shared feature maps
+ * (identity: a plain copy, which the compiler vectorizes). */
+static inline void RS(featurize)(int phi, const REAL *in, REAL *out, int64_t n)
+{
+    if (phi == FALCON_MATH_PHI_IDENTITY) {
+        for (int64_t i = 0; i < n; i++) out[i] = in[i];
+        return;
+    }
+    REAL_FEATURIZE(phi, in, out, n);
+}
+#define RS_FEATURIZE(phi, in, out, n) RS(featurize)((phi), (in), (out), (n))
+
+/* ---- work memory ----
+ * Work matrices start on a cache line and their rows are padded to whole
+ * cache lines (the micro-kernels' loads and stores then never split a
+ * line). Results do not depend on it: every micro-kernel computes each
+ * element by the same sequence whatever the alignment and leading
+ * dimensions. */
+#define FW_LINE 64
+
+/* n rounded up to whole cache lines of REAL. */
+static inline int64_t RS(padded)(int64_t n)
+{
+    const int64_t per = FW_LINE / (int64_t)sizeof(REAL);
+    return (n + per - 1) / per * per;
+}
+
+/* Carve consecutive line-aligned pieces out of one allocation: first a pass
+ * with base == NULL to size it, then the real pass. */
+typedef struct RS(carver) {
+    char *base;
+    size_t used;
+} RS(carver);
+
+static inline void *RS(carve)(RS(carver) *c, size_t bytes)
+{
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + FW_LINE - 1) / FW_LINE * FW_LINE;
+    return p;
+}
+
+static inline void *RS(work_alloc)(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, FW_LINE, bytes ? bytes : FW_LINE)) return NULL;
+    return p;
+}
+
+/* Software prefetch of a row of the caller's [B][T][H][D] tensors: the rows
+ * of one head are H*D apart, a stride the hardware prefetchers do not
+ * follow across pages. rw: 0 read, 1 write. */
+#define FW_PREFETCH_ROW(ptr, bytes, rw, loc)                                    \
+    do {                                                                         \
+        const uintptr_t fw_a = (uintptr_t)(ptr), fw_e = fw_a + (size_t)(bytes); \
+        for (uintptr_t fw_o = fw_a & ~(uintptr_t)(FW_LINE - 1); fw_o < fw_e;     \
+             fw_o += FW_LINE)                                                    \
+            __builtin_prefetch((const void *)fw_o, (rw), (loc));                 \
+    } while (0)
 
 typedef struct RS(example_src) {
     const RS(falcon_head) *h;
@@ -54,13 +110,6 @@ static void RS(example_get)(const RS(example_src) *s, int64_t e, const REAL **ke
         *key = t == 0 ? s->pk : h->k + (t - 1) * h->ldk;
 }
 
-static REAL RS(dot)(const REAL *a, const REAL *b, int64_t n)
-{
-    REAL s = 0;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
 /* z = g * x for Falcon-2/2A (gain row g), else z = x. */
 static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n)
 {
@@ -71,12 +120,16 @@ static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n
     for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
 }
 
-static void RS(load_memory)(REAL *dst, const double *src, int64_t count)
+/* The memory S [m][n] (double, the state's) to and from a work copy with
+ * leading dimension ld. */
+static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m, int64_t n)
 {
-    for (int64_t i = 0; i < count; i++) dst[i] = (REAL)src[i];
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) dst[r * ld + c] = (REAL)src[r * n + c];
 }
 
-static void RS(store_memory)(double *dst, const REAL *src, int64_t count)
+static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n)
 {
-    for (int64_t i = 0; i < count; i++) dst[i] = (double)src[i];
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) dst[r * n + c] = (double)src[r * ld + c];
 }

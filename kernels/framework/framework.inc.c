@@ -1,10 +1,40 @@
-/* The framework for one precision: the example sources, then both drivers. */
+/*
+ * The framework for one precision: the example sources, then both drivers.
+ *
+ * Compiled once per precision for the baseline ISA (framework-f32.c,
+ * framework-f64.c: the driver table falcon_fw_f32, _f64) and, on x86-64,
+ * once more per SIMD backend with that backend's flags (framework-f32-avx2.c,
+ * ...: falcon_fw_avx2_f32, ...; mk/simd.mk), so that the framework's own
+ * O(m) and O(n) loops are vectorized for the CPU the backend's micro-kernels
+ * run on. src/run_cpu.inc.c picks the table that goes with the backend.
+ * The sources are the same: plain C, compiled without reassociation or
+ * contraction (-ffp-contract=off), so every instantiation does the same
+ * arithmetic, and the reductions all go through the micro-kernels.
+ */
 #include <stdlib.h>
 #include <string.h>
 #include "../common/falcon_math.h"
 #include "real.h"
 #include "head.h"
 
+/* FW(name): the name of a driver for this precision and ISA. */
+#ifdef FALCON_REAL_F32
+#define FW_PREC f32
+#else
+#define FW_PREC f64
+#endif
+#define FW_CAT_(a, b, c) a##_##b##_##c
+#define FW_CAT(a, b, c) FW_CAT_(a, b, c)
+#define FW_CAT2_(a, b) a##_##b
+#define FW_CAT2(a, b) FW_CAT2_(a, b)
+#ifdef FALCON_FW_ISA
+#define FW(name) FW_CAT(name, FALCON_FW_ISA, FW_PREC)
+#else
+#define FW(name) FW_CAT2(name, FW_PREC)
+#endif
+
 #include "examples.inc.c"
 #include "recurrent.inc.c"
 #include "blocked.inc.c"
+
+const RS(falcon_drivers) FW(falcon_fw) = {FW(falcon_recurrent), FW(falcon_blocked)};

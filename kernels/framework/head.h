@@ -34,10 +34,23 @@
         int64_t hist_len;                                                              \
         const falcon_uk_##SFX *uk;                                                     \
     } falcon_head_##SFX;                                                               \
-    falcon_status falcon_recurrent_##SFX(const falcon_head_##SFX *h);                  \
-    /* Chunk-parallel with blocks of L steps; the masked-parallel form is the */       \
-    /* same equations with one block over the whole call (see blocked.inc.c). */       \
-    falcon_status falcon_blocked_##SFX(const falcon_head_##SFX *h, int64_t L);
+    /* The drivers of one build of the framework (framework.inc.c): the     */       \
+    /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
+    /* (falcon_fw_avx2_<prec>, falcon_fw_avx512_<prec>; mk/simd.mk).        */       \
+    typedef struct falcon_drivers_##SFX {                                              \
+        /* Recurrent form: `count` (<= FALCON_RECURRENT_GROUP_MAX) heads of */         \
+        /* the same T, run together in time blocks.                        */         \
+        falcon_status (*recurrent)(const falcon_head_##SFX *heads, int64_t count);    \
+        /* Chunk-parallel with blocks of L steps; the masked-parallel form */         \
+        /* is the same equations with one block over the whole call.       */         \
+        falcon_status (*blocked)(const falcon_head_##SFX *h, int64_t L);              \
+    } falcon_drivers_##SFX;                                                            \
+    extern const falcon_drivers_##SFX falcon_fw_##SFX;                                 \
+    extern const falcon_drivers_##SFX falcon_fw_avx2_##SFX;                            \
+    extern const falcon_drivers_##SFX falcon_fw_avx512_##SFX;
+
+/* Most heads one recurrent call runs together. */
+#define FALCON_RECURRENT_GROUP_MAX 16
 
 FALCON_HEAD_DECLARE(float, f32)
 FALCON_HEAD_DECLARE(double, f64)
