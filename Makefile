@@ -46,8 +46,8 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) $(LDLIBS)
 
 $(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) -lcriterion $(LDLIBS)
@@ -61,23 +61,24 @@ check: deps
 	$(MAKE) all $(BUILD)/falcon-verify
 	$(MAKE) test
 	bash verify/test_cli.sh $(BUILD)/falcon
+	bash verify/test_rules.sh $(BUILD)/falcon
+	bash verify/test_stream.sh $(BUILD)/falcon
+	$(MAKE) fuzz-replay
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
 mutants: deps
 	bash verify/mutants.sh
 
-# The README's main command: the gate's quick profile (and, as they land, the
-# benchmark, the stability study and the plots) into report/.
+# The README's main command: the gate's quick profile, the quick benchmark, the
+# stability study, the learning curves and every plot into report/ (the steps
+# are in mk/study.mk; PROFILE=full runs the full profiles).
 report: deps
-	$(MAKE) all
-	@mkdir -p report
-	$(BUILD)/falcon verify --profile quick > report/verify.txt; status=$$?; \
-	  sh verify/tools/report.sh report $$status; exit $$status
+	$(MAKE) report-all
 
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
-                libbenchmark-dev gnuplot-nox libomp-dev
+                libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

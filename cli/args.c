@@ -7,10 +7,29 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+
+static FILE *error_stream; /* NULL: stderr */
+
+void cli_set_error_stream(FILE *f) { error_stream = f; }
+
+int cli_error(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One line, whatever a library message or a file name contains. */
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    fprintf(error_stream ? error_stream : stderr, "falcon: error: %s\n", msg);
+    return CLI_FAIL;
+}
 
 typedef enum { K_ENUM, K_INT64, K_INT, K_REAL, K_PATH, K_FLAG } opt_kind;
 
@@ -50,6 +69,9 @@ static const opt_spec specs[] = {
     {"eps", K_REAL, AT(eps), 0, "E", "normaliser floor, > 0 (default 1e-6)", NULL, NULL},
     {"threads", K_INT, AT(threads), 0, "N", "threads over heads (default 0: OpenMP's choice)", NULL, NULL},
     {"mpfr-bits", K_INT, AT(mpfr_bits), 0, "B", "precision of the mpfr backend (default 256)", NULL, NULL},
+    {"segment", K_INT64, AT(segment), 0, "S", "steps per segment: inputs are read and the output written S "
+     "steps at a time, the state carried (default: about 32 MiB of buffers, a multiple of the chunk or "
+     "block)", NULL, NULL},
     {"q", K_PATH, AT(q), 1, "FILE", "queries [T,n] or [B,T,H,n]", NULL, NULL},
     {"k", K_PATH, AT(k), 1, "FILE", "keys, shaped as q", NULL, NULL},
     {"v", K_PATH, AT(v), 1, "FILE", "values [T,m] or [B,T,H,m]", NULL, NULL},
@@ -205,6 +227,8 @@ int cli_parse_run(int argc, char **argv, cli_run_args *a)
     for (int i = 1; i < argc; i++)
         if (parse_option(argc, argv, &i, a, seen)) return CLI_FAIL;
     if (a->help) return 0;
+    if (a->segment < 0 || (a->segment == 0 && seen[find("segment", 7) - specs]))
+        return cli_error("--segment = %lld: must be >= 1 (steps per segment)", (long long)a->segment);
     for (int i = 0; i < NUM_SPECS; i++)
         if (specs[i].required && !seen[i]) return cli_error("missing required option --%s (see falcon run --help)",
                                                             specs[i].name);

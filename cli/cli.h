@@ -15,6 +15,7 @@ typedef struct cli_run_args {
     int variant, form, backend, precision, align, phi; /* enum values; variant and form -1 until given */
     int64_t window, chunk;
     int threads, mpfr_bits;
+    int64_t segment; /* steps per segment; 0: chosen from the sizes */
     double eps;
     const char *q, *k, *v, *beta, *alpha, *gain; /* input files (alpha, gain: NULL if absent) */
     const char *out, *state_out, *ckpt_in, *ckpt_out;
@@ -23,8 +24,11 @@ typedef struct cli_run_args {
 
 /* Print "falcon: error: <message>" as one line on stderr; returns CLI_FAIL. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Where cli_error prints (NULL: stderr); the fuzzing harness silences it. */
+void cli_set_error_stream(FILE *f);
 
-/* Parse the options after `run`: 0, or CLI_FAIL after reporting the error.
+/* Parse the options after `run` (argv[0] is "run" and is skipped): 0, or
+ * CLI_FAIL after reporting the error. It only parses: no file is opened.
  * With --help, args->help is set and the other checks are skipped. */
 int cli_parse_run(int argc, char **argv, cli_run_args *args);
 /* The library configuration the options describe. */

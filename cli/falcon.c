@@ -3,38 +3,31 @@
  *
  *   falcon run --variant V --form F --q FILE ... --out FILE   (cli/run_cmd.c)
  *   falcon verify [gate options]                              (verify/gate-main.c)
+ *   falcon compare A.json B.json [--out FILE]                 (bench/compare.c)
+ *   falcon stability [study options]                          (study/stability.c)
  *   falcon --help | --version
  *
  * Every failure prints one line "falcon: error: <message>" on stderr and
  * exits with status 2; success prints nothing unless asked (--verbose).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 #include "../verify/gate.h"
-
-int cli_error(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* One line, whatever a library message or a file name contains. */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "falcon: error: %s\n", msg);
-    return CLI_FAIL;
-}
+#include "../bench/compare.h"
+#include "../study/stability.h"
 
 static void print_usage(FILE *f)
 {
     fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE --out FILE [options]\n"
                "       falcon verify [gate options]\n"
+               "       falcon compare A.json B.json [--out FILE]\n"
+               "       falcon stability [--profile quick|full] [--learning] [--out DIR] ...\n"
                "       falcon --help | --version\n\n"
-               "  run      run a Falcon recurrence on .npy inputs (falcon run --help for the options)\n"
-               "  verify   run the accuracy gate's quick profile and print its table\n");
+               "  run        run a Falcon recurrence on .npy inputs (falcon run --help for the options)\n"
+               "  verify     run the accuracy gate's quick profile and print its table\n"
+               "  compare    compare two benchmark result files (falcon-bench JSON), case by case\n"
+               "  stability  the long-sequence error study (and --learning: the learning curves)\n");
 }
 
 int main(int argc, char **argv)
@@ -51,5 +44,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "verify")) return falcon_gate_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "compare")) return falcon_compare_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "stability")) return falcon_stability_main(argc - 1, argv + 1);
     return cli_error("unknown command '%s' (see falcon --help)", cmd);
 }

@@ -1,15 +1,38 @@
 /*
- * `falcon run`: load the .npy inputs in the run's precision, check that
- * their shapes agree with q's, run, then write the outputs.
+ * `falcon run`: open the .npy inputs, check that their shapes agree with
+ * q's, then run the sequence in segments of steps, the state carried from
+ * one to the next, and write the outputs.
  *
  * q decides the layout: 2 dimensions [T,n] is one sequence, 4 dimensions
  * [B,T,H,n] a batch; every other tensor must have the same leading
- * dimensions. Nothing is written unless the run succeeded; each output is
- * written atomically, and if a later one fails the earlier ones written by
- * this invocation are removed again.
+ * dimensions.
+ *
+ * Inputs and the output may be larger than memory. Each input is opened with
+ * falcon_npy_open, which checks its header and size and then reads ranges at
+ * computed offsets; a segment is steps [t0, t1) of every tensor (for a batch,
+ * one contiguous block of (t1 - t0) x H x D elements per b). Each segment is
+ * validated (indices in messages count from the start of the sequence),
+ * run with falcon_run on the carried state (a split run equals one call:
+ * bitwise for the recurrent form, to rounding for the others; the default
+ * segment length is a multiple of the chunk or block so that it equals one
+ * call there too) and its reads are written at their offsets into the
+ * output's temporary file, whose header went in first. Memory is the
+ * segment buffers (about 32 MiB by default, --segment to choose) and the
+ * state, whatever T is.
+ *
+ * Nothing is left behind unless the whole run succeeded: the output is
+ * renamed onto its name only after the last segment, so a bad value in a
+ * late segment fails the run like one in the first; the state and the
+ * checkpoint are written at the end; each output is written atomically, and
+ * if a later one fails the earlier ones written by this invocation are
+ * removed again. SIGINT, SIGTERM and SIGHUP, and an exit() from a runtime
+ * library, remove the temporary output.
  */
+#include <omp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -19,6 +42,13 @@ typedef enum { TAIL_NONE, TAIL_N, TAIL_M } tail_kind; /* what follows the leadin
 
 static const char *const input_names[NUM_INPUTS] = {"q", "k", "v", "beta", "alpha", "gain"};
 static const tail_kind input_tails[NUM_INPUTS] = {TAIL_N, TAIL_N, TAIL_M, TAIL_NONE, TAIL_NONE, TAIL_N};
+
+/* Buffers of all segments together, by default (--segment overrides). */
+#define SEGMENT_BYTES ((int64_t)32 << 20)
+/* Steps per block of the library's masked-parallel form: 4096 terms, W per
+ * step (falcon_parallel_block in src/run.c). A default segment is a multiple
+ * of it, so that the segments split the run where the library would. */
+#define PARALLEL_TERMS 4096
 
 /* The sizes q sets: lead = [T] or [B,T,H]. */
 typedef struct dims {
@@ -32,10 +62,15 @@ typedef struct run_ctx {
     cli_run_args args;
     falcon_config cfg;
     const char *paths[NUM_INPUTS];
-    falcon_array in[NUM_INPUTS];
+    falcon_npy_reader *rd[NUM_INPUTS];
+    falcon_array info[NUM_INPUTS]; /* the files' shapes (no data) */
+    void *buf[NUM_INPUTS];         /* one segment of each, in the run's precision */
     dims d;
     falcon_state *state;
-    void *out;
+    int64_t seg;                   /* steps per segment */
+    void *out;                     /* one segment of reads */
+    falcon_npy_writer *writer;
+    double seconds;                /* in falcon_run */
 } run_ctx;
 
 static falcon_dtype run_dtype(const run_ctx *c)
@@ -44,6 +79,54 @@ static falcon_dtype run_dtype(const run_ctx *c)
 }
 
 static size_t elem_size(const run_ctx *c) { return run_dtype(c) == FALCON_DTYPE_F64 ? 8 : 4; }
+
+/* Elements per step of a tensor (its last dim). */
+static int64_t width(const run_ctx *c, int i)
+{
+    return input_tails[i] == TAIL_N ? c->d.n : input_tails[i] == TAIL_M ? c->d.m : 1;
+}
+
+/* ---- the temporary output and signals ---- */
+
+/* The temporary output's name, for the handler (async-signal-safe: a fixed
+ * buffer, set before it is armed). */
+static char temp_path[4096];
+static volatile sig_atomic_t temp_armed;
+
+static void on_signal(int sig)
+{
+    if (temp_armed) unlink(temp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* A runtime that gives up calls exit() (libgomp does when it cannot start a
+ * thread, e.g. under an address-space limit): the temporary output goes too. */
+static void on_exit_remove_temp(void)
+{
+    if (temp_armed) unlink(temp_path);
+}
+
+static void arm_temp(const char *path)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static int registered;
+    if (!path || strlen(path) >= sizeof temp_path) return;
+    memcpy(temp_path, path, strlen(path) + 1);
+    temp_armed = 1;
+    if (!registered) registered = atexit(on_exit_remove_temp) == 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static void disarm_temp(void) { temp_armed = 0; }
+
+/* ---- inputs ---- */
 
 /* "[4,3]", or "[4,m]" with a symbolic last dim. */
 static const char *fmt_shape(const int64_t *shape, int ndim, const char *last, char *buf, size_t size)
@@ -56,10 +139,12 @@ static const char *fmt_shape(const int64_t *shape, int ndim, const char *last, c
     return buf;
 }
 
-static int load_inputs(run_ctx *c)
+/* Open every input: header, dtype, order and size are checked here, values
+ * segment by segment. */
+static int open_inputs(run_ctx *c)
 {
     for (int i = 0; i < NUM_INPUTS; i++) {
-        if (c->paths[i] && falcon_npy_read(c->paths[i], run_dtype(c), &c->in[i]))
+        if (c->paths[i] && falcon_npy_open(c->paths[i], &c->rd[i], &c->info[i]))
             return cli_error("%s: %s", input_names[i], falcon_last_error());
     }
     return 0;
@@ -67,7 +152,7 @@ static int load_inputs(run_ctx *c)
 
 static int dims_from_q(run_ctx *c)
 {
-    const falcon_array *q = &c->in[IN_Q];
+    const falcon_array *q = &c->info[IN_Q];
     dims *d = &c->d;
     char got[128];
     if (q->ndim != 2 && q->ndim != 4)
@@ -87,7 +172,7 @@ static int dims_from_q(run_ctx *c)
 /* "v (v.npy): shape [5,3] but q says T=4; expected [4,m]" */
 static int shape_error(const run_ctx *c, int i)
 {
-    const falcon_array *a = &c->in[i];
+    const falcon_array *a = &c->info[i];
     const dims *d = &c->d;
     const tail_kind tail = input_tails[i];
     char got[128], want[128], n[32], says[128];
@@ -106,7 +191,7 @@ static int shape_error(const run_ctx *c, int i)
 /* Every tensor has q's leading dims, then n, m or nothing; v sets m. */
 static int check_shape(run_ctx *c, int i)
 {
-    const falcon_array *a = &c->in[i];
+    const falcon_array *a = &c->info[i];
     const dims *d = &c->d;
     const tail_kind tail = input_tails[i];
     int ok = a->ndim == d->nlead + (tail != TAIL_NONE);
@@ -124,12 +209,33 @@ static int check_shapes(run_ctx *c)
     return 0;
 }
 
-static falcon_inputs make_inputs(const run_ctx *c)
+/* The inputs of steps [t0, t0 + len): the segment buffers (or, with no
+ * buffers yet, a stand-in pointer for each tensor given). */
+static falcon_inputs make_inputs(const run_ctx *c, int64_t len)
 {
-    const falcon_inputs in = {c->d.B, c->d.T, c->d.H, c->d.n, c->d.m,
-                              c->in[IN_Q].data, c->in[IN_K].data, c->in[IN_V].data, c->in[IN_BETA].data,
-                              c->in[IN_ALPHA].data, c->in[IN_GAIN].data};
+    static const char present = 0;
+    const void *p[NUM_INPUTS];
+    for (int i = 0; i < NUM_INPUTS; i++) p[i] = !c->paths[i] ? NULL : c->buf[i] ? c->buf[i] : &present;
+    const falcon_inputs in = {c->d.B, len, c->d.H, c->d.n, c->d.m,
+                              p[IN_Q], p[IN_K], p[IN_V], p[IN_BETA], p[IN_ALPHA], p[IN_GAIN]};
     return in;
+}
+
+/* A library message about the inputs, with the file it concerns in front:
+ * "q[t=1,i=2] = nan: ..." is about q's file, "n = 0: ..." about q's (n is
+ * its last dim), "m = ...: ..." about v's. The library's words stay as they are. */
+static int input_error(const run_ctx *c, const char *msg)
+{
+    int blame = -1;
+    for (int i = 0; i < NUM_INPUTS && blame < 0; i++) {
+        const size_t len = strlen(input_names[i]);
+        if (c->paths[i] && !strncmp(msg, input_names[i], len) && msg[len] == '[') blame = i;
+    }
+    if (blame < 0 && (!strncmp(msg, "n = ", 4) || !strncmp(msg, "T = ", 4) || !strncmp(msg, "B = ", 4)))
+        blame = IN_Q;
+    if (blame < 0 && !strncmp(msg, "m = ", 4)) blame = IN_V;
+    if (blame < 0) return cli_error("%s", msg);
+    return cli_error("'%s': %s", c->paths[blame], msg);
 }
 
 /* The carried state: from --checkpoint-in, or fresh. */
@@ -151,6 +257,74 @@ static int make_state(run_ctx *c)
     return 0;
 }
 
+/* Steps per segment: --segment, else what fits SEGMENT_BYTES, rounded down
+ * to a multiple of the form's block (the chunk, or the masked-parallel
+ * block) so that the split falls where the library splits anyway. */
+static int64_t segment_length(const run_ctx *c)
+{
+    const dims *d = &c->d;
+    if (d->T == 0) return 0;
+    if (c->args.segment > 0) return c->args.segment < d->T ? c->args.segment : d->T;
+    int64_t per_step = 2 * d->m; /* v and the reads */
+    for (int i = 0; i < NUM_INPUTS; i++)
+        if (c->paths[i] && i != IN_V) per_step += width(c, i);
+    const double bytes = (double)per_step * (double)(d->B * d->H) * (double)elem_size(c);
+    int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
+    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK ? c->cfg.chunk
+                        : c->cfg.form == FALCON_FORM_PARALLEL
+                            ? (PARALLEL_TERMS / c->cfg.window > 0 ? PARALLEL_TERMS / c->cfg.window : 1)
+                            : 1;
+    if (seg > block) seg -= seg % block;
+    return seg < d->T ? seg : d->T;
+}
+
+static int alloc_buffers(run_ctx *c)
+{
+    const int64_t rows = c->seg * c->d.B * c->d.H;
+    for (int i = 0; i < NUM_INPUTS; i++)
+        if (c->paths[i] && !(c->buf[i] = malloc((size_t)(rows * width(c, i)) * elem_size(c) + 1)))
+            return cli_error("out of memory for a segment of %s: %lld steps x %lld heads", input_names[i],
+                             (long long)c->seg, (long long)(c->d.B * c->d.H));
+    if (!(c->out = malloc((size_t)(rows * c->d.m) * elem_size(c) + 1)))
+        return cli_error("out of memory for a segment of the output: %lld steps x %lld heads",
+                         (long long)c->seg, (long long)(c->d.B * c->d.H));
+    return 0;
+}
+
+/* Elements of steps [t0, t0 + len) of a [B,T,H,w] (or [T,w]) tensor: one
+ * contiguous block per b, at this offset. */
+static int64_t block_first(const dims *d, int64_t b, int64_t t0, int64_t w)
+{
+    return ((b * d->T + t0) * d->H) * w;
+}
+
+static int read_segment(run_ctx *c, int64_t t0, int64_t len)
+{
+    const dims *d = &c->d;
+    for (int i = 0; i < NUM_INPUTS; i++) {
+        if (!c->paths[i]) continue;
+        const int64_t w = width(c, i), count = len * d->H * w;
+        for (int64_t b = 0; b < d->B; b++) {
+            char *dst = (char *)c->buf[i] + (size_t)(b * count) * elem_size(c);
+            if (falcon_npy_read_range(c->rd[i], block_first(d, b, t0, w), count, run_dtype(c), dst))
+                return cli_error("%s: %s", input_names[i], falcon_last_error());
+        }
+    }
+    return 0;
+}
+
+static int write_segment(run_ctx *c, int64_t t0, int64_t len)
+{
+    const dims *d = &c->d;
+    const int64_t count = len * d->H * d->m;
+    for (int64_t b = 0; b < d->B; b++) {
+        const char *src = (const char *)c->out + (size_t)(b * count) * elem_size(c);
+        if (falcon_npy_write_range(c->writer, block_first(d, b, t0, d->m), count, src))
+            return cli_error("--out: %s", falcon_last_error());
+    }
+    return 0;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -158,34 +332,56 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int compute(run_ctx *c)
+/* One segment: read, validate (steps named from the start), run, write. */
+static int run_segment(run_ctx *c, int64_t t0, int64_t len)
 {
-    const falcon_inputs in = make_inputs(c);
-    /* Validate before creating the state, so that the library names the bad
-     * size or value rather than the state it would not fit. */
-    if (falcon_validate(&c->cfg, &in, NULL)) return cli_error("%s", falcon_last_error());
-    if (make_state(c)) return CLI_FAIL;
-    c->out = malloc((size_t)(in.B * in.T * in.H * in.m) * elem_size(c) + 1);
-    if (!c->out) return cli_error("out of memory for the output [%lld x %lld]", (long long)(in.B * in.T * in.H),
-                                  (long long)in.m);
-    const double t0 = now();
-    if (falcon_run(&c->cfg, &in, c->state, c->out)) return cli_error("%s", falcon_last_error());
-    if (c->args.verbose)
-        printf("backend %s, precision %s, B %lld, T %lld, H %lld, n %lld, m %lld, %.6f s\n",
-               falcon_backend_name(falcon_backend_resolve(c->cfg.backend)),
-               falcon_precision_name(c->cfg.precision), (long long)in.B, (long long)in.T, (long long)in.H,
-               (long long)in.n, (long long)in.m, now() - t0);
-    return 0;
+    if (read_segment(c, t0, len)) return CLI_FAIL;
+    const falcon_inputs in = make_inputs(c, len);
+    if (falcon_validate_from(&c->cfg, &in, c->state, t0)) return input_error(c, falcon_last_error());
+    const double start = now();
+    if (falcon_run(&c->cfg, &in, c->state, c->out)) {
+        if (len < c->d.T)
+            return cli_error("steps [%lld, %lld): %s", (long long)t0, (long long)(t0 + len), falcon_last_error());
+        return cli_error("%s", falcon_last_error());
+    }
+    c->seconds += now() - start;
+    return write_segment(c, t0, len);
 }
 
 /* The reads: [T,m] or [B,T,H,m]. */
 static falcon_array out_array(const run_ctx *c)
 {
-    falcon_array a = {run_dtype(c), c->d.nlead + 1, {0}, 0, c->out};
+    falcon_array a = {run_dtype(c), c->d.nlead + 1, {0}, 0, NULL};
     memcpy(a.shape, c->d.lead, sizeof(int64_t) * (size_t)c->d.nlead);
     a.shape[c->d.nlead] = c->d.m;
     a.count = c->d.B * c->d.T * c->d.H * c->d.m;
     return a;
+}
+
+static int compute(run_ctx *c)
+{
+    /* Configuration and sizes first (no values yet), so that the library
+     * names the bad size rather than the state it would not fit. */
+    const falcon_inputs all = make_inputs(c, 0);
+    if (falcon_validate(&c->cfg, &all, NULL)) return input_error(c, falcon_last_error());
+    /* Heads run in parallel, one thread each: more threads than heads only
+     * cost (each reserves a stack). Results do not depend on the count. */
+    const int64_t heads = c->d.B * c->d.H;
+    if (heads < (c->cfg.threads > 0 ? c->cfg.threads : omp_get_max_threads())) c->cfg.threads = (int)heads;
+    if (make_state(c)) return CLI_FAIL;
+    c->seg = segment_length(c);
+    if (alloc_buffers(c)) return CLI_FAIL;
+    const falcon_array out = out_array(c);
+    if (falcon_npy_create(c->args.out, &out, &c->writer)) return cli_error("--out: %s", falcon_last_error());
+    arm_temp(falcon_npy_writer_temp(c->writer));
+    /* T = 0 still runs once: the library checks the backend and the state. */
+    int64_t t0 = 0;
+    do {
+        const int64_t len = c->d.T - t0 < c->seg ? c->d.T - t0 : c->seg;
+        if (run_segment(c, t0, len)) return CLI_FAIL;
+        t0 += len;
+    } while (t0 < c->d.T);
+    return 0;
 }
 
 /* The memory: [m,n] or [B,H,m,n], in the run's precision (an fp32 run's
@@ -213,18 +409,21 @@ static int output_failed(const char *what, const char *detail, const char *const
     return cli_error("%s: %s", what, detail);
 }
 
-static int write_outputs(const run_ctx *c)
+static int write_outputs(run_ctx *c)
 {
     const char *written[2];
     int count = 0;
-    const falcon_array out = out_array(c);
-    if (falcon_npy_write(c->args.out, &out)) return output_failed("--out", falcon_last_error(), written, count);
+    falcon_npy_writer *w = c->writer;
+    c->writer = NULL; /* commit frees it, whatever happens */
+    const falcon_status s = falcon_npy_commit(w);
+    disarm_temp();
+    if (s) return output_failed("--out", falcon_last_error(), written, count);
     written[count++] = c->args.out;
     if (c->args.state_out) {
         void *buf;
-        const falcon_array s = state_array(c, &buf);
+        const falcon_array a = state_array(c, &buf);
         if (!buf) return output_failed("--state-out", "out of memory", written, count);
-        const int failed = falcon_npy_write(c->args.state_out, &s);
+        const int failed = falcon_npy_write(c->args.state_out, &a);
         free(buf);
         if (failed) return output_failed("--state-out", falcon_last_error(), written, count);
         written[count++] = c->args.state_out;
@@ -234,9 +433,27 @@ static int write_outputs(const run_ctx *c)
     return 0;
 }
 
+static void print_verbose(const run_ctx *c)
+{
+    struct rusage ru;
+    const long rss_kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+    const dims *d = &c->d;
+    const int64_t segments = c->seg > 0 ? (d->T + c->seg - 1) / c->seg : 1;
+    printf("backend %s, precision %s, B %lld, T %lld, H %lld, n %lld, m %lld, %.6f s, "
+           "%lld segments of %lld steps, max RSS %.1f MiB\n",
+           falcon_backend_name(falcon_backend_resolve(c->cfg.backend)), falcon_precision_name(c->cfg.precision),
+           (long long)d->B, (long long)d->T, (long long)d->H, (long long)d->n, (long long)d->m, c->seconds,
+           (long long)segments, (long long)c->seg, (double)rss_kib / 1024.0);
+}
+
 static void free_ctx(run_ctx *c)
 {
-    for (int i = 0; i < NUM_INPUTS; i++) falcon_array_free(&c->in[i]);
+    disarm_temp();
+    falcon_npy_abort(c->writer);
+    for (int i = 0; i < NUM_INPUTS; i++) {
+        falcon_npy_close(c->rd[i]);
+        free(c->buf[i]);
+    }
     falcon_state_free(c->state);
     free(c->out);
 }
@@ -253,7 +470,8 @@ int cli_run(int argc, char **argv)
     c.cfg = cli_config(&c.args);
     const char *paths[NUM_INPUTS] = {c.args.q, c.args.k, c.args.v, c.args.beta, c.args.alpha, c.args.gain};
     memcpy(c.paths, paths, sizeof paths);
-    const int status = load_inputs(&c) || check_shapes(&c) || compute(&c) || write_outputs(&c) ? CLI_FAIL : 0;
+    const int status = open_inputs(&c) || check_shapes(&c) || compute(&c) || write_outputs(&c) ? CLI_FAIL : 0;
+    if (!status && c.args.verbose) print_verbose(&c);
     free_ctx(&c);
     return status;
 }

@@ -170,6 +170,10 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
                               const falcon_state *state);
+/* The same for inputs that are steps [t0, t0 + in->T) of a longer sequence
+ * run in segments: messages count steps from t0 (t0 >= 0). */
+falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state *state, int64_t t0);
 
 /* Backends. */
 int falcon_backend_available(falcon_backend backend); /* 1 if usable here */
@@ -219,6 +223,37 @@ falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array 
 /* Write atomically: a temporary name in the same directory, then rename. */
 falcon_status falcon_npy_write(const char *path, const falcon_array *a);
 void falcon_array_free(falcon_array *a);
+
+/*
+ * Files larger than memory, in pieces. A reader checks the header and the
+ * file's size when it opens (every rule of falcon_npy_read but the values),
+ * then reads ranges of elements at computed offsets (pread): a regular file
+ * is never held in memory. Any other file (a pipe) is read whole at open.
+ */
+typedef struct falcon_npy_reader falcon_npy_reader;
+/* `info` receives the file's dtype, ndim, shape and count; its data is NULL. */
+falcon_status falcon_npy_open(const char *path, falcon_npy_reader **reader, falcon_array *info);
+/* Elements [first, first + count) in C order, converted to `want`, into dst
+ * (float64 -> float32 refuses finite values that would become infinite). */
+falcon_status falcon_npy_read_range(falcon_npy_reader *reader, int64_t first, int64_t count,
+                                    falcon_dtype want, void *dst);
+void falcon_npy_close(falcon_npy_reader *reader);
+
+/* A writer puts the header of `a` (its dtype and shape; a->data is not used)
+ * into a temporary file next to `path`; ranges of elements then go in at
+ * their offsets (pwrite), in any order; commit renames the file onto `path`
+ * once every element was written. Readers of `path` never see a partial file. */
+typedef struct falcon_npy_writer falcon_npy_writer;
+falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_npy_writer **writer);
+/* Elements [first, first + count) in C order from src, in the array's dtype. */
+falcon_status falcon_npy_write_range(falcon_npy_writer *writer, int64_t first, int64_t count,
+                                     const void *src);
+/* Rename onto the path; frees the writer, also on failure (which removes the temporary file). */
+falcon_status falcon_npy_commit(falcon_npy_writer *writer);
+/* Remove the temporary file and free the writer (NULL is ignored). */
+void falcon_npy_abort(falcon_npy_writer *writer);
+/* The temporary file's name, e.g. for a signal handler that removes it. */
+const char *falcon_npy_writer_temp(const falcon_npy_writer *writer);
 
 /* ---- checkpoints: the whole carried state in a directory ---- */
 falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir);

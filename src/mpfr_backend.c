@@ -69,13 +69,20 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
 {
     falcon_status result = FALCON_OK;
     const int64_t heads = in->B * in->H;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(cfg->threads > 0 ? cfg->threads : omp_get_max_threads())
-    for (int64_t hh = 0; hh < heads; hh++) {
-        falcon_status s = run_head(cfg, in, work, out, hh / in->H, hh % in->H);
-        if (s) {
+#pragma omp parallel num_threads(cfg->threads > 0 ? cfg->threads : omp_get_max_threads())
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t hh = 0; hh < heads; hh++) {
+            falcon_status s = run_head(cfg, in, work, out, hh / in->H, hh % in->H);
+            if (s) {
 #pragma omp critical(falcon_mpfr_status)
-            result = s;
+                result = s;
+            }
         }
+        /* MPFR caches constants (log 2, ...) per thread, and an OpenMP
+         * thread may end (a team of another size follows) without freeing
+         * them: a leak per thread, which LeakSanitizer reports. */
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
     return result;
 }

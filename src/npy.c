@@ -14,9 +14,17 @@
  * finite values that would become infinite, so such a file is reported as
  * itself rather than as a non-finite input later.
  *
+ * Files larger than memory: a reader (falcon_npy_open) checks all of the
+ * above but the values when it opens, from the header and the file's size,
+ * then reads ranges of elements with pread at computed offsets; a regular
+ * file is never held in memory (a pipe is read whole at open, as it cannot
+ * be read out of order). falcon_npy_read is a reader that reads everything.
+ *
  * Writing produces version 1.0 headers padded to a multiple of 64 bytes, as
  * numpy does, into a temporary file next to the target that is renamed over
- * it only once complete: readers never see a partial file.
+ * it only once complete: readers never see a partial file. A writer
+ * (falcon_npy_create) puts the header in first and takes the data in ranges
+ * at their offsets (pwrite), so an output need not fit in memory either.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -328,6 +336,7 @@ static falcon_status npy_open(const char *path, npy_file *f)
     const int err = fstat(f->fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     if (err) {
         close(f->fd);
+        f->fd = -1;
         return io_error(path, "read it", err);
     }
     f->regular = S_ISREG(st.st_mode);
@@ -438,12 +447,13 @@ static falcon_status read_data(const npy_file *f, const npy_header *h, void **da
 {
     falcon_status s = f->regular ? check_data_size(f, h, f->size - f->data_off, 0) : FALCON_OK;
     if (s) return s;
-    if (h->count > (int64_t)(SIZE_MAX / 8)) /* only a stream gets here with such a shape */
-        return falcon_fail(FALCON_E_NOMEM, "'%s': %lld elements do not fit in memory", f->path,
-                           (long long)h->count);
+    /* A stream may claim more bytes than memory (or size_t) holds: read what
+     * arrives, so that a short one is reported as truncated, as a file is. */
+    const size_t size = dtype_size(h->dtype);
+    const size_t bytes = (uint64_t)h->count > SIZE_MAX / size ? SIZE_MAX : (size_t)h->count * size;
     char *buf, probe;
     size_t got;
-    s = read_growing(f, (size_t)h->count * dtype_size(h->dtype), &buf, &got);
+    s = read_growing(f, bytes, &buf, &got);
     if (!s) {
         const ssize_t extra = read_full(f->fd, &probe, 1);
         s = extra < 0 ? io_error(f->path, "read it", errno) : check_data_size(f, h, (int64_t)got, extra > 0);
@@ -471,28 +481,157 @@ static const char *unravel(int64_t flat, const int64_t *shape, int ndim, char *b
     return buf;
 }
 
-/* Convert in a new buffer; float64 -> float32 must not overflow. */
-static falcon_status convert(const char *path, const npy_header *h, const void *src, falcon_dtype want,
-                             void **dst)
+/* ---- readers: ranges of elements at computed offsets ---- */
+
+struct falcon_npy_reader {
+    npy_file f;
+    npy_header h;
+    char *mem;  /* a stream's raw data, read whole at open; NULL for a regular file */
+    char *path; /* a copy, for messages */
+};
+
+/* pread until len bytes or the end of the file; returns the bytes read or -1. */
+static ssize_t pread_full(int fd, void *buf, size_t len, int64_t off)
 {
-    void *buf = malloc(h->count ? (size_t)h->count * dtype_size(want) : 1);
-    if (!buf) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory converting to %s", path, dtype_descr(want));
-    for (int64_t i = 0; i < h->count; i++) {
-        if (want == FALCON_DTYPE_F64) {
-            ((double *)buf)[i] = ((const float *)src)[i];
-            continue;
-        }
-        const double x = ((const double *)src)[i];
-        ((float *)buf)[i] = (float)x;
-        if (isfinite(x) && !isfinite((float)x)) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + (int64_t)got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t len, int64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + (int64_t)done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO;
+        if (w <= 0) return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+falcon_status falcon_npy_open(const char *path, falcon_npy_reader **reader, falcon_array *info)
+{
+    if (!path || !reader || !info)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_open: NULL %s", !path ? "path" : !reader ? "reader" : "info");
+    falcon_npy_reader *r = calloc(1, sizeof *r);
+    char *copy = strdup(path);
+    if (!r || !copy) {
+        free(r);
+        free(copy);
+        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
+    }
+    r->path = copy;
+    r->f.fd = -1;
+    void *mem = NULL;
+    falcon_status s = npy_open(copy, &r->f);
+    if (!s) s = read_header(&r->f, &r->h);
+    if (!s) s = r->f.regular ? check_data_size(&r->f, &r->h, r->f.size - r->f.data_off, 0)
+                             : read_data(&r->f, &r->h, &mem);
+    r->mem = mem;
+    if (s) {
+        falcon_npy_close(r);
+        return s;
+    }
+    memset(info, 0, sizeof *info);
+    info->dtype = r->h.dtype;
+    info->ndim = r->h.ndim;
+    memcpy(info->shape, r->h.shape, sizeof(int64_t) * (size_t)r->h.ndim);
+    info->count = r->h.count;
+    *reader = r;
+    return FALCON_OK;
+}
+
+void falcon_npy_close(falcon_npy_reader *r)
+{
+    if (!r) return;
+    if (r->f.fd >= 0) close(r->f.fd);
+    free(r->mem);
+    free(r->path);
+    free(r);
+}
+
+/* Raw elements [first, first + count) in the file's dtype. */
+static falcon_status fetch(const falcon_npy_reader *r, int64_t first, int64_t count, void *dst)
+{
+    const size_t size = dtype_size(r->h.dtype), bytes = (size_t)count * size;
+    if (r->mem) {
+        memcpy(dst, r->mem + (size_t)first * size, bytes);
+        return FALCON_OK;
+    }
+    const int64_t off = r->f.data_off + first * (int64_t)size;
+    const ssize_t got = pread_full(r->f.fd, dst, bytes, off);
+    if (got < 0) return io_error(r->path, "read it", errno);
+    if ((size_t)got < bytes)
+        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ended at byte %lld while being read "
+                           "(it changed after it was opened)", r->path, (long long)(off + got));
+    return FALCON_OK;
+}
+
+/* Elements per piece of a converting read. */
+enum { PIECE = 1 << 15 };
+
+/* float64 -> float32 must not overflow: the index of the first finite value
+ * that would, or -1. */
+static int64_t first_overflow(const double *x, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (isfinite(x[i]) && !isfinite((float)x[i])) return i;
+    return -1;
+}
+
+falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t count, falcon_dtype want,
+                                    void *dst)
+{
+    if (!r || (count > 0 && !dst))
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_read_range: NULL %s", r ? "destination" : "reader");
+    if (want != FALCON_DTYPE_F32 && want != FALCON_DTYPE_F64)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_read_range: unknown dtype %d", (int)want);
+    if (first < 0 || count < 0 || first > r->h.count - count)
+        return falcon_fail(FALCON_E_ARGUMENT, "'%s': elements [%lld, %lld + %lld) are outside its %lld", r->path,
+                           (long long)first, (long long)first, (long long)count, (long long)r->h.count);
+    if (want == r->h.dtype) return fetch(r, first, count, dst);
+    double *piece = malloc(sizeof(double) * PIECE);
+    if (!piece) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory converting to %s", r->path, dtype_descr(want));
+    falcon_status s = FALCON_OK;
+    /* Narrowing checks every value before it writes any, so that a failed
+     * read leaves dst as it was (a second pass reads from the page cache). */
+    for (int64_t done = 0; !s && want == FALCON_DTYPE_F32 && done < count; done += PIECE) {
+        const int64_t len = count - done < PIECE ? count - done : PIECE;
+        if ((s = fetch(r, first + done, len, piece))) break;
+        const int64_t bad = first_overflow(piece, len);
+        if (bad >= 0) {
             char at[SHAPE_TEXT];
-            free(buf);
-            return falcon_fail(FALCON_E_RANGE, "'%s': element %s = %g does not fit in float32", path,
-                               unravel(i, h->shape, h->ndim, at, sizeof at), x);
+            s = falcon_fail(FALCON_E_RANGE, "'%s': element %s = %g does not fit in float32", r->path,
+                            unravel(first + done + bad, r->h.shape, r->h.ndim, at, sizeof at), piece[bad]);
         }
     }
-    *dst = buf;
-    return FALCON_OK;
+    for (int64_t done = 0; !s && done < count; done += PIECE) {
+        const int64_t len = count - done < PIECE ? count - done : PIECE;
+        if ((s = fetch(r, first + done, len, piece))) break;
+        if (want == FALCON_DTYPE_F64) {
+            const float *x = (const float *)piece;
+            double *y = (double *)dst + done;
+            for (int64_t i = 0; i < len; i++) y[i] = x[i];
+        } else {
+            /* The file may have changed between the passes: check again. */
+            if (first_overflow(piece, len) >= 0) {
+                s = falcon_fail(FALCON_E_FORMAT, "'%s': changed while being read", r->path);
+                break;
+            }
+            float *y = (float *)dst + done;
+            for (int64_t i = 0; i < len; i++) y[i] = (float)piece[i];
+        }
+    }
+    free(piece);
+    return s;
 }
 
 falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array *out)
@@ -500,30 +639,36 @@ falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array 
     if (!path || !out) return falcon_fail(FALCON_E_ARGUMENT, "npy_read: NULL %s", path ? "output" : "path");
     if (want != FALCON_DTYPE_F32 && want != FALCON_DTYPE_F64)
         return falcon_fail(FALCON_E_ARGUMENT, "npy_read: unknown dtype %d", (int)want);
-    npy_file f;
-    npy_header h;
-    void *raw = NULL, *data = NULL;
-    falcon_status s = npy_open(path, &f);
+    falcon_npy_reader *r;
+    falcon_array info;
+    falcon_status s = falcon_npy_open(path, &r, &info);
     if (s) return s;
-    if (!(s = read_header(&f, &h)) && !(s = read_data(&f, &h, &raw))) {
-        if (h.dtype == want) data = raw, raw = NULL;
-        else s = convert(path, &h, raw, want, &data);
+    void *data = NULL;
+    if (info.count > (int64_t)(SIZE_MAX / 8)) /* only a stream gets here with such a shape */
+        s = falcon_fail(FALCON_E_NOMEM, "'%s': %lld elements do not fit in memory", path, (long long)info.count);
+    else if (r->mem && want == r->h.dtype) /* a stream's data is already in memory */
+        data = r->mem, r->mem = NULL;
+    else if (!(data = malloc(info.count ? (size_t)info.count * dtype_size(want) : 1)))
+        s = falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for %lld elements", path, (long long)info.count);
+    else
+        s = falcon_npy_read_range(r, 0, info.count, want, data);
+    falcon_npy_close(r);
+    if (s) {
+        free(data);
+        return s;
     }
-    close(f.fd);
-    free(raw);
-    if (s) return s;
+    *out = info;
     out->dtype = want;
-    out->ndim = h.ndim;
-    memset(out->shape, 0, sizeof out->shape);
-    memcpy(out->shape, h.shape, sizeof(int64_t) * (size_t)h.ndim);
-    out->count = h.count;
     out->data = data;
     return FALCON_OK;
 }
 
 /* ---- writing ---- */
 
-static falcon_status check_array(const falcon_array *a)
+/* Files up to this many bytes of data: offsets stay far from overflowing off_t. */
+#define MAX_DATA_BYTES ((int64_t)1 << 60)
+
+static falcon_status check_layout(const falcon_array *a)
 {
     if (a->dtype != FALCON_DTYPE_F32 && a->dtype != FALCON_DTYPE_F64)
         return falcon_fail(FALCON_E_ARGUMENT, "npy_write: unknown dtype %d", (int)a->dtype);
@@ -535,10 +680,9 @@ static falcon_status check_array(const falcon_array *a)
             return falcon_fail(FALCON_E_SHAPE, "npy_write: shape[%d] = %lld must be >= 0", i,
                                (long long)a->shape[i]);
     const int64_t count = shape_count(a->shape, a->ndim);
-    if (count < 0 || count != a->count || count > (int64_t)(SIZE_MAX / 8))
+    if (count < 0 || count != a->count || count > MAX_DATA_BYTES / 8)
         return falcon_fail(FALCON_E_SHAPE, "npy_write: count = %lld but the shape holds %lld elements",
                            (long long)a->count, (long long)count);
-    if (count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
     return FALCON_OK;
 }
 
@@ -559,16 +703,110 @@ static size_t format_header(const falcon_array *a, char *buf, size_t size)
     return total;
 }
 
+struct falcon_npy_writer {
+    int fd;
+    char *tmp, *path;
+    falcon_dtype dtype;
+    int64_t count, written, data_off;
+};
+
+void falcon_npy_abort(falcon_npy_writer *w)
+{
+    if (!w) return;
+    if (w->fd >= 0) close(w->fd);
+    if (w->tmp) unlink(w->tmp);
+    free(w->tmp);
+    free(w->path);
+    free(w);
+}
+
+const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? w->tmp : NULL; }
+
+falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_npy_writer **out)
+{
+    if (!path || !a || !out)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_create: NULL %s", !path ? "path" : !a ? "array" : "writer");
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    /* The file is renamed onto `path` at the end: refuse now, not after a
+     * long run, what it could not replace (or should not: /dev/stdout). */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return falcon_fail(FALCON_E_IO, "'%s': %s: an output is written to a temporary file and renamed onto its "
+                           "path", path, S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
+    falcon_npy_writer *w = calloc(1, sizeof *w);
+    if (w) w->fd = -1;
+    if (!w || !(w->path = strdup(path))) {
+        falcon_npy_abort(w);
+        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
+    }
+    if ((s = create_temp(path, &w->tmp, &w->fd))) {
+        w->tmp = NULL; /* create_temp freed it */
+        w->fd = -1;
+        falcon_npy_abort(w);
+        return s;
+    }
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const size_t len = format_header(a, header, sizeof header);
+    if (write_full(w->fd, header, len) != 0) {
+        s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(errno));
+        falcon_npy_abort(w);
+        return s;
+    }
+    w->dtype = a->dtype;
+    w->count = a->count;
+    w->data_off = (int64_t)len;
+    *out = w;
+    return FALCON_OK;
+}
+
+falcon_status falcon_npy_write_range(falcon_npy_writer *w, int64_t first, int64_t count, const void *src)
+{
+    if (!w || (count > 0 && !src))
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_write_range: NULL %s", w ? "source" : "writer");
+    if (first < 0 || count < 0 || first > w->count - count)
+        return falcon_fail(FALCON_E_ARGUMENT, "'%s': elements [%lld, %lld + %lld) are outside its %lld", w->path,
+                           (long long)first, (long long)first, (long long)count, (long long)w->count);
+    const size_t size = dtype_size(w->dtype);
+    if (pwrite_full(w->fd, src, (size_t)count * size, w->data_off + first * (int64_t)size) != 0)
+        return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path, strerror(errno));
+    w->written += count;
+    return FALCON_OK;
+}
+
+falcon_status falcon_npy_commit(falcon_npy_writer *w)
+{
+    if (!w) return falcon_fail(FALCON_E_ARGUMENT, "npy_commit: NULL writer");
+    falcon_status s = FALCON_OK;
+    if (w->written != w->count)
+        s = falcon_fail(FALCON_E_ARGUMENT, "'%s': %lld of its %lld elements were written", w->path,
+                        (long long)w->written, (long long)w->count);
+    const int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0 && !s) s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path, strerror(errno));
+    if (!s && rename(w->tmp, w->path) != 0)
+        s = falcon_fail(FALCON_E_IO, "'%s': cannot rename the temporary file onto it: %s", w->path, strerror(errno));
+    if (!s) {
+        free(w->tmp);
+        w->tmp = NULL; /* renamed: nothing to remove */
+    }
+    falcon_npy_abort(w);
+    return s;
+}
+
 falcon_status falcon_npy_write(const char *path, const falcon_array *a)
 {
     if (!path || !a) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: NULL %s", path ? "array" : "path");
-    falcon_status s = check_array(a);
+    falcon_status s = check_layout(a);
     if (s) return s;
-    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
-    const void *parts[2] = {header, a->data};
-    const size_t sizes[2] = {format_header(a, header, sizeof header),
-                             (size_t)a->count * dtype_size(a->dtype)};
-    return falcon_write_file_atomic(path, parts, sizes, a->count > 0 ? 2 : 1);
+    if (a->count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
+    falcon_npy_writer *w;
+    if ((s = falcon_npy_create(path, a, &w))) return s;
+    if ((s = falcon_npy_write_range(w, 0, a->count, a->data))) {
+        falcon_npy_abort(w);
+        return s;
+    }
+    return falcon_npy_commit(w);
 }
 
 void falcon_array_free(falcon_array *a)

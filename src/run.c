@@ -46,6 +46,10 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
         return falcon_fail(FALCON_E_UNAVAILABLE, "backend %s is not available here: %s",
                            falcon_backend_name(backend), falcon_backend_describe(backend));
 
+    /* No steps: nothing to compute and the state stays as it is. (The
+     * tensors and out may be NULL then: no backend may offset them.) */
+    if (in->T == 0) return FALCON_OK;
+
     falcon_state *work;
     s = state ? falcon_state_copy(state, &work)
               : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include "internal.h"
 
-/* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element. */
+/* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element.
+ * t counts from t0, the first step of a segment of a longer sequence. */
 static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t h, int64_t i,
                          char *buf, size_t size)
 {
@@ -23,8 +24,8 @@ static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t 
 typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
 
 /* Check every element of one [B][T][H][width] tensor against a rule. */
-static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, const char *name,
-                                  const void *p, int64_t width, rule r)
+static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, int64_t t0,
+                                  const char *name, const void *p, int64_t width, rule r)
 {
     char at[96];
     const int64_t rows = in->B * in->T * in->H;
@@ -36,7 +37,7 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
                                            (r == RULE_GAIN && x >= 0));
             if (ok) continue;
             /* Only a failure pays for naming the index. */
-            const int64_t h = row % in->H, t = (row / in->H) % in->T, b = row / (in->H * in->T);
+            const int64_t h = row % in->H, t = t0 + (row / in->H) % in->T, b = row / (in->H * in->T);
             const char *w = where(in, b, t, h, width > 1 ? i : -1, at, sizeof at);
             if (!isfinite(x))
                 return falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x);
@@ -142,17 +143,24 @@ static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
                               const falcon_state *state)
 {
+    return falcon_validate_from(cfg, in, state, 0);
+}
+
+falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state *state, int64_t t0)
+{
     falcon_status s;
+    if (t0 < 0) return falcon_fail(FALCON_E_ARGUMENT, "t0 = %lld: must be >= 0", (long long)t0);
     if ((s = check_config(cfg)) || (s = check_shapes(cfg, in)) || (s = check_state(cfg, in, state)))
         return s;
     if (in->T == 0) return FALCON_OK;
     const int reg = falcon_variant_is_regression(cfg->variant);
-    if ((s = check_tensor(cfg, in, "q", in->q, in->n, RULE_FINITE)) ||
-        (s = check_tensor(cfg, in, "k", in->k, in->n, RULE_FINITE)) ||
-        (s = check_tensor(cfg, in, "v", in->v, in->m, RULE_FINITE)) ||
-        (s = check_tensor(cfg, in, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
+    if ((s = check_tensor(cfg, in, t0, "q", in->q, in->n, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, t0, "k", in->k, in->n, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, t0, "v", in->v, in->m, RULE_FINITE)) ||
+        (s = check_tensor(cfg, in, t0, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
         return s;
-    if (in->alpha && (s = check_tensor(cfg, in, "alpha", in->alpha, 1, RULE_ALPHA))) return s;
-    if (in->gain && (s = check_tensor(cfg, in, "gain", in->gain, in->n, RULE_GAIN))) return s;
+    if (in->alpha && (s = check_tensor(cfg, in, t0, "alpha", in->alpha, 1, RULE_ALPHA))) return s;
+    if (in->gain && (s = check_tensor(cfg, in, t0, "gain", in->gain, in->n, RULE_GAIN))) return s;
     return FALCON_OK;
 }

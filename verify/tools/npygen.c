@@ -6,11 +6,13 @@
  * must reject.
  *
  *   npygen rand OUT DTYPE SHAPE SEED [--range LO HI] [--set I=X]... [--descr D]
- *                                    [--fortran] [--version V]
+ *                                    [--fortran] [--version V] [--skip N]
  *       deterministic uniform values in [LO, HI) (default [-1, 1)); DTYPE f4 or
  *       f8; SHAPE "4,3" ("" for 0-d); --set puts X (strtod: "nan" works) at
  *       flat index I; --descr writes another dtype string: '>' swaps the
- *       bytes, a size of 2 writes float16 ones, 'i' writes integers.
+ *       bytes, a size of 2 writes float16 ones, 'i' writes integers; --skip N
+ *       starts N values into the stream: rows [t0, t1) of a [T,...] array
+ *       are `rand ... "t1-t0,..." SEED --skip t0*(row size)`, bit for bit.
  *   npygen cmp A B TOL     normwise ||A - B|| / ||B|| <= TOL (absolute if B = 0)
  *   npygen slice IN OUT AXIS START STOP     IN[..., START:STOP, ...] on AXIS
  *   npygen pick IN OUT AXIS I               IN[..., I, ...], AXIS dropped
@@ -158,14 +160,17 @@ static int cmd_rand(int argc, char **argv)
     a.x = malloc(sizeof(double) * (size_t)(a.count + 1));
     rng_state = strtoull(argv[5], NULL, 10);
     double lo = -1, hi = 1;
+    unsigned long long skip = 0;
     for (int i = 6; i < argc; i++) {
         if (!strcmp(argv[i], "--range") && i + 2 < argc) lo = atof(argv[++i]), hi = atof(argv[++i]);
         else if (!strcmp(argv[i], "--descr") && i + 1 < argc) o.descr = argv[++i];
         else if (!strcmp(argv[i], "--fortran")) o.fortran = 1;
         else if (!strcmp(argv[i], "--version") && i + 1 < argc) o.version = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--set") || i + 1 >= argc) die("unknown option", argv[i]);
         else i++; /* --set is applied after the values are drawn */
     }
+    rng_state += (uint64_t)skip * 0x9e3779b97f4a7c15ull; /* = skip draws of uniform() */
     for (long long i = 0; i < a.count; i++) a.x[i] = lo + (hi - lo) * uniform();
     for (int i = 6; i < argc; i++)
         if (!strcmp(argv[i], "--set")) {

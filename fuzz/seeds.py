@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzzing harnesses (fuzz/corpus/<h>/).
+
+Run from the repository root: python3 fuzz/seeds.py. Deterministic; the
+files are small and committed, so this only needs to run when they change.
+"""
+import os
+import random
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def npy(descr="<f8", shape=(3, 2), fortran=False, version=1, data=None, pad=True, header=None):
+    if header is None:
+        dims = "".join(f"{d}, " for d in shape) if len(shape) == 1 else ", ".join(str(d) for d in shape)
+        if len(shape) == 1:
+            dims = f"{shape[0]},"
+        header = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': ({dims}), }}"
+    pre = 10 if version == 1 else 12
+    h = header
+    if pad:
+        while (pre + len(h) + 1) % 64:
+            h += " "
+    h += "\n"
+    out = b"\x93NUMPY" + bytes([version, 0])
+    out += struct.pack("<H" if version == 1 else "<I", len(h))
+    out += h.encode("latin-1")
+    if data is None:
+        count = 1
+        for d in shape:
+            count *= d
+        size = int(descr[2:]) if descr[2:].isdigit() else 8
+        fmt = {4: "f", 8: "d", 2: "e"}.get(size, "d")
+        endian = ">" if descr[0] == ">" else "<"
+        data = b"".join(struct.pack(endian + fmt, 0.25 * i - 1) for i in range(count))
+    return out + data
+
+
+def write(h, name, blob):
+    d = os.path.join(ROOT, h)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(blob)
+
+
+def seeds_npy():
+    write("npy", "f8_3x2.npy", npy())
+    write("npy", "f4_5.npy", npy("<f4", (5,)))
+    write("npy", "f8_scalar.npy", npy("<f8", ()))
+    write("npy", "f4_2x3x1x4.npy", npy("<f4", (2, 3, 1, 4)))
+    write("npy", "f8_0x3.npy", npy("<f8", (0, 3)))
+    write("npy", "f8_v2.npy", npy("<f8", (2, 2), version=2))
+    write("npy", "f8_v3.npy", npy("<f8", (4,), version=3))
+    write("npy", "f8_big_value.npy", npy("<f8", (2,), data=struct.pack("<dd", 1e300, float("nan"))))
+    write("npy", "f8_fortran.npy", npy("<f8", (2, 2), fortran=True))
+    write("npy", "be_f8.npy", npy(">f8", (3,)))
+    write("npy", "f2.npy", npy("<f2", (3,)))
+    write("npy", "truncated.npy", npy("<f8", (3, 2))[:-5])
+    write("npy", "trailing.npy", npy("<f8", (2,)) + b"xyz")
+    write("npy", "unpadded.npy", npy("<f4", (1, 1), pad=False))
+    write("npy", "keys_reordered.npy",
+          npy(header="{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}", data=b"\0" * 8))
+    write("npy", "long_shape.npy", npy(header="{'descr': '<f8', 'fortran_order': False, "
+                                       "'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", data=b"\0" * 8))
+    write("npy", "huge_dims.npy", npy(header="{'descr': '<f8', 'fortran_order': False, "
+                                      "'shape': (4294967296, 4294967296), }", data=b""))
+
+
+def seeds_cli_args():
+    base = ["--variant", "falcon1", "--form", "recurrent", "--q", "q.npy", "--k", "k.npy", "--v", "v.npy",
+            "--beta", "b.npy", "--out", "o.npy"]
+    lists = [
+        base,
+        base + ["--alpha", "a.npy", "--precision", "fp64", "--segment", "100"],
+        ["--variant=falcon2", "--form=chunk", "--chunk=8", "--q=q", "--k=k", "--v=v", "--beta=b", "--out=o",
+         "--gain=g", "--threads", "2", "--backend", "avx2"],
+        ["--variant", "falcon3", "--window", "4", "--form", "parallel", "--q", "q", "--k", "k", "--v", "v",
+         "--beta", "b", "--out", "o", "--eps", "1e-3", "--phi", "l2norm", "--align", "same",
+         "--checkpoint-in", "ck", "--checkpoint-out", "ck2", "--state-out", "s", "--verbose"],
+        ["--help"],
+        ["-h"],
+        base + ["--eps", "nan"],
+        base + ["--window", "12x"],
+        base + ["--segment", "0"],
+        base + ["--mpfr-bits", "99999999999999999999"],
+        ["--q"],
+        base + ["--q", "again.npy"],
+    ]
+    for i, args in enumerate(lists):
+        write("cli_args", f"args{i:02d}", b"\0".join(a.encode() for a in args))
+
+
+def seeds_api():
+    rng = random.Random(20240601)
+    for i in range(12):
+        n = rng.choice([24, 64, 200, 600])
+        write("api", f"random{i:02d}", bytes(rng.randrange(256) for _ in range(n)))
+    # All fields at their first (valid) choice, values from the usual ranges.
+    write("api", "defaults", bytes(20) + bytes(rng.randrange(200) for _ in range(400)))
+
+
+if __name__ == "__main__":
+    seeds_npy()
+    seeds_cli_args()
+    seeds_api()

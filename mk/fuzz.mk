@@ -1,0 +1,88 @@
+# Fuzzing with libFuzzer (clang). Harnesses in fuzz/ (see fuzz/fuzz.h):
+#   npy       the .npy reader: a file, a stream, whole and in ranges
+#   cli_args  `falcon run`'s argument parsing (cli/args.c), without running
+#   api       falcon_validate + falcon_run on tiny shapes from decoded bytes
+#
+#   make fuzz                       each harness FUZZ_SECONDS (60) s, with ASan
+#                                   and UBSan, into $(FUZZ_BUILD)/
+#   make fuzz FUZZ_SECONDS=600      longer
+#   make fuzz-ci                    each harness FUZZ_CI_SECONDS (20) s: for CI
+#   make fuzz FUZZ_HARNESSES=npy    one harness
+#   make fuzz-replay                the seed corpora (fuzz/corpus/<h>/) and the
+#                                   regressions (fuzz/regressions/<h>/) run once
+#                                   through the harnesses built with $(CC) and
+#                                   no libFuzzer: part of `make check`
+#
+# New inputs libFuzzer finds go to $(FUZZ_BUILD)/corpus/<h>/ (the committed
+# seeds stay as they are); a crash is written to $(FUZZ_BUILD)/artifacts/<h>/
+# and stops the run. Fix it, then keep the input in fuzz/regressions/<h>/.
+# Needs clang and its runtime libraries (Debian: clang, libclang-rt-14-dev;
+# `make deps` installs them).
+
+fuzz_saved_goal := $(.DEFAULT_GOAL)
+
+FUZZ_HARNESSES  ?= npy cli_args api
+FUZZ_BUILD      ?= build-fuzz
+FUZZ_CC         ?= clang
+FUZZ_SECONDS    ?= 60
+FUZZ_CI_SECONDS ?= 20
+FUZZ_ARGS       ?=
+FUZZ_FLAGS      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+
+FUZZ_ALL        := npy cli_args api
+FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/fuzz/replay-%)
+FUZZ_BIN        := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz-%)
+FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o
+
+# The argument harness links the CLI's parser.
+$(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args.o
+
+$(BUILD)/fuzz/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o $(BUILD)/libfalcon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+
+$(BUILD)/fuzz/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/libfalcon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-bin fuzz-replay fuzz-replay-build
+fuzz-replay-build: $(FUZZ_REPLAY_BIN)
+
+fuzz-replay: $(FUZZ_REPLAY_BIN)
+	@for h in $(FUZZ_ALL); do \
+	  $(BUILD)/fuzz/replay-$$h fuzz/corpus/$$h fuzz/regressions/$$h || exit 1; \
+	done
+
+fuzz-bin: $(FUZZ_BIN)
+
+# Everything in $(FUZZ_BUILD) is compiled with clang and the fuzzer's
+# coverage instrumentation; the CUDA stub stands in for the CUDA objects, and
+# the SIMDe-emulated AVX-512 table is left out (clang takes minutes over each
+# of its files with ASan; the same kernels run natively on AVX-512 machines
+# and emulated in `make sanitize`).
+fuzz-build: deps
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: $(FUZZ_CC) not found (make deps)" >&2; exit 1; }
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 NVCC=/nonexistent SIMDE_HEADER=/nonexistent \
+	  SANITIZE="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" fuzz-bin
+
+fuzz: fuzz-build
+	@for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$h $(FUZZ_BUILD)/artifacts/$$h; \
+	  log=$(FUZZ_BUILD)/fuzz-$$h.log; \
+	  echo "fuzz $$h: $(FUZZ_SECONDS) s (log: $$log)"; \
+	  if ! $(FUZZ_BUILD)/fuzz/fuzz-$$h -max_total_time=$(FUZZ_SECONDS) -timeout=30 -rss_limit_mb=4096 \
+	       -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$h/ \
+	       $$(test -f fuzz/$$h.dict && echo -dict=fuzz/$$h.dict) $(FUZZ_ARGS) \
+	       $(FUZZ_BUILD)/corpus/$$h fuzz/corpus/$$h fuzz/regressions/$$h >$$log 2>&1; then \
+	    tail -n 40 $$log; echo "fuzz $$h: FAILED; the input is in $(FUZZ_BUILD)/artifacts/$$h/" >&2; exit 1; \
+	  fi; \
+	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' $$log \
+	    | sed "s/^/  $$h /"; \
+	  grep -E '^#[0-9]+ +DONE' $$log | sed "s/^/  $$h /"; \
+	done
+
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_CI_SECONDS)
+
+-include $(FUZZ_OBJ:.o=.d)
+.DEFAULT_GOAL := $(fuzz_saved_goal)

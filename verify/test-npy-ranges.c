@@ -1,0 +1,119 @@
+/*
+ * The pieces behind `falcon run` on inputs larger than memory: .npy readers
+ * and writers by ranges of elements, and validation of a segment with its
+ * steps counted from the start of the sequence.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "falcon.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/falcon-npy-ranges-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL);
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert(system(cmd) == 0);
+}
+
+static const char *path_of(const char *name)
+{
+    static char p[160];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+/* Ranges out of order make the file; every range reads back, converted. */
+Test(npy_ranges, write_out_of_order_read_in_ranges, .init = make_dir, .fini = remove_dir)
+{
+    enum { R = 37, C = 3 };
+    float x[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = 0.5f * (float)i - 7.0f;
+    const falcon_array a = {FALCON_DTYPE_F32, 2, {R, C}, R * C, NULL};
+    falcon_npy_writer *w;
+    cr_assert(falcon_npy_create(path_of("a.npy"), &a, &w) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(access(path_of("a.npy"), F_OK) != 0, "the file appeared before the commit");
+    cr_assert(falcon_npy_write_range(w, 60, R * C - 60, x + 60) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, 0, 60, x) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, R * C - 1, 2, x) == FALCON_E_ARGUMENT, "a range past the end");
+    cr_assert(falcon_npy_commit(w) == FALCON_OK, "%s", falcon_last_error());
+
+    falcon_npy_reader *r;
+    falcon_array info;
+    cr_assert(falcon_npy_open(path_of("a.npy"), &r, &info) == FALCON_OK, "%s", falcon_last_error());
+    cr_expect(info.dtype == FALCON_DTYPE_F32 && info.ndim == 2 && info.shape[0] == R && info.shape[1] == C &&
+              info.count == R * C && info.data == NULL);
+    double y[R * C];
+    for (int first = 0; first < R * C; first += 17) {
+        const int count = first + 17 <= R * C ? 17 : R * C - first;
+        cr_assert(falcon_npy_read_range(r, first, count, FALCON_DTYPE_F64, y + first) == FALCON_OK);
+    }
+    for (int i = 0; i < R * C; i++) cr_expect_eq(y[i], (double)x[i], "element %d", i);
+    cr_expect(falcon_npy_read_range(r, R * C, 1, FALCON_DTYPE_F64, y) == FALCON_E_ARGUMENT);
+    cr_expect(falcon_npy_read_range(r, -1, 1, FALCON_DTYPE_F64, y) == FALCON_E_ARGUMENT);
+    falcon_npy_close(r);
+}
+
+/* A writer that did not get every element does not commit, and leaves nothing. */
+Test(npy_ranges, incomplete_commit_leaves_nothing, .init = make_dir, .fini = remove_dir)
+{
+    const double x[4] = {1, 2, 3, 4};
+    const falcon_array a = {FALCON_DTYPE_F64, 1, {4}, 4, NULL};
+    falcon_npy_writer *w;
+    cr_assert(falcon_npy_create(path_of("b.npy"), &a, &w) == FALCON_OK);
+    char temp[200];
+    snprintf(temp, sizeof temp, "%s", falcon_npy_writer_temp(w));
+    cr_assert(access(temp, F_OK) == 0, "no temporary file");
+    cr_assert(falcon_npy_write_range(w, 0, 3, x) == FALCON_OK);
+    cr_expect(falcon_npy_commit(w) == FALCON_E_ARGUMENT);
+    cr_expect(strstr(falcon_last_error(), "3 of its 4 elements") != NULL, "%s", falcon_last_error());
+    cr_expect(access(path_of("b.npy"), F_OK) != 0 && access(temp, F_OK) != 0, "something was left");
+    cr_assert(falcon_npy_create(path_of("c.npy"), &a, &w) == FALCON_OK);
+    snprintf(temp, sizeof temp, "%s", falcon_npy_writer_temp(w));
+    falcon_npy_abort(w);
+    cr_expect(access(path_of("c.npy"), F_OK) != 0 && access(temp, F_OK) != 0, "abort left something");
+}
+
+/* float64 -> float32 overflow names the element and leaves dst as it was. */
+Test(npy_ranges, narrowing_overflow_names_the_element, .init = make_dir, .fini = remove_dir)
+{
+    double x[6] = {1, 2, 3, 4, 1e300, 6};
+    const falcon_array a = {FALCON_DTYPE_F64, 2, {2, 3}, 6, x};
+    cr_assert(falcon_npy_write(path_of("d.npy"), &a) == FALCON_OK);
+    falcon_npy_reader *r;
+    falcon_array info;
+    cr_assert(falcon_npy_open(path_of("d.npy"), &r, &info) == FALCON_OK);
+    float y[6] = {-1, -1, -1, -1, -1, -1};
+    cr_expect(falcon_npy_read_range(r, 0, 6, FALCON_DTYPE_F32, y) == FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "element [1,1] = 1e+300 does not fit in float32") != NULL, "%s",
+              falcon_last_error());
+    for (int i = 0; i < 6; i++) cr_expect_eq(y[i], -1.0f, "dst[%d] was written", i);
+    cr_expect(falcon_npy_read_range(r, 0, 4, FALCON_DTYPE_F32, y) == FALCON_OK, "the range before is fine");
+    falcon_npy_close(r);
+}
+
+/* A segment's bad value is named by its step in the whole sequence. */
+Test(npy_ranges, validate_from_counts_steps_from_t0)
+{
+    double q[4 * 2] = {0}, v[4] = {0}, beta[4] = {1, 1, 1, 1};
+    q[5] = NAN; /* step 2, element 1 of the segment */
+    falcon_config c;
+    falcon_config_default(&c);
+    c.precision = FALCON_FP64;
+    const falcon_inputs in = falcon_inputs_sequence(4, 2, 1, q, q, v, beta, NULL, NULL);
+    cr_expect(falcon_validate_from(&c, &in, NULL, 1000) == FALCON_E_NONFINITE);
+    cr_expect(strstr(falcon_last_error(), "q[t=1002,i=1] = nan") != NULL, "%s", falcon_last_error());
+    cr_expect(falcon_validate_from(&c, &in, NULL, -1) == FALCON_E_ARGUMENT);
+    cr_expect(falcon_validate(&c, &in, NULL) == FALCON_E_NONFINITE);
+    cr_expect(strstr(falcon_last_error(), "q[t=2,i=1]") != NULL, "%s", falcon_last_error());
+}
