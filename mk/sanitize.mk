@@ -9,7 +9,7 @@
 #     ASan's shadow memory cannot live under);
 #   the fuzzing corpora and regressions replayed through the sanitized harnesses.
 #
-#   make sanitize                         about 4 min on 2 cores, build included
+#   make sanitize                         about 3 min on 2 busy cores, build included
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #

@@ -1,7 +1,7 @@
 #!/bin/bash
-# The input rules table (docs/input-rules.md) as a test: every row is run.
+# The input rules table (the README's "Input rules" section) as a test: every row is run.
 #
-#   verify/test_rules.sh build/falcon [docs/input-rules.md]
+#   verify/test_rules.sh build/falcon [README.md]
 #
 # Each row names a case and the text its error must contain. A case here is a
 # recipe (a function case_<name> below) that makes the files it needs and sets
@@ -20,7 +20,7 @@ FALCON=${1:?usage: verify/test_rules.sh path/to/falcon [rules.md]}
 FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-TABLE=${2:-$ROOT/docs/input-rules.md}
+TABLE=${2:-$ROOT/README.md}
 TABLE=$(cd "$(dirname "$TABLE")" && pwd)/$(basename "$TABLE")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -215,7 +215,7 @@ case_checkpoint_shape() { make_ck shape_ck; $G rand shape_ck/S.npy f8 "1,$M,4" 1
 # ---- the table ----
 [ -f "$TABLE" ] || { echo "no table: $TABLE"; exit 1; }
 # Rows: "| rule | `case` | `error text` |"; the header and separator rows have no backticked case.
-mapfile -t ROWS < <(grep -E '^\| .* \| `[^`]+` \| ' "$TABLE")
+mapfile -t ROWS < <(sed -n '/^## Input rules/,/^## [^I]/p' "$TABLE" | grep -E '^\| .* \| `[^`]+` \| ')
 [ "${#ROWS[@]}" -gt 0 ] || { echo "no rows in $TABLE"; exit 1; }
 
 declare -A SEEN=()
