@@ -37,6 +37,10 @@ falcon_status falcon_write_file_atomic(const char *path, const void *const *part
                                        const size_t *sizes, int count);
 const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
 
+/* 1 when all count elements are finite: a vectorized yes/no (threads share
+ * large arrays); callers find and name the bad element only on a no. */
+int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
+
 /* Steps per block of the masked-parallel form (bounds its O(P^2) memory). */
 int64_t falcon_parallel_block(int64_t window);
 

@@ -27,6 +27,7 @@ int64_t falcon_parallel_block(int64_t window)
 
 static int all_finite(const void *p, falcon_precision prec, int64_t count, int64_t *bad)
 {
+    if (falcon_all_finite_fast(p, prec, count, 1)) return 1;
     for (int64_t i = 0; i < count; i++)
         if (!isfinite(falcon_load(p, prec, i))) {
             *bad = i;
