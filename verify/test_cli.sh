@@ -13,23 +13,8 @@
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 
-FALCON=${1:?usage: verify/test_cli.sh path/to/falcon}
-FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
-HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-${CC:-cc} -std=c11 -O2 -o npygen "$HERE/tools/npygen.c" -lm
-G=./npygen
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-
-# Outputs are named out*, state*, ck*; none may survive a failed run, nor
-# may a temporary file of an atomic write.
-leftovers() { ls -d out* state* ck* ./*.tmp-* 2>/dev/null || true; }
+. "$(dirname "$0")/lib.sh"
+test_begin "${1:-}" "verify/test_cli.sh path/to/falcon"
 
 # ---- data: T = 24 steps, n = 5, m = 3; a batch of B = 2, H = 3 ----
 T=24 N=5 M=3 B=2 H=3
@@ -256,5 +241,4 @@ else
 fi
 rm -f ck_file
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+test_end

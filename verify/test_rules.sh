@@ -16,23 +16,11 @@
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 
-FALCON=${1:?usage: verify/test_rules.sh path/to/falcon [rules.md]}
-FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TABLE=${2:-$ROOT/README.md}
 TABLE=$(cd "$(dirname "$TABLE")" && pwd)/$(basename "$TABLE")
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-${CC:-cc} -std=c11 -O2 -o npygen "$HERE/tools/npygen.c" -lm
-G=./npygen
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-leftovers() { ls -d out* state* ck* ./*.tmp-* 2>/dev/null || true; }
+. "$(dirname "$0")/lib.sh"
+test_begin "${1:-}" "verify/test_rules.sh path/to/falcon [README.md]"
 
 # ---- data: one sequence T = 24, n = 5, m = 3; a batch B = 2, H = 3 ----
 T=24 N=5 M=3 B=2 H=3
@@ -269,5 +257,4 @@ for fn in $(declare -F | awk '{ print $3 }' | grep '^case_'); do
     if [ -z "${SEEN[$case]:-}" ]; then bad "$case" "recipe $fn has no row in the table"; fi
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+test_end

@@ -26,23 +26,12 @@
 # 16384 it runs under 16 MiB at 8 MiB resident.
 set -eu
 
-FALCON=${1:?usage: verify/test_stream.sh path/to/falcon}
-FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
-HERE=$(cd "$(dirname "$0")" && pwd)
 T=${STREAM_T:-1048576}
 LIMIT_MIB=${STREAM_LIMIT_MIB:-56}
 NO_LIMIT=${STREAM_NO_LIMIT:-}
 N=16 M=16
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-${CC:-cc} -std=c11 -O2 -o npygen "$HERE/tools/npygen.c" -lm
-G=./npygen
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+. "$(dirname "$0")/lib.sh"
+test_begin "${1:-}" "verify/test_stream.sh path/to/falcon"
 
 # Bytes before the data of a .npy file (version 1.0 header).
 data_offset() { echo $((10 + $(od -An -tu2 -j8 -N2 "$1"))); }
@@ -210,5 +199,4 @@ for form in recurrent chunk parallel; do
     done
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+test_end
