@@ -1,8 +1,8 @@
 # Every backend and form on one stream: outputs' error vs T without decay
 # and with the decay mixture, for Falcon-1 and Falcon-1A. Colour: backend;
 # line style: form (the parallel form stops where its O(T^2) work stops being
-# sane). avx512-simde runs the AVX-512 kernels through SIMDe: where its curve
-# is hidden, it lies on avx512's. Variables: dir, out, fmt, prec, backends.
+# sane). avx512-simde (the AVX-512 kernels through SIMDe) has curves only
+# where native avx512 does not run. Variables: dir, out, fmt, prec, backends.
 call 'plots/common.gp' sprintf('stability-backends-%s', prec) 1600 1200
 f(v, d, b, fm) = sprintf('%s/curves/%s_%s_%s_%s_%s.dat', dir, prec, v, d, b, fm)
 forms = 'recurrent chunk parallel'
