@@ -31,12 +31,6 @@
 #endif
 #endif
 
-int64_t fb_parallel_block(int64_t window)
-{
-    int64_t L = 4096 / (window > 0 ? window : 1);
-    return L < 1 ? 1 : L;
-}
-
 #ifndef FB_HAVE_FRAMEWORK_FLOPS
 /* The same model as kernels/framework/flops.h (see the top of this file). */
 static double falcon_flops(falcon_form form, int regression, int64_t T, int64_t n, int64_t m,
@@ -73,7 +67,7 @@ const char *fb_flops_source(void)
 double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m)
 {
     const int64_t W = falcon_variant_has_window(cfg->variant) ? cfg->window : 1;
-    int64_t L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : fb_parallel_block(W);
+    int64_t L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : falcon_parallel_block(W);
     if (cfg->form == FALCON_FORM_PARALLEL && L > T) L = T > 0 ? T : 1;
     return (double)H * falcon_flops(cfg->form, falcon_variant_is_regression(cfg->variant), T, n, m, W, L);
 }

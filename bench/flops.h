@@ -17,10 +17,6 @@ double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64
  * written, each head's state read and written (in double). */
 double fb_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
 
-/* Steps per block of the masked-parallel form: as falcon_parallel_block in
- * src/run.c (internal there), 4096 terms per block = 4096 / W steps. */
-int64_t fb_parallel_block(int64_t window);
-
 /* Which count is compiled in (for the report's context). */
 const char *fb_flops_source(void);
 

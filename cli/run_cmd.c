@@ -45,10 +45,6 @@ static const tail_kind input_tails[NUM_INPUTS] = {TAIL_N, TAIL_N, TAIL_M, TAIL_N
 
 /* Buffers of all segments together, by default (--segment overrides). */
 #define SEGMENT_BYTES ((int64_t)32 << 20)
-/* Steps per block of the library's masked-parallel form: 4096 terms, W per
- * step (falcon_parallel_block in src/run.c). A default segment is a multiple
- * of it, so that the segments split the run where the library would. */
-#define PARALLEL_TERMS 4096
 
 /* The sizes q sets: lead = [T] or [B,T,H]. */
 typedef struct dims {
@@ -270,10 +266,12 @@ static int64_t segment_length(const run_ctx *c)
         if (c->paths[i] && i != IN_V) per_step += width(c, i);
     const double bytes = (double)per_step * (double)(d->B * d->H) * (double)elem_size(c);
     int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
-    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK ? c->cfg.chunk
-                        : c->cfg.form == FALCON_FORM_PARALLEL
-                            ? (PARALLEL_TERMS / c->cfg.window > 0 ? PARALLEL_TERMS / c->cfg.window : 1)
-                            : 1;
+    /* A multiple of the library's block: the segments split the run where
+     * one call would, so segmented and whole runs agree bit for bit. */
+    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? c->cfg.chunk
+                        : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
+                                                              : 1;
+    if (block < 1) return 1; /* an invalid window: validation names it */
     if (seg > block) seg -= seg % block;
     return seg < d->T ? seg : d->T;
 }

@@ -167,6 +167,15 @@ falcon_status falcon_state_set_memory(falcon_state *state, const double *S);
 falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
                          falcon_state *state, void *out);
 
+/*
+ * Steps per block of the masked-parallel form for window W: 4096 / W (at
+ * least 1), so that its explicit T x T-like matrices stay bounded. A longer
+ * call runs block after block with the state carried, which is why a stream
+ * cut into segments of a multiple of this length gives the outputs of one
+ * call bit for bit. -1 when W is outside [1, FALCON_MAX_WINDOW].
+ */
+int64_t falcon_parallel_block(int64_t window);
+
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
                               const falcon_state *state);

@@ -41,8 +41,6 @@ const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t 
  * large arrays); callers find and name the bad element only on a no. */
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
 
-/* Steps per block of the masked-parallel form (bounds its O(P^2) memory). */
-int64_t falcon_parallel_block(int64_t window);
 
 /* Backends outside the CPU framework. */
 falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,

@@ -9,6 +9,7 @@
 
 int64_t falcon_parallel_block(int64_t window)
 {
+    if (window < 1 || window > FALCON_MAX_WINDOW) return -1;
     /* At most 4096 terms per block: the explicit masked matrices then take
      * at most 4 x 4096^2 reals (512 MiB in fp64) per running head. */
     int64_t L = 4096 / window;
