@@ -7,7 +7,10 @@
 #                                   gate + benchmark + study + plots + report.md: what
 #                                   `make report` runs (quick: a few minutes on 2 cores;
 #                                   full: T to 1e7, about an hour and a half)
-# COMPARE: a bench.json from another machine, drawn against this run's.
+# COMPARE: a bench.json from another machine, drawn against this run's; by
+# default the reference machine's result committed in bench/baselines/
+# (COMPARE= leaves the comparison out).
+COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
 # it links anyway) for `falcon stability` and `falcon bench-dat`.
 

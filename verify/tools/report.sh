@@ -71,7 +71,12 @@ bench_section() {
     img bench-throughput-T.png "Throughput vs T"
     img bench-peak-n.png "Fraction of peak vs n"
     img bench-chunk.png "Chunk-size sweep"
-    [ -f "$dir/bench-compare.png" ] && img bench-compare.png "Hardware comparison"
+    if [ -f "$dir/bench-compare.png" ]; then
+        echo "Hardware comparison: $(sed -n 's/^# falcon compare: //p' "$dir/compare.dat" 2>/dev/null | head -1)."
+        sed -n 's/^geometric mean/Geometric mean/p' "$dir/compare.txt" 2>/dev/null | sed 's/$/./'
+        echo
+        img bench-compare.png "Hardware comparison"
+    fi
 }
 
 stability_section() {
