@@ -100,7 +100,33 @@ def seeds_api():
     write("api", "defaults", bytes(20) + bytes(rng.randrange(200) for _ in range(400)))
 
 
+def seeds_checkpoint():
+    # Layout (fuzz_checkpoint.c): H-1, n-1, m-1, W-1, manifest mode (5 =
+    # intact), then per array a mode byte (0 = as expected) and one byte
+    # per element (< 240: a valid value).
+    def ckpt(H, n, m, W, modes, value=100, manifest=5):
+        keep = W - 1
+        counts = [H * m * n, H * n, H, H * keep * n, H * keep * m, H]
+        out = bytes([H - 1, n - 1, m - 1, W - 1, manifest])
+        for mode, c in zip(modes, counts):
+            out += bytes([mode]) + bytes([value]) * c
+        return out
+    write("checkpoint", "valid_h2_n3_m4_w4", ckpt(2, 3, 4, 4, [0] * 6))
+    write("checkpoint", "valid_h1_n1_m1_w1", ckpt(1, 1, 1, 1, [0] * 6, value=7))
+    write("checkpoint", "f32_arrays", ckpt(3, 2, 2, 2, [13] * 6))
+    write("checkpoint", "nan_values", ckpt(1, 2, 2, 3, [0] * 6, value=240))
+    write("checkpoint", "inf_values", ckpt(1, 2, 2, 3, [0] * 6, value=241))
+    write("checkpoint", "shape_off_by_one", ckpt(2, 2, 3, 2, [12, 0, 0, 0, 0, 0]))
+    write("checkpoint", "missing_hist_len", ckpt(2, 2, 3, 2, [0, 0, 0, 0, 0, 15]))
+    write("checkpoint", "no_manifest", ckpt(1, 2, 2, 1, [0] * 6, manifest=6))
+    write("checkpoint", "raw_manifest_line", bytes([0, 1, 1, 0, 1, 9]) + b"heads 2x\n" + bytes(40))
+    rng = random.Random(20261129)
+    for i in range(6):
+        write("checkpoint", f"random{i:02d}", bytes(rng.randrange(256) for _ in range(rng.choice([16, 80, 300]))))
+
+
 if __name__ == "__main__":
     seeds_npy()
     seeds_cli_args()
     seeds_api()
+    seeds_checkpoint()

@@ -2,6 +2,7 @@
 #   npy       the .npy reader: a file, a stream, whole and in ranges
 #   cli_args  `falcon run`'s argument parsing (cli/args.c), without running
 #   api       falcon_validate + falcon_run on tiny shapes from decoded bytes
+#   checkpoint falcon_checkpoint_load on a checkpoint directory decoded from the bytes
 #
 #   make fuzz                       each harness FUZZ_SECONDS (60) s, with ASan
 #                                   and UBSan, into $(FUZZ_BUILD)/
@@ -21,7 +22,7 @@
 
 fuzz_saved_goal := $(.DEFAULT_GOAL)
 
-FUZZ_HARNESSES  ?= npy cli_args api
+FUZZ_HARNESSES  ?= npy cli_args api checkpoint
 FUZZ_BUILD      ?= build-fuzz
 FUZZ_CC         ?= clang
 FUZZ_SECONDS    ?= 60
@@ -29,7 +30,7 @@ FUZZ_CI_SECONDS ?= 20
 FUZZ_ARGS       ?=
 FUZZ_FLAGS      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 
-FUZZ_ALL        := npy cli_args api
+FUZZ_ALL        := npy cli_args api checkpoint
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/fuzz/replay-%)
 FUZZ_BIN        := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz-%)
 FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o

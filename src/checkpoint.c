@@ -86,11 +86,16 @@ static char *join(const char *dir, const char *file)
     return p;
 }
 
-/* Re-state the failure just recorded with the file it concerns in front. */
+/* Re-state the failure just recorded with the file it concerns in front
+ * (once: an .npy reader's message that starts with the same quoted path
+ * keeps only what follows it). */
 static falcon_status in_file(falcon_status s, const char *path)
 {
     char detail[512];
-    snprintf(detail, sizeof detail, "%s", falcon_last_error());
+    const char *d = falcon_last_error();
+    const size_t len = strlen(path);
+    if (d[0] == '\'' && !strncmp(d + 1, path, len) && !strncmp(d + 1 + len, "': ", 3)) d += len + 4;
+    snprintf(detail, sizeof detail, "%s", d);
     return falcon_fail(s, "checkpoint '%s': %s", path, detail);
 }
 
@@ -274,7 +279,7 @@ static falcon_status load_entry(const entry *e, const char *path, const manifest
 {
     falcon_array a;
     falcon_status s = falcon_npy_read(path, FALCON_DTYPE_F64, &a);
-    if (s) return s;
+    if (s) return in_file(s, path);
     if (!(s = check_shape(e, &a, path, m)) && !(s = check_values(e, &a, path, m))) {
         const double *x = a.data;
         for (int64_t i = 0; i < a.count; i++) {

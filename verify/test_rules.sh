@@ -198,6 +198,8 @@ case_checkpoint_hist_len() {
     make_ck hl_ck variant=falcon3 --window 3; $G rand hl_ck/hist_len.npy f8 1 1 --set 0=7
     run_args variant=falcon3 --window 3 --checkpoint-in hl_ck
 }
+case_checkpoint_missing_array() { make_ck miss_ck; rm miss_ck/hist_len.npy; run_args --checkpoint-in miss_ck; }
+case_checkpoint_bad_array() { make_ck trunc_ck; head -c 200 trunc_ck/S.npy >trunc_ck/S.tmp; mv trunc_ck/S.tmp trunc_ck/S.npy; run_args --checkpoint-in trunc_ck; }
 case_checkpoint_shape() { make_ck shape_ck; $G rand shape_ck/S.npy f8 "1,$M,4" 1; run_args --checkpoint-in shape_ck; }
 
 # ---- the table ----
