@@ -26,13 +26,15 @@ typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN }
 
 /* 1 when all count elements are finite. Branch-free blocks of a fixed
  * length (x - x is 0 for a finite x, NaN otherwise), so the compiler
- * vectorizes them at -O2; threads share large tensors. Only the yes/no:
+ * vectorizes them at -O2; threads share large tensors, in dynamic pieces
+ * of 4096 elements so that a thread the host slows down does not hold the
+ * others up (the answer is the same however they are shared). Only the yes/no:
  * check_tensor finds and names the offending element when it says no. */
 #define FAST_BLOCK 64
 #define FAST_FINITE_BODY(R)                                                           \
     int bad = 0;                                                                      \
     const int64_t blocks = count / FAST_BLOCK;                                        \
-    _Pragma("omp parallel for reduction(|:bad) schedule(static) num_threads(threads) if(blocks > 4096)") \
+    _Pragma("omp parallel for reduction(|:bad) schedule(dynamic, 64) num_threads(threads) if(blocks > 4096)") \
     for (int64_t bl = 0; bl < blocks; bl++) {                                         \
         const R *q = p + bl * FAST_BLOCK;                                             \
         int b = 0;                                                                    \

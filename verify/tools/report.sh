@@ -52,6 +52,35 @@ gate_section() {
     echo
 }
 
+# Every case run on P > 1 threads against its 1-thread twin, with what the
+# startup probe saw: the FMA loop on all threads over P times one core's. A
+# machine that does not give the run P whole cores (a busy virtual host)
+# caps the first at the second.
+scaling_table() {
+    rows=$(awk '!/^#/ { key = $1 " " $2 " " $3 " " $4 " " $5 " " $6 " " $8 " " $10
+                        if ($11 == 1) one[key] = $12; else if ($11 > 1) { n++; k[n] = key; p[n] = $11; r[n] = $12 } }
+                END { for (i = 1; i <= n; i++) if (one[k[i]] > 0) { split(k[i], f, " ")
+                        printf "| %s | %s | %s | %s | T=%s, n=%s%s | %s | %d | %.2f |\n", f[1], f[2], f[3], f[4], f[5], f[6],
+                               (f[7] > 0 ? ", C=" f[7] : ""), f[8], p[i], r[i] / one[k[i]] } }' "$1")
+    [ -n "$rows" ] || return 0
+    json=$dir/bench.json
+    core=$(sed -n 's/.*"falcon_peak_fp32_gflops_per_core": "\([0-9.e+]*\)".*/\1/p' "$json" 2>/dev/null | head -1)
+    all=$(sed -n 's/.*"falcon_peak_gflops_all_threads": "fp32 \([0-9.e+]*\),.* on \([0-9]*\) threads.*/\1 \2/p' "$json" 2>/dev/null | head -1)
+    echo "Thread scaling: tokens/s on P threads over the same case on 1 thread (medians of the same run)."
+    if [ -n "$core" ] && [ -n "$all" ]; then
+        set -- $all
+        echo "The probe at the start of the run: fp32 FMA peak $core GFLOPS on one core, $1 on $2 threads"
+        awk -v c="$core" -v a="$1" -v p="$2" 'BEGIN { printf "(%.2f times one core, of an ideal %d): the machine'"'"'s own ceiling at that moment. On a shared\n", a / c, p }'
+        echo "virtual machine it changes from minute to minute; the interleaved runs of the README's thread-scaling"
+        echo "note separate the kernels from the host."
+    fi
+    echo
+    echo "| form | variant | backend | precision | shape | heads | threads | speed-up over 1 thread |"
+    echo "|---|---|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
 bench_section() {
     echo "## Throughput"
     echo
@@ -66,6 +95,7 @@ bench_section() {
              printf "| %s | %s | %s | %.4g | %.3g | %s |\n", $3, $4, $1, $12, $13, ($14 == "nan" || $14 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $14) }' "$cases" |
         sort -t'|' -k2,2 -k3,3 -k4,4
     echo
+    scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
     img bench-throughput-T.png "Throughput vs T"
