@@ -164,6 +164,10 @@ learning_section() {
     img learning-plasticity.png "Plasticity (beta)"
     img learning-forgetting.png "Forgetting (alpha)"
     img learning-rehearsal.png "Rehearsal (window W)"
+    echo "Rehearsal changes little for Falcon-3A: the normaliser sums the whole window, so each example is"
+    echo "written on W steps with about 1/W of the weight each, the same total as W = 1 spread over W steps."
+    echo "Falcon-3 differs because each rewrite corrects the residual left by the last one."
+    echo
 }
 
 {
