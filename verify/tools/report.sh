@@ -166,7 +166,8 @@ learning_section() {
     img learning-rehearsal.png "Rehearsal (window W)"
     echo "Rehearsal changes little for Falcon-3A: the normaliser sums the whole window, so each example is"
     echo "written on W steps with about 1/W of the weight each, the same total as W = 1 spread over W steps."
-    echo "Falcon-3 differs because each rewrite corrects the residual left by the last one."
+    echo "Falcon-3's curves move a little more (each rewrite corrects the residual the previous write left),"
+    echo "but on this stream no window does much better than W = 1."
     echo
 }
 
