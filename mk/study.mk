@@ -6,7 +6,8 @@
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
 #                                   `make report` runs (quick: a few minutes on 2 cores;
-#                                   full: T to 1e7, about an hour and a half)
+#                                   full: T to 1e7, about an hour; its stability
+#                                   study alone took 45 min on 2 cores)
 # COMPARE: a bench.json from another machine, drawn against this run's; by
 # default the reference machine's result committed in bench/baselines/
 # (COMPARE= leaves the comparison out).
