@@ -3,6 +3,8 @@
 #                              (about 5 min on 2 cores) into $(BENCH_OUT)
 #   make bench BENCH_ARGS=...  more flags: --sweep=full, --simde,
 #                              --benchmark_filter=REGEX, ... (falcon-bench --help)
+#   make scaling               P threads against 1, next to what the host gives
+#                              P processes (SCALING_ARGS: falcon-scaling --help)
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
 # only the compare objects are built.
 
@@ -66,5 +68,15 @@ bench bench-build:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1
 endif
 
--include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
+# Thread scaling next to the host's own ceiling (bench/scaling.c; plain C,
+# no Google Benchmark): `make scaling SCALING_ARGS="--form chunk"`.
+SCALING_ARGS ?=
+$(BUILD)/falcon-scaling: $(BUILD)/obj/bench/scaling.o $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libfalcon.a $(LDLIBS)
+
+.PHONY: scaling
+scaling: $(BUILD)/falcon-scaling
+	$(BUILD)/falcon-scaling $(SCALING_ARGS)
+
+-include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d
 .DEFAULT_GOAL := $(bench_saved_goal)
