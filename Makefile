@@ -64,6 +64,8 @@ check: deps
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
 	$(MAKE) fuzz-replay
+	$(MAKE) $(BUILD)/falcon-scaling
+	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).

@@ -178,8 +178,8 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        if (e) {
-            fprintf(stderr, "falcon-scaling: %s %s: not valid\n", a, v ? v : "(missing)");
+        if (e) { /* parse_int (e < 0) has said why */
+            if (e > 0) fprintf(stderr, "falcon-scaling: %s %s: unknown name\n", a, v ? v : "(missing)");
             return 2;
         }
         i++;
