@@ -59,6 +59,18 @@ static inline double fuzz_f64_bits(fuzz_bytes *b)
     return d;
 }
 
+/* A fresh directory /tmp/falcon-fuzz-<name>-XXXXXX in dir[size], removed at
+ * exit by `cleanup` (which empties and removes it); aborts if it cannot. */
+static inline void fuzz_tmpdir(char *dir, size_t size, const char *name, void (*cleanup)(void))
+{
+    snprintf(dir, size, "/tmp/falcon-fuzz-%s-XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        abort();
+    }
+    atexit(cleanup);
+}
+
 /* One of `count` values, chosen by the next byte. */
 #define FUZZ_PICK(b, table) ((table)[fuzz_u8(b) % (sizeof(table) / sizeof((table)[0]))])
 

@@ -53,12 +53,7 @@ static void remove_root(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    snprintf(root, sizeof root, "/tmp/falcon-fuzz-ckpt-XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        abort();
-    }
-    atexit(remove_root);
+    fuzz_tmpdir(root, sizeof root, "ckpt", remove_root);
     return 0;
 }
 

@@ -25,12 +25,7 @@ static void remove_tmpdir(void) { rmdir(tmpdir); }
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/falcon-fuzz-npy-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        abort();
-    }
-    atexit(remove_tmpdir);
+    fuzz_tmpdir(tmpdir, sizeof tmpdir, "npy", remove_tmpdir);
     return 0;
 }
 
