@@ -74,7 +74,10 @@ static falcon_status RS(run_cpu)(const falcon_config *cfg, const falcon_inputs *
     }
     const int64_t tasks = (heads + group - 1) / group;
     const int64_t L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : falcon_parallel_block(cfg->window);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    /* No more threads than tasks: a thread with nothing to do only waits at
+     * the barrier (one head on 2 threads measured 0.85-0.88 the speed of 1). */
+    const int team = (int64_t)threads < tasks ? threads : (int)tasks;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (int64_t task = 0; task < tasks; task++) {
         const int64_t h0 = task * group, count = heads - h0 < group ? heads - h0 : group;
         RS(falcon_head) hd[FALCON_RECURRENT_GROUP_MAX];
