@@ -24,6 +24,24 @@ bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 # may a temporary file of an atomic write.
 leftovers() { ls -d out* state* ck* ./*.tmp-* 2>/dev/null || true; }
 
+# ARGS = `falcon run` on the single-sequence inputs q.npy k.npy v.npy
+# beta.npy alpha.npy, fp64, into out.npy; SLOT=VALUE arguments first replace
+# an input, the output, the variant, form or precision; the rest is appended.
+run_args() {
+    local q=q.npy k=k.npy v=v.npy beta=beta.npy alpha=alpha.npy out=out.npy
+    local variant=falcon1 form=recurrent precision=fp64
+    while [ $# -gt 0 ] && [[ $1 == [a-z]*=* ]]; do
+        case ${1%%=*} in
+        q) q=${1#*=} ;; k) k=${1#*=} ;; v) v=${1#*=} ;; beta) beta=${1#*=} ;; alpha) alpha=${1#*=} ;;
+        out) out=${1#*=} ;; variant) variant=${1#*=} ;; form) form=${1#*=} ;; precision) precision=${1#*=} ;;
+        *) echo "run_args: unknown slot $1" >&2; exit 2 ;;
+        esac
+        shift
+    done
+    ARGS=(run --variant "$variant" --form "$form" --precision "$precision" --q "$q" --k "$k" --v "$v"
+          --beta "$beta" --alpha "$alpha" --out "$out" "$@")
+}
+
 test_end() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]

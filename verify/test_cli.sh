@@ -31,23 +31,6 @@ make_set "" f8 "$T"          # q.npy ... one sequence
 make_set "b_" f8 "$B,$T,$H"  # b_q.npy ... a batch
 make_set "s_" f4 "$T"        # float32 files, run in fp64 below
 
-# falcon run on the single-sequence inputs, fp64; SLOT=VALUE arguments first
-# replace an input file, the output or the variant/form/precision, the
-# other arguments are appended.
-run_args() {
-    local q=q.npy k=k.npy v=v.npy beta=beta.npy alpha=alpha.npy out=out.npy
-    local variant=falcon1 form=recurrent precision=fp64
-    while [ $# -gt 0 ] && [[ $1 == [a-z]*=* ]]; do
-        case ${1%%=*} in
-        q) q=${1#*=} ;; k) k=${1#*=} ;; v) v=${1#*=} ;; beta) beta=${1#*=} ;; alpha) alpha=${1#*=} ;;
-        out) out=${1#*=} ;; variant) variant=${1#*=} ;; form) form=${1#*=} ;; precision) precision=${1#*=} ;;
-        *) echo "run_args: unknown slot $1" >&2; exit 2 ;;
-        esac
-        shift
-    done
-    ARGS=(run --variant "$variant" --form "$form" --precision "$precision" --q "$q" --k "$k" --v "$v"
-          --beta "$beta" --alpha "$alpha" --out "$out" "$@")
-}
 
 # expect_ok NAME ARGS...: status 0, nothing on stdout or stderr.
 expect_ok() {

@@ -54,22 +54,6 @@ raw_npy() {
     } >"$file"
 }
 
-# The arguments of a good single-sequence run, fp64; SLOT=VALUE first replace
-# an input, the output, the variant, form or precision; the rest is appended.
-run_args() {
-    local q=q.npy k=k.npy v=v.npy beta=beta.npy alpha=alpha.npy out=out.npy
-    local variant=falcon1 form=recurrent precision=fp64
-    while [ $# -gt 0 ] && [[ $1 == [a-z]*=* ]]; do
-        case ${1%%=*} in
-        q) q=${1#*=} ;; k) k=${1#*=} ;; v) v=${1#*=} ;; beta) beta=${1#*=} ;; alpha) alpha=${1#*=} ;;
-        out) out=${1#*=} ;; variant) variant=${1#*=} ;; form) form=${1#*=} ;; precision) precision=${1#*=} ;;
-        *) echo "run_args: unknown slot $1" >&2; exit 2 ;;
-        esac
-        shift
-    done
-    ARGS=(run --variant "$variant" --form "$form" --precision "$precision" --q "$q" --k "$k" --v "$v"
-          --beta "$beta" --alpha "$alpha" --out "$out" "$@")
-}
 batch_args() { # the batch, falcon1
     ARGS=(run --variant falcon1 --form recurrent --precision fp64 --q b_q.npy --k b_k.npy --v b_v.npy
           --beta b_beta.npy --alpha b_alpha.npy --out out.npy "$@")
