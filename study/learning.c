@@ -401,11 +401,8 @@ int study_learning_main(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--profile")) {
-            if (strcmp(v, "quick") && strcmp(v, "full")) {
-                fprintf(stderr, "falcon: error: --profile %s: must be quick or full\n", v);
-                return 2;
-            }
-            const int full = !strcmp(v, "full");
+            const int full = study_parse_profile(v);
+            if (full < 0) return 2;
             P.profile = full ? "full" : "quick", P.factor = full ? 1024 : 64, P.seeds = full ? 16 : 4;
             P.tune_seeds = full ? 8 : 2;
         } else if (!strcmp(a, "--out")) {

@@ -490,11 +490,9 @@ int falcon_stability_main(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--profile")) {
-            if (strcmp(v, "quick") && strcmp(v, "full")) {
-                fprintf(stderr, "falcon: error: --profile %s: must be quick or full\n", v);
-                return 2;
-            }
-            profile_set(&P, !strcmp(v, "full"));
+            const int full = study_parse_profile(v);
+            if (full < 0) return 2;
+            profile_set(&P, full);
         } else if (!strcmp(a, "--out")) {
             P.out = v;
         } else if (!strcmp(a, "--backend")) {

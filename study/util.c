@@ -70,6 +70,14 @@ void study_json_num(FILE *f, double x)
     else fputs("null", f);
 }
 
+int study_parse_profile(const char *s)
+{
+    if (!strcmp(s, "quick")) return 0;
+    if (!strcmp(s, "full")) return 1;
+    fprintf(stderr, "falcon: error: --profile %s: must be quick or full\n", s);
+    return -1;
+}
+
 int study_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
