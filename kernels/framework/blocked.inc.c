@@ -66,7 +66,6 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     double *f0 = row + (L + 1);
     int64_t *term_l = idx, *term_j = idx + Pmax, *first = idx + 2 * Pmax;
     RS(load_memory)(S, ldn, h->S, m, n);
-    const size_t kbytes = sizeof(REAL) * (size_t)n, vbytes = sizeof(REAL) * (size_t)m;
 
     for (int64_t c0 = 0; c0 < T; c0 += L) {
         const int64_t Lc = T - c0 < L ? T - c0 : L;
@@ -95,15 +94,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
 
         /* The next block's rows arrive while this one computes (chunk-sized
          * blocks; a masked-parallel block would not keep them cached). */
-        for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) {
-            FW_PREFETCH_ROW(h->q + u * h->ldk, kbytes, 0, 2);
-            FW_PREFETCH_ROW(h->k + u * h->ldk, kbytes, 0, 2);
-            FW_PREFETCH_ROW(h->v + u * h->ldv, vbytes, 0, 2);
-            if (h->gain) FW_PREFETCH_ROW(h->gain + u * h->ldk, kbytes, 0, 2);
-            FW_PREFETCH_ROW(h->out + u * h->ldo, vbytes, 1, 2);
-            __builtin_prefetch(h->beta + u * h->lds, 0, 2);
-            if (h->alpha) __builtin_prefetch(h->alpha + u * h->lds, 0, 2);
-        }
+        for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) FW_PREFETCH_STEP(h, u, 2);
 
         /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
          * for the regression variants); xz = diag(Kz). */

@@ -66,6 +66,20 @@ static inline void *RS(work_alloc)(size_t bytes)
             __builtin_prefetch((const void *)fw_o, (rw), (loc));                 \
     } while (0)
 
+/* Every row step u of head h reads (q, k, v, gain, beta, alpha) or writes
+ * (out), with locality hint loc (a compile-time constant). */
+#define FW_PREFETCH_STEP(h, u, loc)                                                           \
+    do {                                                                                      \
+        const size_t fw_kb = sizeof(REAL) * (size_t)(h)->n, fw_vb = sizeof(REAL) * (size_t)(h)->m; \
+        FW_PREFETCH_ROW((h)->q + (u) * (h)->ldk, fw_kb, 0, (loc));                            \
+        FW_PREFETCH_ROW((h)->k + (u) * (h)->ldk, fw_kb, 0, (loc));                            \
+        FW_PREFETCH_ROW((h)->v + (u) * (h)->ldv, fw_vb, 0, (loc));                            \
+        if ((h)->gain) FW_PREFETCH_ROW((h)->gain + (u) * (h)->ldk, fw_kb, 0, (loc));         \
+        FW_PREFETCH_ROW((h)->out + (u) * (h)->ldo, fw_vb, 1, (loc));                          \
+        __builtin_prefetch((h)->beta + (u) * (h)->lds, 0, (loc));                             \
+        if ((h)->alpha) __builtin_prefetch((h)->alpha + (u) * (h)->lds, 0, (loc));           \
+    } while (0)
+
 typedef struct RS(example_src) {
     const RS(falcon_head) *h;
     falcon_examples ex;

@@ -105,19 +105,9 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
     REAL *const xz = c->xz, *const zq = c->zq;
     const REAL **const yrow = c->yrow;
     int64_t cnt = c->cnt;
-    const size_t kbytes = sizeof(REAL) * (size_t)n, vbytes = sizeof(REAL) * (size_t)m;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
     for (int64_t t = t0; t < t1; t++) {
-        if (AHEAD > 0 && t + AHEAD < T) {
-            const int64_t u = t + AHEAD;
-            FW_PREFETCH_ROW(h->q + u * h->ldk, kbytes, 0, 3);
-            FW_PREFETCH_ROW(h->k + u * h->ldk, kbytes, 0, 3);
-            FW_PREFETCH_ROW(h->v + u * h->ldv, vbytes, 0, 3);
-            if (h->gain) FW_PREFETCH_ROW(h->gain + u * h->ldk, kbytes, 0, 3);
-            FW_PREFETCH_ROW(h->out + u * h->ldo, vbytes, 1, 3);
-            __builtin_prefetch(h->beta + u * h->lds, 0, 3);
-            if (h->alpha) __builtin_prefetch(h->alpha + u * h->lds, 0, 3);
-        }
+        if (AHEAD > 0 && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
         const REAL a = h->alpha ? h->alpha[t * h->lds] : (REAL)1;
         const int64_t e = falcon_example_of_step(&c->src.ex, t);
         if (e >= 0) {
