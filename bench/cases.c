@@ -41,6 +41,7 @@
 #include "buildinfo.h"
 #include "flops.h"
 #include "gbench-shim.h"
+#include "inputs.h"
 #include "probe.h"
 
 /* The base point every one-axis sweep varies around. */
@@ -63,47 +64,14 @@ static struct {
     int ncpu;
 } g;
 
-/* ---- inputs: one set at a time, shared by consecutive cases of one shape ---- */
+/* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
 
-typedef struct inputs {
-    int64_t T, H, n, m;
-    falcon_precision prec;
-    int has_gain;
-    void *q, *k, *v, *beta, *alpha, *gain, *out;
-} inputs;
+static fb_inputs cur;
 
-static inputs cur;
-
-static void inputs_free(void)
-{
-    free(cur.q), free(cur.k), free(cur.v), free(cur.beta), free(cur.alpha), free(cur.gain), free(cur.out);
-    memset(&cur, 0, sizeof cur);
-}
-
-/* splitmix64: a seeded, portable stream (the same inputs on every machine). */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* count values uniform in [lo, hi), stored as the precision's type. */
-static void *fill(uint64_t *s, int64_t count, double lo, double hi, falcon_precision prec)
-{
-    void *p = malloc((size_t)count * (prec == FALCON_FP32 ? 4 : 8) + 1);
-    if (!p) return NULL;
-    for (int64_t i = 0; i < count; i++) {
-        double u = lo + (hi - lo) * (double)(rng_next(s) >> 11) * 0x1.0p-53;
-        if (prec == FALCON_FP32) ((float *)p)[i] = (float)u;
-        else ((double *)p)[i] = u;
-    }
-    return p;
-}
+static void inputs_free(void) { fb_inputs_free(&cur); }
 
 /* The inputs of case c (regenerated only when the shape changes), or NULL. */
-static const inputs *inputs_get(const bcase *c, char *why, size_t len)
+static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 {
     const int has_gain = falcon_variant_has_gain(c->cfg.variant);
     if (cur.q && cur.T == c->T && cur.H == c->H && cur.n == c->n && cur.m == c->m &&
@@ -117,18 +85,7 @@ static const inputs *inputs_get(const bcase *c, char *why, size_t len)
         snprintf(why, len, "inputs need %.1f GiB, over half of this machine's memory", need / (1 << 30));
         return NULL;
     }
-    uint64_t s = 0x46616c636f6eull ^ ((uint64_t)c->T << 40) ^ ((uint64_t)c->H << 28) ^
-                 ((uint64_t)c->n << 14) ^ (uint64_t)c->m;
-    cur = (inputs){.T = c->T, .H = c->H, .n = c->n, .m = c->m, .prec = c->cfg.precision, .has_gain = has_gain};
-    cur.q = fill(&s, TH * c->n, -1, 1, cur.prec);
-    cur.k = fill(&s, TH * c->n, -1, 1, cur.prec);
-    cur.v = fill(&s, TH * c->m, -1, 1, cur.prec);
-    cur.beta = fill(&s, TH, 0.5, 1, cur.prec);     /* inside [0, 2]: every step non-expansive */
-    cur.alpha = fill(&s, TH, 0.99, 1, cur.prec);   /* mild decay */
-    cur.gain = has_gain ? fill(&s, TH * c->n, 0.5, 1.5, cur.prec) : NULL;
-    cur.out = calloc((size_t)(TH * c->m), (size_t)size); /* touched now, not in the first call */
-    if (!cur.q || !cur.k || !cur.v || !cur.beta || !cur.alpha || (has_gain && !cur.gain) || !cur.out) {
-        inputs_free();
+    if (fb_inputs_make(&cur, c->T, c->H, c->n, c->m, c->cfg.precision, has_gain)) {
         snprintf(why, len, "out of memory for the inputs");
         return NULL;
     }
@@ -148,14 +105,12 @@ static void body(fb_state *st, void *user)
 {
     const bcase *c = user;
     char why[160];
-    const inputs *in = inputs_get(c, why, sizeof why);
+    const fb_inputs *in = inputs_get(c, why, sizeof why);
     if (!in) {
         fb_state_skip_with_error(st, why);
         return;
     }
-    falcon_inputs fi = {.B = 1, .T = c->T, .H = c->H, .n = c->n, .m = c->m, .q = in->q, .k = in->k,
-                        .v = in->v, .beta = in->beta, .alpha = in->alpha,
-                        .gain = falcon_variant_has_gain(c->cfg.variant) ? in->gain : NULL};
+    falcon_inputs fi = fb_inputs_view(in, c->cfg.variant);
     /* The fractions are plain numbers, from this wall clock (the same span
      * Google Benchmark times): as rate counters they would print as "/s". */
     int64_t iters = 0;

@@ -15,8 +15,8 @@
  * and of their quotient (the kernels' efficiency against what the host
  * gave; about 1 when the threads scale as far as the machine lets them).
  *
- * Inputs: Falcon-1 (or --variant) with mild decay, prefix alignment,
- * [1][T][H][n] uniform in [-1, 1] from a fixed seed, as bench/cases.c.
+ * Inputs: Falcon-1 (or --variant), prefix alignment, the benchmark's own
+ * inputs for the shape (bench/inputs.c: mild decay, n = m).
  */
 #include <math.h>
 #include <omp.h>
@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "falcon.h"
+#include "inputs.h"
 
 typedef struct opts {
     falcon_config cfg;
@@ -41,48 +42,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static float *fill(uint64_t *s, int64_t count, float lo, float hi)
-{
-    float *p = malloc(sizeof(float) * (size_t)(count + 1));
-    if (!p) return NULL;
-    for (int64_t i = 0; i < count; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        p[i] = lo + (hi - lo) * (float)((*s >> 40) * 0x1p-24);
-    }
-    return p;
-}
-
-typedef struct data {
-    falcon_inputs in;
-    float *buf[6];
-} data;
-
-static int data_make(const opts *o, data *d)
-{
-    uint64_t s = 0x5ca1ab1eull;
-    const int64_t TH = o->T * o->H;
-    memset(d, 0, sizeof *d);
-    d->buf[0] = fill(&s, TH * o->n, -1, 1);
-    d->buf[1] = fill(&s, TH * o->n, -1, 1);
-    d->buf[2] = fill(&s, TH * o->n, -1, 1);
-    d->buf[3] = fill(&s, TH, 0.5f, 1);
-    d->buf[4] = fill(&s, TH, 0.99f, 1);
-    d->buf[5] = falcon_variant_has_gain(o->cfg.variant) ? fill(&s, TH * o->n, 0.5f, 1.5f) : NULL;
-    d->in = (falcon_inputs){1, o->T, o->H, o->n, o->n, d->buf[0], d->buf[1], d->buf[2], d->buf[3], d->buf[4], d->buf[5]};
-    for (int i = 0; i < 5; i++)
-        if (!d->buf[i]) return -1;
-    return falcon_variant_has_gain(o->cfg.variant) && !d->buf[5] ? -1 : 0;
-}
-
 /* Best wall time of `calls` calls on `threads` threads; < 0 on failure. */
-static double best_call(const opts *o, const data *d, int threads, float *out)
+static double best_call(const opts *o, const falcon_inputs *in, int threads, void *out)
 {
     falcon_config c = o->cfg;
     c.threads = threads;
     double best = INFINITY;
     for (int i = 0; i < o->calls; i++) {
         const double t0 = now();
-        if (falcon_run(&c, &d->in, NULL, out) != FALCON_OK) {
+        if (falcon_run(&c, in, NULL, out) != FALCON_OK) {
             fprintf(stderr, "falcon-scaling: falcon_run: %s\n", falcon_last_error());
             return -1;
         }
@@ -93,13 +61,13 @@ static double best_call(const opts *o, const data *d, int threads, float *out)
 }
 
 /* Wall time for `procs` processes to make o->calls 1-thread calls each, at once. */
-static double together(const opts *o, const data *d, int procs, float *out)
+static double together(const opts *o, const falcon_inputs *in, int procs, void *out)
 {
     const double t0 = now();
     for (int p = 0; p < procs; p++) {
         const pid_t pid = fork();
         if (pid < 0) return -1;
-        if (pid == 0) _exit(best_call(o, d, 1, out) < 0 ? 1 : 0);
+        if (pid == 0) _exit(best_call(o, in, 1, out) < 0 ? 1 : 0);
     }
     int ok = 1, status;
     for (int p = 0; p < procs; p++) ok &= wait(&status) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -184,14 +152,13 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    data d;
-    float *out = malloc(sizeof(float) * (size_t)(o.T * o.H * o.n + 1));
-    if (data_make(&o, &d) || !out) {
+    fb_inputs data;
+    if (fb_inputs_make(&data, o.T, o.H, o.n, o.n, FALCON_FP32, falcon_variant_has_gain(o.cfg.variant))) {
         fprintf(stderr, "falcon-scaling: out of memory\n");
         return 2;
     }
-    falcon_status s = falcon_validate(&o.cfg, &d.in, NULL);
-    if (s) {
+    const falcon_inputs in = fb_inputs_view(&data, o.cfg.variant);
+    if (falcon_validate(&o.cfg, &in, NULL)) {
         fprintf(stderr, "falcon-scaling: %s\n", falcon_last_error());
         return 2;
     }
@@ -203,10 +170,10 @@ int main(int argc, char **argv)
     printf("%5s %10s %10s %8s %10s %10s\n", "round", "t1 (ms)", "tP (ms)", "t1/tP", "host", "ratio");
     double *sp = malloc(sizeof(double) * (size_t)o.rounds * 3), *host = sp + o.rounds, *eff = host + o.rounds;
     if (!sp) return 2;
-    best_call(&o, &d, o.threads, out); /* warm up: pages, thread pool */
+    best_call(&o, &in, o.threads, data.out); /* warm up: pages, thread pool */
     for (int r = 0; r < o.rounds; r++) {
-        const double t1 = best_call(&o, &d, 1, out), tp = best_call(&o, &d, o.threads, out);
-        const double alone = together(&o, &d, 1, out), all = together(&o, &d, o.threads, out);
+        const double t1 = best_call(&o, &in, 1, data.out), tp = best_call(&o, &in, o.threads, data.out);
+        const double alone = together(&o, &in, 1, data.out), all = together(&o, &in, o.threads, data.out);
         if (t1 < 0 || tp < 0 || alone < 0 || all < 0) {
             fprintf(stderr, "falcon-scaling: a run failed\n");
             return 1;
@@ -221,7 +188,6 @@ int main(int argc, char **argv)
            "speed-up / host %.2f\n",
            median(sp, o.rounds), o.threads, o.threads, median(host, o.rounds), median(eff, o.rounds));
     free(sp);
-    free(out);
-    for (int i = 0; i < 6; i++) free(d.buf[i]);
+    fb_inputs_free(&data);
     return 0;
 }

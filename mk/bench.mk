@@ -24,7 +24,7 @@ BENCH_ARGS   ?=
 
 .PHONY: bench bench-build
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o probe.o flops.o buildinfo.o gbench-shim.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o)
 BENCH_CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Werror
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
@@ -71,12 +71,12 @@ endif
 # Thread scaling next to the host's own ceiling (bench/scaling.c; plain C,
 # no Google Benchmark): `make scaling SCALING_ARGS="--form chunk"`.
 SCALING_ARGS ?=
-$(BUILD)/falcon-scaling: $(BUILD)/obj/bench/scaling.o $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libfalcon.a $(LDLIBS)
+$(BUILD)/falcon-scaling: $(BUILD)/obj/bench/scaling.o $(BUILD)/obj/bench/inputs.o $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
 
 .PHONY: scaling
 scaling: $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling $(SCALING_ARGS)
 
--include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d
+-include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d $(BUILD)/obj/bench/inputs.d
 .DEFAULT_GOAL := $(bench_saved_goal)
