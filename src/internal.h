@@ -41,6 +41,8 @@ const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t 
  * large arrays); callers find and name the bad element only on a no. */
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
 
+/* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
+int falcon_threads(const falcon_config *cfg);
 
 /* Backends outside the CPU framework. */
 falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,

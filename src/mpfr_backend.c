@@ -5,7 +5,6 @@
 #include <string.h>
 #include "internal.h"
 #include "falcon_ref.h"
-#include <omp.h>
 
 int falcon_mpfr_available(void) { return 1; }
 
@@ -69,7 +68,7 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
 {
     falcon_status result = FALCON_OK;
     const int64_t heads = in->B * in->H;
-#pragma omp parallel num_threads(cfg->threads > 0 ? cfg->threads : omp_get_max_threads())
+#pragma omp parallel num_threads(falcon_threads(cfg))
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t hh = 0; hh < heads; hh++) {

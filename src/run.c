@@ -7,6 +7,11 @@
 #include "dispatch.h"
 #include "../kernels/framework/head.h"
 
+int falcon_threads(const falcon_config *cfg)
+{
+    return cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+}
+
 int64_t falcon_parallel_block(int64_t window)
 {
     if (window < 1 || window > FALCON_MAX_WINDOW) return -1;
@@ -70,7 +75,7 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     int64_t bad;
-    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+    const int threads = falcon_threads(cfg);
     if (!s && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
         s = falcon_fail(FALCON_E_OVERFLOW,
                         "out[%lld] is not finite: the recurrence overflowed its precision "

@@ -61,7 +61,7 @@ static falcon_status RS(run_cpu)(const falcon_config *cfg, const falcon_inputs *
 {
     const RS(falcon_drivers) *fw = RS(drivers_for)(falcon_backend_resolve(cfg->backend));
     const int64_t heads = in->B * in->H;
-    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+    const int threads = falcon_threads(cfg);
     falcon_status result = FALCON_OK;
     /* Recurrent form: consecutive heads in groups (one per thread where
      * possible) that advance together in time blocks (one thread, 8 heads

@@ -4,7 +4,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <omp.h>
 #include "internal.h"
 
 /* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element.
@@ -58,7 +57,7 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
 {
     char at[96];
     const int64_t rows = in->B * in->T * in->H;
-    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
+    const int threads = falcon_threads(cfg);
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
         return FALCON_OK;
     for (int64_t row = 0; row < rows; row++) {
