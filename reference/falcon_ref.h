@@ -50,4 +50,31 @@ falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_he
 falcon_status falcon_ref_chunk(const falcon_ref_opts *o, const falcon_ref_head *h,
                                double *out, double *S);
 
+/* One head hh = b*H + h of a [B][T][H][D] batch in precision `prec`, its
+ * values converted exactly to double into `buf` (falcon_ref_head_doubles(in)
+ * doubles), with that head's carried state from `st` (NULL: a fresh state). */
+size_t falcon_ref_head_doubles(const falcon_inputs *in);
+void falcon_ref_head_gather(const falcon_inputs *in, falcon_precision prec,
+                            const falcon_state_view *st, int64_t hh, double *buf,
+                            falcon_ref_head *out);
+
+/*
+ * The condition number of the reads, kappa = || (|S_t| |phi(q_t)|)_t ||_F /
+ * ||O||_F >= 1: cancellation in o = S q magnifies an error in S by up to
+ * kappa, so the output threshold scales with it. The reference computes it
+ * from its own S_t at its own precision (never from a kernel under test).
+ * Sums accumulate over every head passed to falcon_ref_recurrent_reads.
+ */
+typedef struct falcon_ref_reads {
+    mpfr_t *sums; /* [0]: SUM (|S_t| |phi(q_t)|)^2, [1]: SUM o^2 */
+} falcon_ref_reads;
+
+falcon_status falcon_ref_reads_init(falcon_ref_reads *r, mpfr_prec_t bits);
+void falcon_ref_reads_free(falcon_ref_reads *r);
+/* kappa from the sums so far (1 when there is no read or no cancellation). */
+double falcon_ref_reads_cond(const falcon_ref_reads *r);
+/* falcon_ref_recurrent, also adding this head's reads to `reads`. */
+falcon_status falcon_ref_recurrent_reads(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                         double *out, double *S, falcon_ref_reads *reads);
+
 #endif

@@ -217,8 +217,15 @@ falcon_status falcon_ref_chunk_mp(const falcon_ref_opts *o, const falcon_ref_hea
     return st;
 }
 
+static falcon_status chunk_mp(const falcon_ref_opts *o, const falcon_ref_head *h, mpfr_t *out,
+                              mpfr_t *S, mpfr_t *reads)
+{
+    (void)reads; /* the read condition comes from the recurrent form */
+    return falcon_ref_chunk_mp(o, h, out, S);
+}
+
 falcon_status falcon_ref_chunk(const falcon_ref_opts *o, const falcon_ref_head *h,
                                double *out, double *S)
 {
-    return fref_run_double(falcon_ref_chunk_mp, o, h, out, S);
+    return fref_run_double(chunk_mp, o, h, out, S, NULL);
 }

@@ -193,7 +193,7 @@ void fref_step_terms(fref_ctx *c, int64_t t, int64_t lo, int64_t cnt, mpfr_t *z,
 }
 
 falcon_status fref_run_double(fref_mp_fn fn, const falcon_ref_opts *o,
-                              const falcon_ref_head *h, double *out, double *S)
+                              const falcon_ref_head *h, double *out, double *S, mpfr_t *reads)
 {
     /* Temporaries at the working precision, so that the only rounding to
      * double is mpfr_get_d's (no double rounding through a 53-bit mpfr). */
@@ -202,7 +202,7 @@ falcon_status fref_run_double(fref_mp_fn fn, const falcon_ref_opts *o,
     mpfr_t *ms = fref_vec_alloc(ns, o->bits);
     falcon_status st = FALCON_E_NOMEM;
     if (mo && ms)
-        st = fn(o, h, mo, ms);
+        st = fn(o, h, mo, ms, reads);
     if (st == FALCON_OK) {
         for (size_t i = 0; i < no; i++)
             out[i] = mpfr_get_d(mo[i], MPFR_RNDN);

@@ -64,10 +64,12 @@ void fref_load(mpfr_t *dst, const double *src, size_t count);
 /* dst[i] = src[i] rounded to nearest into dst's precision. */
 void fref_store(mpfr_t *dst, mpfr_t *src, size_t count);
 
-/* Run an _mp form at the opts' precision and round its results to double. */
+/* Run an _mp form at the opts' precision and round its results to double.
+ * `reads` (may be NULL) is passed through to the form: the read sums of
+ * falcon_ref_reads, which only the recurrent form accumulates. */
 typedef falcon_status (*fref_mp_fn)(const falcon_ref_opts *, const falcon_ref_head *,
-                                    mpfr_t *, mpfr_t *);
+                                    mpfr_t *out, mpfr_t *S, mpfr_t *reads);
 falcon_status fref_run_double(fref_mp_fn fn, const falcon_ref_opts *o,
-                              const falcon_ref_head *h, double *out, double *S);
+                              const falcon_ref_head *h, double *out, double *S, mpfr_t *reads);
 
 #endif

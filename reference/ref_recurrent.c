@@ -10,6 +10,8 @@ typedef struct rec_buf {
     mpfr_t *z;   /* [W][n] write directions of the step's window */
     mpfr_t *r;   /* [W][m] eta * residual (or eta * y) per window example */
     mpfr_t *o;   /* [m] the read */
+    mpfr_t *reads; /* NULL, or [2] sums for the read condition number (falcon_ref_reads) */
+    mpfr_t *acc;   /* [1] scratch: one row of |S_t| |phi(q_t)| */
 } rec_buf;
 
 static void rec_buf_free(rec_buf *b)
@@ -18,6 +20,7 @@ static void rec_buf_free(rec_buf *b)
     fref_vec_free(b->z);
     fref_vec_free(b->r);
     fref_vec_free(b->o);
+    fref_vec_free(b->acc);
 }
 
 static falcon_status rec_buf_alloc(rec_buf *b, const fref_ctx *c)
@@ -27,7 +30,8 @@ static falcon_status rec_buf_alloc(rec_buf *b, const fref_ctx *c)
     b->z = fref_vec_alloc((size_t)(w * c->n), c->prec);
     b->r = fref_vec_alloc((size_t)(w * c->m), c->prec);
     b->o = fref_vec_alloc((size_t)c->m, c->prec);
-    if (b->S && b->z && b->r && b->o)
+    b->acc = fref_vec_alloc(1, c->prec);
+    if (b->S && b->z && b->r && b->o && b->acc)
         return FALCON_OK;
     rec_buf_free(b);
     return FALCON_E_NOMEM;
@@ -64,6 +68,26 @@ static void rec_write(fref_ctx *c, rec_buf *b, int64_t t)
                          b->S[a * n + i], MPFR_RNDN);
 }
 
+/* The read's condition: sums[0] += SUM_a (SUM_j |S_aj| |phi(q_t)_j|)^2 and
+ * sums[1] += SUM_a o_a^2, at the reference's precision (no overflow or
+ * underflow whatever the scale of the inputs). */
+static void rec_read_sums(fref_ctx *c, rec_buf *b, int64_t t)
+{
+    const int64_t n = c->n, m = c->m;
+    mpfr_ptr acc = b->acc[0], x = c->tmp[3];
+    mpfr_t *q = c->q + t * n;
+    for (int64_t a = 0; a < m; a++) {
+        mpfr_set_zero(acc, 1);
+        for (int64_t j = 0; j < n; j++) {
+            mpfr_mul(x, b->S[a * n + j], q[j], MPFR_RNDN);
+            mpfr_abs(x, x, MPFR_RNDN);
+            mpfr_add(acc, acc, x, MPFR_RNDN);
+        }
+        mpfr_fma(b->reads[0], acc, acc, b->reads[0], MPFR_RNDN);
+        mpfr_fma(b->reads[1], b->o[a], b->o[a], b->reads[1], MPFR_RNDN);
+    }
+}
+
 static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
 {
     int64_t n = c->n, m = c->m, mn = m * n;
@@ -78,14 +102,17 @@ static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
         rec_write(c, b, t);
         fref_matvec(b->o, b->S, c->q + t * n, m, n); /* read after write */
         fref_store(out + t * m, b->o, (size_t)m);
+        if (b->reads)
+            rec_read_sums(c, b, t);
     }
 }
 
-falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
-                                      mpfr_t *out, mpfr_t *S)
+static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                  mpfr_t *out, mpfr_t *S, mpfr_t *reads)
 {
     fref_ctx c;
     rec_buf b = {0};
+    b.reads = reads;
     falcon_status st = fref_ctx_init(&c, o, h);
     if (st != FALCON_OK)
         return st;
@@ -100,8 +127,46 @@ falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref
     return st;
 }
 
+falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                      mpfr_t *out, mpfr_t *S)
+{
+    return recurrent_mp(o, h, out, S, NULL);
+}
+
 falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_head *h,
                                    double *out, double *S)
 {
-    return fref_run_double(falcon_ref_recurrent_mp, o, h, out, S);
+    return fref_run_double(recurrent_mp, o, h, out, S, NULL);
+}
+
+falcon_status falcon_ref_recurrent_reads(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                         double *out, double *S, falcon_ref_reads *reads)
+{
+    return fref_run_double(recurrent_mp, o, h, out, S, reads->sums);
+}
+
+falcon_status falcon_ref_reads_init(falcon_ref_reads *r, mpfr_prec_t bits)
+{
+    r->sums = fref_vec_alloc(2, bits);
+    return r->sums ? FALCON_OK : FALCON_E_NOMEM;
+}
+
+double falcon_ref_reads_cond(const falcon_ref_reads *r)
+{
+    /* kappa = sqrt(sums[0] / sums[1]) >= 1; 1 when every read is zero. */
+    if (mpfr_zero_p(r->sums[1]) || mpfr_cmp(r->sums[0], r->sums[1]) <= 0)
+        return 1.0;
+    mpfr_t k;
+    mpfr_init2(k, mpfr_get_prec(r->sums[0]));
+    mpfr_div(k, r->sums[0], r->sums[1], MPFR_RNDN);
+    mpfr_sqrt(k, k, MPFR_RNDN);
+    double d = mpfr_get_d(k, MPFR_RNDU);
+    mpfr_clear(k);
+    return d;
+}
+
+void falcon_ref_reads_free(falcon_ref_reads *r)
+{
+    fref_vec_free(r->sums);
+    r->sums = NULL;
 }

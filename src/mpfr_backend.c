@@ -1,4 +1,5 @@
-/* The mpfr backend: each head's inputs copied exactly into double arrays,
+/* The mpfr backend: each head's inputs copied exactly into double arrays
+ * (falcon_ref_head_gather),
  * run through the MPFR reference, rounded to the run's precision. The
  * masked-parallel form is the chunk equations with one chunk per call. */
 #include <stdlib.h>
@@ -8,39 +9,17 @@
 
 int falcon_mpfr_available(void) { return 1; }
 
-/* Rows t of a [B][T][H][width] tensor for head (b, h), as contiguous double. */
-static void gather(const void *src, falcon_precision prec, const falcon_inputs *in, int64_t b,
-                   int64_t h, int64_t width, double *dst)
-{
-    for (int64_t t = 0; t < in->T; t++)
-        for (int64_t i = 0; i < width; i++)
-            dst[t * width + i] = falcon_load(src, prec, ((b * in->T + t) * in->H + h) * width + i);
-}
-
 static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
-                              void *out, int64_t b, int64_t h)
+                              void *out, int64_t hh)
 {
-    const int64_t T = in->T, n = in->n, m = in->m, hh = b * in->H + h;
+    const int64_t T = in->T, n = in->n, m = in->m, b = hh / in->H, h = hh % in->H;
     const falcon_precision prec = cfg->precision;
-    size_t count = (size_t)(3 * T * n + T * m + 2 * T + T * m + m * n);
-    double *buf = malloc(sizeof(double) * (count ? count : 1));
+    double *buf = malloc(sizeof(double) * (falcon_ref_head_doubles(in) + (size_t)(T * m + m * n)));
     if (!buf) return FALCON_E_NOMEM;
-    double *q = buf, *k = q + T * n, *g = k + T * n, *v = g + T * n, *beta = v + T * m;
-    double *alpha = beta + T, *o = alpha + T, *S = o + T * m;
-    gather(in->q, prec, in, b, h, n, q);
-    gather(in->k, prec, in, b, h, n, k);
-    gather(in->v, prec, in, b, h, m, v);
-    gather(in->beta, prec, in, b, h, 1, beta);
-    if (in->alpha) gather(in->alpha, prec, in, b, h, 1, alpha);
-    if (in->gain) gather(in->gain, prec, in, b, h, n, g);
-    falcon_ref_head rh = {
-        .T = T, .n = n, .m = m, .q = q, .k = k, .v = v, .beta = beta,
-        .alpha = in->alpha ? alpha : NULL, .gain = in->gain ? g : NULL,
-        .S0 = st->S + hh * m * n,
-        .prev_key = st->has_prev[hh] ? st->prev_key + hh * n : NULL,
-        .hist_k = st->hist_k + hh * st->keep * n, .hist_v = st->hist_v + hh * st->keep * m,
-        .hist_len = st->hist_len[hh],
-    };
+    falcon_ref_head rh;
+    const falcon_state_view view = falcon_state_get_view(st);
+    falcon_ref_head_gather(in, prec, &view, hh, buf, &rh);
+    double *o = buf + falcon_ref_head_doubles(in), *S = o + T * m;
     falcon_ref_opts ro = {
         .variant = cfg->variant, .align = cfg->align, .phi = cfg->phi,
         .eps = prec == FALCON_FP32 ? (double)(float)cfg->eps : cfg->eps,
@@ -72,7 +51,7 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t hh = 0; hh < heads; hh++) {
-            falcon_status s = run_head(cfg, in, work, out, hh / in->H, hh % in->H);
+            falcon_status s = run_head(cfg, in, work, out, hh);
             if (s) {
 #pragma omp critical(falcon_mpfr_status)
                 result = s;

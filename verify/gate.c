@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gate.h"
+#include "falcon_ref.h"
 
 /* ---- seeded generator (splitmix64): the same stream on every machine ---- */
 static uint64_t next_u64(uint64_t *s)
@@ -126,6 +127,11 @@ void gate_data_free(gate_data *d)
     d->buf = d->buf64 = NULL;
 }
 
+double gate_eps(const gate_case *c, falcon_precision prec)
+{
+    return prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
+}
+
 falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend backend,
                           falcon_precision prec)
 {
@@ -137,7 +143,7 @@ falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend b
     cfg.form = form;
     cfg.backend = backend;
     cfg.precision = prec;
-    cfg.eps = prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
+    cfg.eps = gate_eps(c, prec);
     cfg.window = c->window;
     cfg.chunk = c->chunk;
     cfg.threads = 1;
@@ -188,71 +194,44 @@ falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
     return run_into(&cfg, c, &d->in, state, r);
 }
 
-/* phi(q) for the condition number (double is ample for a ratio of norms). */
-static void phi_apply(falcon_phi phi, const double *q, double *out, int64_t n)
+/* The reference: the MPFR recurrent form (256 bits, inputs converted
+ * exactly, rounded to double once at the end), called directly head by head
+ * rather than through falcon_run and the dispatcher, so that nothing under
+ * test stands between the gate and its reference. The same run sums the
+ * read condition number from its own S_t (falcon_ref_reads). */
+falcon_status gate_reference_from(const gate_case *c, const gate_data *d, const falcon_state *init,
+                                  gate_result *r)
 {
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) ss += q[i] * q[i];
-    for (int64_t i = 0; i < n; i++) {
-        double x = q[i];
-        out[i] = phi == FALCON_PHI_RELU ? (x > 0 ? x : 0)
-               : phi == FALCON_PHI_ELU1 ? (x > 0 ? x + 1 : exp(x))
-               : phi == FALCON_PHI_L2NORM ? (ss > 0 ? x / sqrt(ss) : 0) : x;
+    if (result_alloc(c, r)) return FALCON_E_NOMEM;
+    const falcon_inputs *in = &d->in64;
+    const int64_t T = c->T, H = c->H, n = c->n, m = c->m, heads = c->B * c->H;
+    const falcon_ref_opts ro = {
+        .variant = c->variant, .align = c->align, .phi = c->phi,
+        .eps = gate_eps(c, d->prec), .window = c->window, .chunk = T > 0 ? T : 1, .bits = 256,
+    };
+    const falcon_state_view view = init ? falcon_state_get_view(init) : (falcon_state_view){0};
+    const size_t nin = falcon_ref_head_doubles(in);
+    double *buf = malloc(sizeof(double) * (nin + (size_t)(T * m)));
+    falcon_ref_reads reads = {0};
+    falcon_status s = buf ? falcon_ref_reads_init(&reads, ro.bits) : FALCON_E_NOMEM;
+    for (int64_t hh = 0; hh < heads && !s; hh++) {
+        falcon_ref_head rh;
+        double *o = buf + nin;
+        falcon_ref_head_gather(in, FALCON_FP64, init ? &view : NULL, hh, buf, &rh);
+        s = falcon_ref_recurrent_reads(&ro, &rh, o, r->S + hh * m * n, &reads);
+        for (int64_t t = 0; t < T && !s; t++)
+            memcpy(r->out + ((hh / H * T + t) * H + hh % H) * m, o + t * m, sizeof(double) * (size_t)m);
     }
+    r->read_cond = s ? 1.0 : falcon_ref_reads_cond(&reads);
+    falcon_ref_reads_free(&reads);
+    free(buf);
+    if (s) gate_result_free(r); /* the reference fails only for want of memory */
+    return s;
 }
 
-/* The reference: one MPFR run over the whole sequence (256 bits, rounded
- * to double once at the end). The read condition number needs every S_t, so
- * a second pass steps the scalar fp64 kernel with its state carried: a
- * ratio of norms needs no more than double's accuracy, and carrying S
- * through a double state must not leak into the reference itself. */
 falcon_status gate_reference(const gate_case *c, const gate_data *d, gate_result *r)
 {
-    falcon_config cfg = gate_config(c, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, FALCON_FP64);
-    cfg.eps = d->prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
-    cfg.mpfr_bits = 256;
-    falcon_status s = run_into(&cfg, c, &d->in64, NULL, r);
-    if (s) return s;
-    cfg.backend = FALCON_BACKEND_SCALAR;
-    const int64_t B = c->B, H = c->H, T = c->T, n = c->n, m = c->m, heads = B * H;
-    const falcon_inputs *in = &d->in64;
-    falcon_state *st = NULL;
-    double *step = malloc(sizeof(double) * (size_t)(heads * (3 * n + 2 * m + 2) + n));
-    s = step ? falcon_state_create(heads, n, m, c->window, &st) : FALCON_E_NOMEM;
-    double *q = step, *k = q + heads * n, *g = k + heads * n, *v = g + heads * n;
-    double *beta = v + heads * m, *alpha = beta + heads, *o = alpha + heads, *qf = o + heads * m;
-    double abs2 = 0, out2 = 0;
-    for (int64_t t = 0; t < T && !s; t++) {
-        /* Step t of every head as a [B][1][H][D] slice. */
-        for (int64_t b = 0; b < B; b++) {
-            const int64_t row = (b * T + t) * H, hs = b * H;
-            const size_t dn = sizeof(double) * (size_t)(H * n), dm = sizeof(double) * (size_t)(H * m);
-            memcpy(q + hs * n, (const double *)in->q + row * n, dn);
-            memcpy(k + hs * n, (const double *)in->k + row * n, dn);
-            memcpy(v + hs * m, (const double *)in->v + row * m, dm);
-            memcpy(beta + hs, (const double *)in->beta + row, sizeof(double) * (size_t)H);
-            if (in->alpha) memcpy(alpha + hs, (const double *)in->alpha + row, sizeof(double) * (size_t)H);
-            if (in->gain) memcpy(g + hs * n, (const double *)in->gain + row * n, dn);
-        }
-        falcon_inputs in1 = {B, 1, H, n, m, q, k, v, beta, in->alpha ? alpha : NULL, in->gain ? g : NULL};
-        if ((s = falcon_run(&cfg, &in1, st, o))) break;
-        const double *S = falcon_state_get_view(st).S;
-        for (int64_t hh = 0; hh < heads; hh++) {
-            phi_apply(c->phi, q + hh * n, qf, n);
-            for (int64_t i = 0; i < m; i++) {
-                double a = 0;
-                for (int64_t j = 0; j < n; j++) a += fabs(S[(hh * m + i) * n + j] * qf[j]);
-                const double oi = r->out[((hh / H * T + t) * H + hh % H) * m + i];
-                abs2 += a * a;
-                out2 += oi * oi;
-            }
-        }
-    }
-    r->read_cond = !s && out2 > 0 && abs2 > out2 ? sqrt(abs2 / out2) : 1.0;
-    falcon_state_free(st);
-    free(step);
-    if (s) gate_result_free(r);
-    return s;
+    return gate_reference_from(c, d, NULL, r);
 }
 
 double gate_relerr(const double *x, const double *ref, int64_t count)

@@ -54,8 +54,8 @@ typedef struct gate_result {
     int64_t out_count, state_count;
     double *out, *S;
     /* Reference only: the condition number of the reads,
-     * || (|S_t| |phi(q_t)|)_t ||_F / ||O||_F >= 1; cancellation in o = S q
-     * magnifies any error in S by this factor. */
+     * || (|S_t| |phi(q_t)|)_t ||_F / ||O||_F >= 1 (falcon_ref_reads);
+     * cancellation in o = S q magnifies any error in S by this factor. */
     double read_cond;
 } gate_result;
 
@@ -69,8 +69,14 @@ int gate_backend_runs(falcon_backend b, falcon_precision p);
 /* Run a case through a backend/form on data `d` (state fresh unless given). */
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
                        falcon_backend backend, falcon_state *state, gate_result *r);
-/* The MPFR recurrent reference for data d (bits >= 200), rounded to double. */
+/* The MPFR recurrent reference for data d (256 bits), rounded to double,
+ * with the read condition number computed from the reference's own S_t.
+ * _from starts from a carried state (NULL: fresh). */
 falcon_status gate_reference(const gate_case *c, const gate_data *d, gate_result *r);
+falcon_status gate_reference_from(const gate_case *c, const gate_data *d, const falcon_state *init,
+                                  gate_result *r);
+/* The case's eps as a run in precision prec sees it (rounded to fp32 there). */
+double gate_eps(const gate_case *c, falcon_precision prec);
 void gate_result_free(gate_result *r);
 
 /* Normwise relative error ||x - ref||_F / ||ref||_F (absolute if ref = 0). */

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "falcon_ref.h"
@@ -97,4 +98,81 @@ Test(mpfr, chunk_equals_recurrent_at_mpfr_precision)
                 }
     printf("mpfr: chunk vs recurrent over %d runs at %d bits: worst relative difference 2^%.1f\n", runs,
            BITS, worst);
+}
+
+/* The read condition number comes from the reference's own S_t. Recompute
+ * it independently: step the mpfr backend one token at a time with the
+ * state carried (each S_t rounded to double: ample for a ratio of norms)
+ * and form || (|S_t| |phi(q_t)|)_t || / ||O|| directly. A case with a
+ * batch, decay, a window and a feature map; and a T = 1 read whose terms
+ * cancel, where kappa is large. */
+static double kappa_by_steps(const gate_case *c, const gate_data *d)
+{
+    const int64_t B = c->B, H = c->H, T = c->T, n = c->n, m = c->m, heads = B * H;
+    falcon_config cfg = gate_config(c, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, FALCON_FP64);
+    cfg.eps = gate_eps(c, d->prec);
+    falcon_state *st;
+    cr_assert_eq(falcon_state_create(heads, n, m, c->window, &st), FALCON_OK);
+    double *buf = calloc((size_t)(heads * (3 * n + 2 * m + 2) + n), sizeof(double));
+    double *q = buf, *k = q + heads * n, *g = k + heads * n, *v = g + heads * n;
+    double *beta = v + heads * m, *alpha = beta + heads, *o = alpha + heads, *qf = o + heads * m;
+    const falcon_inputs *in = &d->in64;
+    double abs2 = 0, out2 = 0;
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t hh = 0; hh < heads; hh++) {
+            const int64_t row = (hh / H * T + t) * H + hh % H;
+            for (int64_t i = 0; i < n; i++) {
+                q[hh * n + i] = ((const double *)in->q)[row * n + i];
+                k[hh * n + i] = ((const double *)in->k)[row * n + i];
+                if (in->gain) g[hh * n + i] = ((const double *)in->gain)[row * n + i];
+            }
+            for (int64_t i = 0; i < m; i++) v[hh * m + i] = ((const double *)in->v)[row * m + i];
+            beta[hh] = ((const double *)in->beta)[row];
+            if (in->alpha) alpha[hh] = ((const double *)in->alpha)[row];
+        }
+        falcon_inputs in1 = {B, 1, H, n, m, q, k, v, beta, in->alpha ? alpha : NULL, in->gain ? g : NULL};
+        cr_assert_eq(falcon_run(&cfg, &in1, st, o), FALCON_OK, "%s", falcon_last_error());
+        const double *S = falcon_state_get_view(st).S;
+        for (int64_t hh = 0; hh < heads; hh++) {
+            double ss = 0;
+            for (int64_t j = 0; j < n; j++) ss += q[hh * n + j] * q[hh * n + j];
+            for (int64_t j = 0; j < n; j++) {
+                const double x = q[hh * n + j];
+                qf[j] = c->phi == FALCON_PHI_RELU ? (x > 0 ? x : 0)
+                      : c->phi == FALCON_PHI_ELU1 ? (x > 0 ? x + 1 : exp(x))
+                      : c->phi == FALCON_PHI_L2NORM ? x / sqrt(ss) : x;
+            }
+            for (int64_t i = 0; i < m; i++) {
+                double a = 0;
+                for (int64_t j = 0; j < n; j++) a += fabs(S[(hh * m + i) * n + j] * qf[j]);
+                abs2 += a * a;
+                out2 += o[hh * m + i] * o[hh * m + i];
+            }
+        }
+    }
+    falcon_state_free(st);
+    free(buf);
+    return abs2 > out2 ? sqrt(abs2 / out2) : 1.0;
+}
+
+Test(mpfr, read_condition_from_the_reference)
+{
+    const gate_case cases[] = {
+        {FALCON_3, FALCON_ALIGN_PREFIX, FALCON_PHI_ELU1, GATE_DECAY_RANDOM, 2, 20, 3, 4, 5, 3, 6, 1e-6, 1.0, 7},
+        {FALCON_1A, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, GATE_DECAY_NONE, 1, 1, 1, 4, 3, 1, 4, 1e-6, 1.0, 11},
+        {FALCON_2, FALCON_ALIGN_SAME, FALCON_PHI_L2NORM, GATE_DECAY_MIX, 1, 40, 2, 6, 5, 1, 8, 1e-6, 1.0, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gate_data d;
+        gate_result ref;
+        cr_assert_eq(gate_data_make(&cases[i], FALCON_FP64, &d), 0);
+        cr_assert_eq(gate_reference(&cases[i], &d, &ref), FALCON_OK);
+        const double k = kappa_by_steps(&cases[i], &d);
+        cr_log_info("read condition case %zu: reference %.17g, by steps %.17g", i, ref.read_cond, k);
+        cr_expect(ref.read_cond >= 1);
+        cr_expect(fabs(ref.read_cond - k) <= 1e-9 * k, "case %zu: kappa %.17g from the reference, %.17g by steps",
+                  i, ref.read_cond, k);
+        gate_result_free(&ref);
+        gate_data_free(&d);
+    }
 }
