@@ -214,8 +214,10 @@ const char *falcon_status_name(falcon_status s);
 /* Detail of the last failure in this thread (tensor, index, rule). */
 const char *falcon_last_error(void);
 
-/* ---- .npy files (little-endian float32/float64, C order) ---- */
-typedef enum falcon_dtype { FALCON_DTYPE_F32 = 0, FALCON_DTYPE_F64 } falcon_dtype;
+/* ---- .npy files (little-endian float16/float32/float64, C order) ---- */
+/* float16 files are read (converted exactly to float32 or float64), never
+ * written: a `want` or a written array is F32 or F64. */
+typedef enum falcon_dtype { FALCON_DTYPE_F32 = 0, FALCON_DTYPE_F64, FALCON_DTYPE_F16 } falcon_dtype;
 
 #define FALCON_NPY_MAX_NDIM 8
 

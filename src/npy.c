@@ -51,8 +51,19 @@ enum {
 };
 #define STREAM_CHUNK ((size_t)1 << 20) /* first read of a stream's data */
 
-static size_t dtype_size(falcon_dtype d) { return d == FALCON_DTYPE_F32 ? 4 : 8; }
-static const char *dtype_descr(falcon_dtype d) { return d == FALCON_DTYPE_F32 ? "<f4" : "<f8"; }
+static size_t dtype_size(falcon_dtype d) { return d == FALCON_DTYPE_F16 ? 2 : d == FALCON_DTYPE_F32 ? 4 : 8; }
+static const char *dtype_descr(falcon_dtype d)
+{
+    return d == FALCON_DTYPE_F16 ? "<f2" : d == FALCON_DTYPE_F32 ? "<f4" : "<f8";
+}
+
+/* An IEEE binary16 value, exactly (every float16 is a float32 and a double). */
+static double half_to_double(uint16_t h)
+{
+    const int e = (h >> 10) & 31, f = h & 1023;
+    const double v = e == 0 ? ldexp(f, -24) : e == 31 ? (f ? NAN : INFINITY) : ldexp(f + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+}
 
 /* Python's repr of a shape tuple: "()", "(5,)", "(3, 4)". Used in headers and
  * messages; shared with checkpoint.c. 200 bytes hold any shape. */
@@ -265,16 +276,17 @@ static falcon_status parse_descr(cursor *c, npy_header *h)
 {
     char descr[32];
     if (peek(c, '['))
-        return falcon_fail(FALCON_E_FORMAT, "'%s': the dtype is a structured (record) type: only float32 "
-                           "'<f4' and float64 '<f8' are supported", c->path);
+        return falcon_fail(FALCON_E_FORMAT, "'%s': the dtype is a structured (record) type: only float16 "
+                           "'<f2', float32 '<f4' and float64 '<f8' are supported", c->path);
     falcon_status s = parse_string(c, descr, sizeof descr);
     if (s) return s;
     if (!strcmp(descr, "<f4")) h->dtype = FALCON_DTYPE_F32;
     else if (!strcmp(descr, "<f8")) h->dtype = FALCON_DTYPE_F64;
+    else if (!strcmp(descr, "<f2")) h->dtype = FALCON_DTYPE_F16;
     else
         return falcon_fail(FALCON_E_FORMAT,
-                           "'%s': dtype '%s' is not supported: only little-endian float32 '<f4' "
-                           "and float64 '<f8'", c->path, descr);
+                           "'%s': dtype '%s' is not supported: only little-endian float16 '<f2', "
+                           "float32 '<f4' and float64 '<f8'", c->path, descr);
     return FALCON_OK;
 }
 
@@ -601,6 +613,22 @@ falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t
     double *piece = malloc(sizeof(double) * PIECE);
     if (!piece) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory converting to %s", r->path, dtype_descr(want));
     falcon_status s = FALCON_OK;
+    /* float16 widens exactly to either precision (non-finite values pass
+     * through, for the validation to name). */
+    for (int64_t done = 0; r->h.dtype == FALCON_DTYPE_F16 && done < count; done += PIECE) {
+        const int64_t len = count - done < PIECE ? count - done : PIECE;
+        if ((s = fetch(r, first + done, len, piece))) break;
+        const uint16_t *x = (const uint16_t *)piece;
+        for (int64_t i = 0; i < len; i++) {
+            const double v = half_to_double(x[i]);
+            if (want == FALCON_DTYPE_F64) ((double *)dst)[done + i] = v;
+            else ((float *)dst)[done + i] = (float)v;
+        }
+    }
+    if (r->h.dtype == FALCON_DTYPE_F16) {
+        free(piece);
+        return s;
+    }
     /* Narrowing checks every value before it writes any, so that a failed
      * read leaves dst as it was (a second pass reads from the page cache). */
     for (int64_t done = 0; !s && want == FALCON_DTYPE_F32 && done < count; done += PIECE) {

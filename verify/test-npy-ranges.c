@@ -117,3 +117,57 @@ Test(npy_ranges, validate_from_counts_steps_from_t0)
     cr_expect(falcon_validate(&c, &in, NULL) == FALCON_E_NONFINITE);
     cr_expect(strstr(falcon_last_error(), "q[t=2,i=1]") != NULL, "%s", falcon_last_error());
 }
+
+/* float16 files are read exactly: every one of the 63488 finite float16
+ * bit patterns, decoded here from the IEEE binary16 definition, read as
+ * float64 and as float32 (a float16 is exactly both). Infinities and NaN
+ * come through for the validation to name. */
+Test(npy_ranges, float16_widens_exactly, .init = make_dir, .fini = remove_dir)
+{
+    enum { NBITS = 65536 };
+    static uint16_t bits[NBITS];
+    static double want[NBITS], got64[NBITS];
+    static float got32[NBITS];
+    for (int i = 0; i < NBITS; i++) {
+        bits[i] = (uint16_t)i;
+        const int e = (i >> 10) & 31, f = i & 1023;
+        double v = e == 0 ? f * 0x1p-24 : e == 31 ? (f ? NAN : INFINITY) : (1 + f / 1024.0) * ldexp(1, e - 15);
+        want[i] = i & 0x8000 ? -v : v;
+    }
+    const char *path = path_of("half.npy");
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    char header[128];
+    int len = snprintf(header, sizeof header, "{'descr': '<f2', 'fortran_order': False, 'shape': (%d,), }", NBITS);
+    while ((10 + len + 1) % 64) header[len++] = ' ';
+    header[len++] = '\n';
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    const unsigned char hl[2] = {(unsigned char)(len & 255), (unsigned char)(len >> 8)};
+    fwrite(hl, 1, 2, f);
+    fwrite(header, 1, (size_t)len, f);
+    for (int i = 0; i < NBITS; i++) {
+        const unsigned char b[2] = {(unsigned char)(bits[i] & 255), (unsigned char)(bits[i] >> 8)};
+        fwrite(b, 1, 2, f);
+    }
+    cr_assert(fclose(f) == 0);
+    falcon_npy_reader *r;
+    falcon_array info;
+    cr_assert(falcon_npy_open(path, &r, &info) == FALCON_OK, "%s", falcon_last_error());
+    cr_expect(info.dtype == FALCON_DTYPE_F16 && info.count == NBITS);
+    cr_assert(falcon_npy_read_range(r, 0, NBITS, FALCON_DTYPE_F64, got64) == FALCON_OK);
+    cr_assert(falcon_npy_read_range(r, 0, NBITS, FALCON_DTYPE_F32, got32) == FALCON_OK);
+    falcon_npy_close(r);
+    int wrong = 0;
+    for (int i = 0; i < NBITS; i++) {
+        const int same64 = isnan(want[i]) ? isnan(got64[i]) : got64[i] == want[i] && signbit(got64[i]) == signbit(want[i]);
+        const int same32 = isnan(want[i]) ? isnan(got32[i]) : (double)got32[i] == want[i];
+        if (!same64 || !same32) {
+            if (wrong++ < 5) cr_log_error("0x%04x: want %.17g, read %.17g (f64) %.9g (f32)", i, want[i], got64[i], got32[i]);
+        }
+    }
+    cr_expect(wrong == 0, "%d float16 patterns read wrongly", wrong);
+    falcon_array whole;
+    cr_assert(falcon_npy_read(path, FALCON_DTYPE_F64, &whole) == FALCON_OK);
+    cr_expect(!memcmp(whole.data, got64, sizeof got64));
+    falcon_array_free(&whole);
+}

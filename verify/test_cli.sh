@@ -168,7 +168,7 @@ halves recurrent 1 "b_"
 mkdir -p adir
 head -c -3 q.npy >trunc_q.npy
 $G rand be_v.npy f8 "$T,$M" 13 --descr '>f8'
-$G rand f2_beta.npy f8 "$T" 15 --descr '<f2'
+$G rand f2_beta.npy f8 "$T" 15 --range 0.2 1.2 --descr '<f2'
 $G rand i4_beta.npy f8 "$T" 15 --descr '<i4'
 $G rand fo_q.npy f8 "$T,$N" 11 --fortran
 $G rand short_v.npy f8 "$((T - 1)),$M" 13
@@ -181,7 +181,7 @@ run_args q=missing.npy;   expect_fail "missing file" "q: 'missing.npy': cannot o
 run_args k=adir;          expect_fail "directory as file" "k: 'adir'" "${ARGS[@]}"
 run_args q=trunc_q.npy;   expect_fail "truncated file" "'trunc_q.npy': truncated" "${ARGS[@]}"
 run_args v=be_v.npy;      expect_fail "big-endian dtype" "'be_v.npy': dtype '>f8'" "${ARGS[@]}"
-run_args beta=f2_beta.npy; expect_fail "float16 dtype" "'f2_beta.npy': dtype '<f2'" "${ARGS[@]}"
+run_args beta=f2_beta.npy; expect_ok "float16 beta is read (widened exactly)" "${ARGS[@]}"
 run_args beta=i4_beta.npy; expect_fail "integer dtype" "'i4_beta.npy': dtype '<i4'" "${ARGS[@]}"
 run_args q=fo_q.npy;      expect_fail "fortran order" "'fo_q.npy': fortran_order" "${ARGS[@]}"
 run_args v=short_v.npy;   expect_fail "shape mismatch" "v (short_v.npy): shape [$((T - 1)),$M] but q says T=$T" "${ARGS[@]}"

@@ -82,7 +82,6 @@ case_missing_key() { raw_npy nokey.npy 1 "{'descr': '<f8', 'shape': (24, 5), }" 
 case_unexpected_key() { raw_npy extra.npy 1 "{'descr': '<f8', 'fortran_order': False, 'shape': (24, 5), 'extra': 1}" 960; run_args q=extra.npy; }
 case_repeated_key() { raw_npy twice.npy 1 "{'descr': '<f8', 'fortran_order': False, 'shape': (24, 5), 'shape': (24, 5)}" 960; run_args q=twice.npy; }
 case_big_endian() { $G rand be_v.npy f8 "$T,$M" 13 --descr '>f8'; run_args v=be_v.npy; }
-case_float16() { $G rand f2_beta.npy f8 "$T" 15 --descr '<f2'; run_args beta=f2_beta.npy; }
 case_integer() { $G rand i4_beta.npy f8 "$T" 15 --descr '<i4'; run_args beta=i4_beta.npy; }
 case_structured_dtype() { raw_npy rec.npy 1 "{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (24,), }" 192; run_args alpha=rec.npy; }
 case_fortran_order() { $G rand fo_q.npy f8 "$T,$N" 11 --fortran; run_args q=fo_q.npy; }

@@ -56,6 +56,27 @@ typedef struct wopts {
     int fortran, version;
 } wopts;
 
+/* x rounded to the nearest IEEE binary16 (ties to even); overflow gives
+ * infinity, as numpy's astype does. */
+static uint16_t to_half(double x)
+{
+    const uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (isnan(x)) return 0x7e00;
+    if (a >= 65520.0) return sign | 0x7c00; /* rounds past the largest, 65504 */
+    int e;
+    frexp(a, &e); /* a = f 2^e, f in [0.5, 1) */
+    /* The spacing of float16 around a: 2^(e - 11) for normals, 2^-24 below. */
+    const int q = e - 11 < -24 ? -24 : e - 11;
+    double m = nearbyint(ldexp(a, -q)); /* the significand in units of 2^q, ties to even */
+    double v = ldexp(m, q);
+    if (v == 0) return sign;
+    int ev;
+    frexp(v, &ev);
+    if (ev - 1 < -14) return sign | (uint16_t)ldexp(v, 24); /* subnormal: units of 2^-24 */
+    return sign | (uint16_t)((ev - 1 + 15) << 10) | (uint16_t)(ldexp(v, 11 - ev) - 1024);
+}
+
 /* Element i of `a` in the bytes of `descr` ('<'/'>' f2/f4/f8 or i4/i8). */
 static void put_elem(FILE *f, const char *descr, double x)
 {
@@ -65,7 +86,8 @@ static void put_elem(FILE *f, const char *descr, double x)
         const int64_t v = (int64_t)x;
         for (int k = 0; k < size; k++) b[k] = (unsigned char)((uint64_t)v >> (8 * k));
     } else if (size == 2) {
-        b[0] = 0x00, b[1] = 0x3c; /* 1.0 in float16: the value does not matter, the dtype does */
+        const uint16_t h = to_half(x);
+        b[0] = (unsigned char)(h & 0xff), b[1] = (unsigned char)(h >> 8);
     } else if (size == 4) {
         const float v = (float)x;
         memcpy(b, &v, 4);
