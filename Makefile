@@ -30,6 +30,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 # Criterion tests and `falcon verify`; the tests are verify/test-*.c.
 GATE_SRC := verify/gate.c verify/gate-cases.c verify/gate-thresholds.c verify/gate-main.c
 GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
+# The grading layer (`falcon cases export`, `falcon check`): above the gate's
+# engine, beside the CLI.
+GRADE_SRC := $(wildcard grade/*.c)
+GRADE_OBJ := $(GRADE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
@@ -46,8 +50,8 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) -ljansson $(LDLIBS)
 
 $(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) -lcriterion $(LDLIBS)
@@ -63,6 +67,7 @@ check: deps
 	bash verify/test_cli.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
+	bash verify/test_check.sh $(BUILD)/falcon
 	$(MAKE) fuzz-replay
 	$(MAKE) $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
@@ -80,7 +85,8 @@ report: deps
 
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
-                libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev
+                libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
+                python3-numpy libxml2-utils
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -91,4 +97,4 @@ deps:
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GRADE_OBJ:.o=.d)

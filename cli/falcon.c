@@ -5,6 +5,8 @@
  *   falcon verify [gate options]                              (verify/gate-main.c)
  *   falcon compare A.json B.json [--out FILE]                 (bench/compare.c)
  *   falcon stability [study options]                          (study/stability.c)
+ *   falcon cases export DIR [options]                         (grade/export.c)
+ *   falcon check DIR --results RDIR [options]                 (grade/check.c)
  *   falcon --help | --version
  *
  * Every failure prints one line "falcon: error: <message>" on stderr and
@@ -16,6 +18,7 @@
 #include "../verify/gate.h"
 #include "../bench/compare.h"
 #include "../study/stability.h"
+#include "../grade/grade.h"
 
 static void print_usage(FILE *f)
 {
@@ -23,11 +26,16 @@ static void print_usage(FILE *f)
                "       falcon verify [gate options]\n"
                "       falcon compare A.json B.json [--out FILE]\n"
                "       falcon stability [--profile quick|full] [--learning] [--out DIR] ...\n"
+               "       falcon cases export DIR [--profile quick|full] [filters] [--layout L]\n"
+               "       falcon check DIR --results RDIR [--precision P] [--json F] [--junit F]\n"
                "       falcon --help | --version\n\n"
                "  run        run a Falcon recurrence on .npy inputs (falcon run --help for the options)\n"
                "  verify     run the accuracy gate's quick profile and print its table\n"
                "  compare    compare two benchmark result files (falcon-bench JSON), case by case\n"
-               "  stability  the long-sequence error study (and --learning: the learning curves)\n");
+               "  stability  the long-sequence error study (and --learning: the learning curves)\n"
+               "  cases      export the gate's cases with MPFR references and thresholds, to\n"
+               "             grade any implementation (falcon cases export --help)\n"
+               "  check      judge an implementation's results on an exported case set\n");
 }
 
 int main(int argc, char **argv)
@@ -46,5 +54,14 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "verify")) return falcon_gate_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "compare")) return falcon_compare_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "stability")) return falcon_stability_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return falcon_grade_check_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cases")) {
+        if (argc > 2 && !strcmp(argv[2], "export")) return falcon_grade_export_main(argc - 2, argv + 2);
+        if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: falcon cases export DIR [options] (falcon cases export --help)\n");
+            return 0;
+        }
+        return cli_error("cases: the subcommand is export (falcon cases export DIR)");
+    }
     return cli_error("unknown command '%s' (see falcon --help)", cmd);
 }

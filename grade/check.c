@@ -1,0 +1,295 @@
+/*
+ * `falcon check DIR --results RDIR`: judge what an implementation wrote for
+ * each exported case against the MPFR reference, with the case's thresholds
+ * in units of roundoff of the precision it is judged in.
+ *
+ * Everything is read and validated before anything is judged: a missing or
+ * extra result, a wrong shape, a non-finite value or a malformed manifest
+ * is bad input (exit 2, one line naming the case and the file), never a
+ * failed case. A case the manifest declares skipped is reported as skipped,
+ * never as passed.
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "grade.h"
+#include "gate.h"
+#include "report.h"
+
+typedef struct check_opts {
+    const char *cases, *results, *json, *junit;
+    int unit; /* -1: the set's own precision */
+    int verbose;
+} check_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
+            "                    [--json FILE] [--junit FILE] [--verbose]\n"
+            "Judges an implementation's results against a case set made by `falcon cases\n"
+            "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
+            "float16, float32 or float64. RDIR/manifest.json may declare cases skipped:\n"
+            "{\"skip\": {\"<case>\": \"reason\"}}. Prints the errors in units of roundoff of\n"
+            "--precision (default: the precision the set's inputs are exact in) against\n"
+            "each case's thresholds, per case and per variant and form.\n"
+            "Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 bad\n"
+            "input (a missing or extra result, a wrong shape, NaN; one line names it).\n");
+}
+
+static int parse_args(int argc, char **argv, check_opts *o, int *help)
+{
+    static const struct option longs[] = {
+        {"results", required_argument, 0, 'r'}, {"precision", required_argument, 0, 'u'},
+        {"json", required_argument, 0, 'j'},    {"junit", required_argument, 0, 'x'},
+        {"verbose", no_argument, 0, 'v'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0};
+    *help = 0;
+    optind = 0;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'r': o->results = optarg; break;
+        case 'u':
+            if ((o->unit = grade_unit_parse(optarg)) < 0)
+                return grade_error("check: --precision %s: must be one of fp64, fp32, tf32, bf16, fp16", optarg);
+            break;
+        case 'j': o->json = optarg; break;
+        case 'x': o->junit = optarg; break;
+        case 'v': o->verbose = 1; break;
+        case 'h': *help = 1; return 0;
+        case ':': return grade_error("check: %s needs a value", argv[optind - 1]);
+        default: return grade_error("check: unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return grade_error("check: %s", optind >= argc ? "no case set given (falcon check DIR --results RDIR)"
+                                                         : "give one case set directory");
+    o->cases = argv[optind];
+    if (!o->results) return grade_error("check: --results RDIR is required (the implementation's outputs)");
+    return 0;
+}
+
+/* ---- reading ---- */
+
+static json_t *load_json(const char *path, const char *what)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+    if (!j) grade_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    else if (!json_is_object(j)) {
+        grade_error("%s: '%s': not a JSON object", what, path);
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+static const char *get_str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* An array of `count` values read from an .npy file whose shape must be
+ * `want` (checked from the header, before any data is read). 0, or 2 after
+ * one error line naming the case and the file. */
+static int read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
+                      double **out, int64_t *count)
+{
+    falcon_npy_reader *r;
+    falcon_array info;
+    if (falcon_npy_open(path, &r, &info))
+        return grade_error("%s: %s: %s", casename, label, falcon_last_error());
+    int ok = json_is_array(want) && (size_t)info.ndim == json_array_size(want);
+    for (int i = 0; ok && i < info.ndim; i++) ok = info.shape[i] == json_integer_value(json_array_get(want, (size_t)i));
+    if (!ok) {
+        char got[160] = "", exp[160] = "";
+        for (int i = 0; i < info.ndim; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "", (long long)info.shape[i]);
+        for (size_t i = 0; i < json_array_size(want); i++)
+            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", i ? "," : "",
+                     (long long)json_integer_value(json_array_get(want, i)));
+        falcon_npy_close(r);
+        return grade_error("%s: %s: shape [%s], expected [%s]", casename, label, got, exp);
+    }
+    double *x = malloc(sizeof(double) * (size_t)(info.count + 1));
+    falcon_status s = x ? falcon_npy_read_range(r, 0, info.count, FALCON_DTYPE_F64, x) : FALCON_E_NOMEM;
+    falcon_npy_close(r);
+    if (s) {
+        free(x);
+        return grade_error("%s: %s: %s", casename, label, s == FALCON_E_NOMEM ? "out of memory" : falcon_last_error());
+    }
+    for (int64_t i = 0; finite && i < info.count; i++)
+        if (!isfinite(x[i])) {
+            const double bad = x[i];
+            free(x);
+            return grade_error("%s: %s: element %lld is %g: an implementation's result must be finite "
+                               "(or the case declared skipped)", casename, label, (long long)i, bad);
+        }
+    *out = x;
+    *count = info.count;
+    return 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Every directory in RDIR must be a case of the set. */
+static int no_extra_results(const check_opts *o, json_t *cases)
+{
+    DIR *d = opendir(o->results);
+    if (!d) return grade_error("check: --results '%s': cannot open it as a directory", o->results);
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", o->results, e->d_name);
+        if (!is_dir(path)) continue;
+        int known = 0;
+        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
+            known = !strcmp(get_str(json_array_get(cases, i), "name"), e->d_name);
+        if (!known) rc = grade_error("%s: '%s': a result for a case that is not in '%s' (extra result)", e->d_name, path, o->cases);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* ---- judging ---- */
+
+static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
+{
+    const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    snprintf(out->variant, sizeof out->variant, "%s", get_str(row, "variant"));
+    snprintf(out->form, sizeof out->form, "%s", get_str(row, "form"));
+    if (!*name || !*dirname || strchr(dirname, '/'))
+        return grade_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
+    char cdir[4400], path[4600], rdir[4400];
+    snprintf(cdir, sizeof cdir, "%s/%s", o->cases, dirname);
+    snprintf(rdir, sizeof rdir, "%s/%s", o->results, name);
+    snprintf(path, sizeof path, "%s/case.json", cdir);
+    json_t *c = load_json(path, name);
+    if (!c) return 2;
+    snprintf(out->align, sizeof out->align, "%s", get_str(c, "align"));
+    snprintf(out->decay, sizeof out->decay, "%s", get_str(c, "decay"));
+    json_t *thr = json_object_get(c, "thresholds"), *expected = json_object_get(c, "expected");
+    out->thr_out_u = json_number_value(json_object_get(thr, "out_u"));
+    out->thr_state_u = json_number_value(json_object_get(thr, "state_u"));
+    out->state_u = NAN;
+    int rc = 0;
+    const char *why = json_string_value(json_object_get(skip, name));
+    if (why) {
+        out->status = CHECK_SKIP;
+        snprintf(out->reason, sizeof out->reason, "%s", why);
+    } else if (!(out->thr_out_u > 0) || !(out->thr_state_u > 0) || !json_is_object(expected)) {
+        rc = grade_error("%s: '%s': no thresholds or expected shapes", name, path);
+    } else {
+        double *x = NULL, *ref = NULL;
+        int64_t nx = 0, nref = 0;
+        snprintf(path, sizeof path, "%s/out.npy", rdir);
+        if (!exists(path)) rc = grade_error("%s: '%s': missing result (write it, or declare the case skipped in "
+                                            "manifest.json)", name, path);
+        if (!rc) rc = read_array(name, path, path, json_object_get(expected, "out"), 1, &x, &nx);
+        snprintf(path, sizeof path, "%s/ref_out.npy", cdir);
+        if (!rc) rc = read_array(name, path, path, json_object_get(expected, "out"), 1, &ref, &nref);
+        if (!rc) out->out_u = gate_relerr(x, ref, nx) / u;
+        free(x), free(ref), x = ref = NULL;
+        snprintf(path, sizeof path, "%s/state.npy", rdir);
+        if (!rc && exists(path)) {
+            rc = read_array(name, path, path, json_object_get(expected, "state"), 1, &x, &nx);
+            snprintf(path, sizeof path, "%s/ref_state.npy", cdir);
+            if (!rc) rc = read_array(name, path, path, json_object_get(expected, "state"), 1, &ref, &nref);
+            if (!rc) out->state_u = gate_relerr(x, ref, nx) / u;
+            free(x), free(ref);
+        }
+        if (!rc) {
+            const double ro = out->out_u / out->thr_out_u;
+            const double rs = isnan(out->state_u) ? 0 : out->state_u / out->thr_state_u;
+            out->ratio = ro > rs ? ro : rs;
+            out->status = out->ratio <= 1 ? CHECK_PASS : CHECK_FAIL;
+        }
+    }
+    json_decref(c);
+    return rc;
+}
+
+int falcon_grade_check_main(int argc, char **argv)
+{
+    check_opts o;
+    int help, rc = parse_args(argc, argv, &o, &help);
+    if (rc) return rc;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    if (!is_dir(o.cases)) return grade_error("check: '%s': not a directory (a case set from falcon cases export)", o.cases);
+    if (!is_dir(o.results)) return grade_error("check: --results '%s': not a directory", o.results);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/index.json", o.cases);
+    json_t *index = load_json(path, "check");
+    if (!index) return 2;
+    json_t *cases = json_object_get(index, "cases");
+    if (strcmp(get_str(index, "format"), "falcon-cases") || json_integer_value(json_object_get(index, "version")) != 1 ||
+        !json_is_array(cases)) {
+        json_decref(index);
+        return grade_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
+    }
+    const int set_unit = grade_unit_parse(get_str(index, "precision"));
+    const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit >= 0 ? set_unit : GRADE_FP32);
+    const double u = grade_unit_roundoff(unit);
+
+    json_t *manifest = NULL, *skip = NULL;
+    snprintf(path, sizeof path, "%s/manifest.json", o.results);
+    if (exists(path)) {
+        if (!(manifest = load_json(path, "manifest"))) rc = 2;
+        skip = manifest ? json_object_get(manifest, "skip") : NULL;
+        if (!rc && skip && !json_is_object(skip))
+            rc = grade_error("manifest: '%s': \"skip\" must map case names to reasons", path);
+        const char *key;
+        json_t *val;
+        json_object_foreach(skip, key, val) {
+            int known = 0;
+            for (size_t i = 0; i < json_array_size(cases) && !known; i++)
+                known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
+            if (rc) break;
+            if (!known) rc = grade_error("%s: '%s': declared skipped, but the set has no such case", key, path);
+            else if (!json_is_string(val) || !*json_string_value(val))
+                rc = grade_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
+        }
+    }
+    if (!rc) rc = no_extra_results(&o, cases);
+    const size_t ncase = json_array_size(cases);
+    check_case *results = calloc(ncase + 1, sizeof *results);
+    if (!rc && !results) rc = grade_error("out of memory");
+    for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
+    if (!rc) {
+        check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
+        check_print(stdout, &rep, o.verbose);
+        if (o.json) rc = check_write_json(o.json, &rep);
+        if (!rc && o.junit) rc = check_write_junit(o.junit, &rep);
+        if (!rc) rc = check_failed(&rep) ? 1 : 0;
+    }
+    free(results);
+    json_decref(manifest);
+    json_decref(index);
+    return rc;
+}

@@ -1,0 +1,568 @@
+/*
+ * `falcon cases export DIR`: the gate's cases as files any implementation
+ * can run, each with the MPFR reference's outputs and final state and the
+ * thresholds that judge them (format: docs/cases.md).
+ *
+ * One directory per (case, form): the thresholds depend on the form (the
+ * blocked forms sum over a block's terms), the inputs and the reference do
+ * not. The whole set is written into a temporary directory beside DIR and
+ * renamed onto DIR at the end: DIR is either complete or absent, and an
+ * existing DIR is never touched.
+ */
+#include <ftw.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "grade.h"
+#include "gate.h"
+
+typedef struct export_opts {
+    const char *dir;
+    int profile;          /* 0 quick, 1 full */
+    int variant, form, align, phi, decay; /* -1: all */
+    grade_unit precision; /* the inputs' values are exact in it */
+    grade_layout layout;
+    double scale;         /* 0: the layout's default */
+    int quiet;
+} export_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: falcon cases export DIR [--profile quick|full] [--variant V] [--form F]\n"
+            "                               [--align A] [--phi P] [--decay R]\n"
+            "                               [--precision fp32|fp64|bf16|fp16]\n"
+            "                               [--layout falcon|fla|ggml] [--scale S] [--quiet]\n"
+            "Writes the gate's cases into the new directory DIR: per case and form the\n"
+            "inputs (.npy), the initial state (a checkpoint and state0.npy), the MPFR\n"
+            "reference's outputs and final state (float64 .npy), the thresholds in units\n"
+            "of roundoff (case.json), and index.json listing them. An implementation\n"
+            "writes RDIR/<case>/out.npy (and state.npy) and `falcon check DIR --results\n"
+            "RDIR` judges it. The quick profile takes seconds; full adds the gate's whole\n"
+            "table and long cases (T = 10^4, every decay regime).\n"
+            "  --precision  the inputs' values are exact in this format (default fp32)\n"
+            "  --layout     falcon (the library's), fla (PyTorch libraries: state [B,H,K,V]),\n"
+            "               ggml (ggml_gated_delta_net: n = m cases, reads scaled 1/sqrt(S))\n"
+            "  --scale      the read scale of the fla layout (default 1/sqrt(n))\n"
+            "  --decay      none, mild, random, strong, extreme, reset-slow or mix\n");
+}
+
+/* ---- the case list ---- */
+
+typedef struct export_case {
+    gate_case c;
+    int carried; /* starts from a carried state, not a fresh one */
+} export_case;
+
+/* The gate's table, each variant and alignment once more from a carried
+ * state, and in the full profile long cases under every decay regime. */
+static int build_cases(int profile, export_case **out)
+{
+    gate_case *table;
+    const int ntable = gate_cases(profile, &table);
+    if (ntable < 0) return -1;
+    const int nlong = profile ? 6 * GATE_DECAY_COUNT : 0;
+    export_case *e = calloc((size_t)(ntable + 12 + nlong), sizeof *e);
+    if (!e) {
+        free(table);
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < ntable; i++) e[n++].c = table[i];
+    uint64_t seed = 90001;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int a = 0; a < 2; a++) {
+            const int W = falcon_variant_has_window((falcon_variant)v);
+            e[n].c = (gate_case){(falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, GATE_DECAY_RANDOM,
+                                 1, 29, 2, 6, 5, W ? 3 : 1, 8, 1e-6, 1.0, seed++};
+            e[n++].carried = 1;
+        }
+    for (int v = FALCON_1; v <= FALCON_3A && profile; v++)
+        for (int d = 0; d < GATE_DECAY_COUNT; d++) {
+            const int W = falcon_variant_has_window((falcon_variant)v);
+            e[n++].c = (gate_case){(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, (gate_decay)d,
+                                   1, 10000, 1, 4, 4, W ? 3 : 1, 64, 1e-6, 1.0, seed++};
+        }
+    free(table);
+    *out = e;
+    return n;
+}
+
+/* What a case is there to catch, from its properties. */
+static void describe_stress(const export_case *e, char *buf, size_t size)
+{
+    static const char *const regimes[GATE_DECAY_COUNT] = {
+        "no decay", "mild decay: alpha uniform in [0.98, 1]", "random decay: alpha uniform in [0.5, 1]",
+        "strong decay: alpha = 0.5 (the product underflows)",
+        "extreme decay: the smallest normal number every 5th step, 0.9 otherwise",
+        "a near-reset (the smallest normal number) at T/3, then alpha = 0.999",
+        "a mixture of 1, mild, 0.5 and the smallest normal number"};
+    const gate_case *c = &e->c;
+    size_t at = (size_t)snprintf(buf, size, "%s", regimes[c->decay]);
+#define ADD(cond, text) \
+    if ((cond) && at < size) at += (size_t)snprintf(buf + at, size - at, "; %s", text)
+    ADD(e->carried, "a carried state: non-zero memory, previous key and window history");
+    ADD(c->T == 0, "no steps (T = 0): outputs are empty, the state is unchanged");
+    ADD(c->T == 1, "a single step");
+    ADD(c->window > c->T && c->T > 0, "a window longer than the sequence");
+    ADD(c->T > 0 && c->T % c->chunk != 0, "T not a multiple of the chunk");
+    ADD(c->key_scale != 1, "small keys: x.x is close to eps, so the normaliser's floor matters");
+    ADD(c->B * c->H > 1, "a [B][T][H][D] batch of several heads");
+    ADD(c->phi != FALCON_PHI_IDENTITY, "a feature map on keys and queries");
+    ADD(c->n != c->m, "n != m (the memory is not square)");
+    ADD(c->T >= 10000, "a long sequence");
+#undef ADD
+}
+
+/* ---- writing one case ---- */
+
+typedef struct case_data {
+    gate_data d;
+    falcon_state *init; /* the initial state (fresh, or carried) */
+    gate_result ref;
+    double eps;         /* as the reference used it */
+} case_data;
+
+static void case_data_free(case_data *k)
+{
+    gate_data_free(&k->d);
+    falcon_state_free(k->init);
+    gate_result_free(&k->ref);
+}
+
+/* Round every input (both buffers) to the inputs' format; -1 if a value
+ * does not fit it or a decay factor would become 0. */
+static int round_inputs(gate_data *d, const gate_case *c, grade_unit u)
+{
+    const int64_t rows = c->B * c->T * c->H;
+    const int64_t count = 3 * rows * c->n + rows * c->m + 2 * rows;
+    double *x = d->buf64;
+    float *y = d->buf;
+    for (int64_t i = 0; i < count; i++) {
+        double r;
+        if (grade_round(x[i], u, &r)) return -1;
+        x[i] = r;
+        y[i] = (float)r;
+    }
+    const double *alpha = d->in64.alpha;
+    for (int64_t i = 0; alpha && i < rows; i++)
+        if (alpha[i] <= 0) return -1;
+    return 0;
+}
+
+/* A state from a few warm-up steps of the same generator (the mpfr backend,
+ * rounded to the inputs' format): the memory, previous key and window
+ * history an implementation must load before the case's first step. */
+static falcon_status carried_state(const gate_case *c, grade_unit u, falcon_state **out)
+{
+    gate_case w = *c;
+    w.T = 7;
+    w.seed = c->seed + 77777;
+    gate_data d;
+    if (gate_data_make(&w, FALCON_FP64, &d)) return FALCON_E_NOMEM;
+    falcon_status s = u == GRADE_FP64 ? FALCON_OK : round_inputs(&d, &w, u) ? FALCON_E_RANGE : FALCON_OK;
+    const int64_t heads = c->B * c->H, size = heads * c->m * c->n;
+    double *S = malloc(sizeof(double) * (size_t)(size + 1) + sizeof(double) * (size_t)(w.T * heads * c->m));
+    if (!s && !S) s = FALCON_E_NOMEM;
+    if (!s) s = falcon_state_create(heads, c->n, c->m, c->window, out);
+    if (!s) {
+        falcon_config cfg = gate_config(&w, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, FALCON_FP64);
+        s = falcon_run(&cfg, &d.in64, *out, S + size + 1);
+        const double *now = falcon_state_get_view(*out).S;
+        for (int64_t i = 0; !s && i < size; i++)
+            if (grade_round(now[i], u, &S[i])) s = FALCON_E_RANGE;
+        if (!s) s = falcon_state_set_memory(*out, S);
+        if (s) {
+            falcon_state_free(*out);
+            *out = NULL;
+        }
+    }
+    free(S);
+    gate_data_free(&d);
+    return s;
+}
+
+/* Inputs, initial state and reference of one case; 1 if the case cannot be
+ * written in the inputs' format (skipped), -1 on failure. */
+static int case_data_make(const export_case *e, grade_unit u, case_data *k)
+{
+    memset(k, 0, sizeof *k);
+    const falcon_precision prec = u == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
+    if (gate_data_make(&e->c, prec, &k->d)) return -1;
+    k->eps = gate_eps(&e->c, prec);
+    if (u != GRADE_FP64 && u != GRADE_FP32 &&
+        (round_inputs(&k->d, &e->c, u) || grade_round(k->eps, u, &k->eps) || k->eps <= 0))
+        return 1;
+    falcon_status s = e->carried ? carried_state(&e->c, u, &k->init)
+                                 : falcon_state_create(e->c.B * e->c.H, e->c.n, e->c.m, e->c.window, &k->init);
+    if (s == FALCON_E_RANGE) return 1;
+    if (s) return -1;
+    gate_case c = e->c;
+    c.eps = k->eps; /* already in the inputs' format */
+    return gate_reference_from(&c, &k->d, k->init, &k->ref) ? -1 : 0;
+}
+
+static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndim, const int64_t *shape,
+                     const double *x)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int64_t count = 1;
+    for (int i = 0; i < ndim; i++) count *= shape[i];
+    falcon_array a = {dt, ndim, {0}, count, NULL};
+    memcpy(a.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    float *f = NULL;
+    if (dt == FALCON_DTYPE_F32) {
+        f = malloc(sizeof(float) * (size_t)(count + 1));
+        if (!f) return grade_error("'%s': out of memory", path);
+        for (int64_t i = 0; i < count; i++) f[i] = (float)x[i];
+        a.data = f;
+    } else {
+        a.data = (void *)x;
+    }
+    falcon_status s = falcon_npy_write(path, &a);
+    free(f);
+    return s ? grade_error("%s", falcon_last_error()) : 0;
+}
+
+/* A [B][H][m][n] memory in the layout's order (fla: [B][H][n][m]). */
+static void state_in_layout(const double *S, int64_t heads, int64_t m, int64_t n, grade_layout l, double *out)
+{
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t a = 0; a < m; a++)
+            for (int64_t i = 0; i < n; i++) {
+                const double x = S[(h * m + a) * n + i];
+                if (l == GRADE_LAYOUT_FLA) out[(h * n + i) * m + a] = x;
+                else out[(h * m + a) * n + i] = x;
+            }
+}
+
+static int write_json(const char *path, json_t *j)
+{
+    char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    if (!text) return grade_error("'%s': out of memory", path);
+    const size_t len = strlen(text);
+    char *withnl = malloc(len + 2);
+    int rc = withnl ? 0 : grade_error("'%s': out of memory", path);
+    if (!rc) {
+        memcpy(withnl, text, len);
+        withnl[len] = '\n';
+        rc = grade_write_file(path, withnl, len + 1);
+    }
+    free(withnl);
+    free(text);
+    return rc;
+}
+
+static json_t *shape_json(int ndim, const int64_t *shape)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < ndim; i++) json_array_append_new(a, json_integer(shape[i]));
+    return a;
+}
+
+/* The directory of one (case, form); `name` receives its name. */
+static int write_case(const char *root, int index, const export_case *e, const case_data *k, falcon_form form,
+                      const export_opts *o, double scale, char *name, size_t name_size, json_t *list)
+{
+    const gate_case *c = &e->c;
+    snprintf(name, name_size, "%04d-%s-%s-%s-%s-%s%s", index, falcon_variant_name(c->variant),
+             falcon_align_name(c->align), falcon_phi_name(c->phi), gate_decay_name(c->decay),
+             falcon_form_name(form), e->carried ? "-carried" : "");
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    if (mkdir(dir, 0777)) return grade_error("'%s': cannot create it", dir);
+    const falcon_dtype dt = o->precision == GRADE_FP64 ? FALCON_DTYPE_F64 : FALCON_DTYPE_F32;
+    const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, heads = B * H;
+    const int64_t sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m}, sh_1[3] = {B, T, H};
+    const int64_t sh_S[4] = {B, H, o->layout == GRADE_LAYOUT_FLA ? n : m, o->layout == GRADE_LAYOUT_FLA ? m : n};
+    const falcon_inputs *in = &k->d.in64;
+    int rc = write_npy(dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(dir, "k.npy", dt, 4, sh_n, in->k) ||
+             write_npy(dir, "v.npy", dt, 4, sh_m, in->v) || write_npy(dir, "beta.npy", dt, 3, sh_1, in->beta) ||
+             (in->alpha && write_npy(dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
+             (in->gain && write_npy(dir, "gain.npy", dt, 4, sh_n, in->gain));
+    double *buf = malloc(sizeof(double) * (size_t)(heads * m * n + B * T * H * m + 1));
+    if (!rc && !buf) rc = grade_error("out of memory");
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/state0", dir);
+        if (falcon_checkpoint_save(k->init, path)) rc = grade_error("%s", falcon_last_error());
+    }
+    if (!rc) {
+        state_in_layout(falcon_state_get_view(k->init).S, heads, m, n, o->layout, buf);
+        rc = write_npy(dir, "state0.npy", dt, 4, sh_S, buf);
+    }
+    if (!rc) {
+        state_in_layout(k->ref.S, heads, m, n, o->layout, buf);
+        rc = write_npy(dir, "ref_state.npy", FALCON_DTYPE_F64, 4, sh_S, buf);
+    }
+    if (!rc) {
+        for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = scale * k->ref.out[i];
+        rc = write_npy(dir, "ref_out.npy", FALCON_DTYPE_F64, 4, sh_m, buf);
+    }
+    free(buf);
+    if (rc) return rc;
+
+    const falcon_precision fp = o->precision == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
+    const double thr_S = gate_threshold(c, form, fp), thr_O = gate_threshold_out(c, form, fp, k->ref.read_cond);
+    char stress[512];
+    describe_stress(e, stress, sizeof stress);
+    json_t *j = json_object();
+    json_object_set_new(j, "name", json_string(name));
+    json_object_set_new(j, "variant", json_string(falcon_variant_name(c->variant)));
+    json_object_set_new(j, "form", json_string(falcon_form_name(form)));
+    json_object_set_new(j, "align", json_string(falcon_align_name(c->align)));
+    json_object_set_new(j, "phi", json_string(falcon_phi_name(c->phi)));
+    json_object_set_new(j, "eps", json_real(k->eps));
+    json_object_set_new(j, "window", json_integer(c->window));
+    json_object_set_new(j, "chunk", json_integer(c->chunk));
+    json_object_set_new(j, "parallel_block", json_integer(falcon_parallel_block(c->window)));
+    json_object_set_new(j, "B", json_integer(B));
+    json_object_set_new(j, "T", json_integer(T));
+    json_object_set_new(j, "H", json_integer(H));
+    json_object_set_new(j, "n", json_integer(n));
+    json_object_set_new(j, "m", json_integer(m));
+    json_object_set_new(j, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(j, "decay", json_string(gate_decay_name(c->decay)));
+    json_object_set_new(j, "carried_state", json_boolean(e->carried));
+    json_object_set_new(j, "stresses", json_string(stress));
+    json_object_set_new(j, "layout", json_string(grade_layout_name(o->layout)));
+    json_object_set_new(j, "scale", json_real(scale));
+    json_object_set_new(j, "precision", json_string(grade_unit_name(o->precision)));
+    json_t *inputs = json_object();
+    json_object_set_new(inputs, "q", json_string("q.npy"));
+    json_object_set_new(inputs, "k", json_string("k.npy"));
+    json_object_set_new(inputs, "v", json_string("v.npy"));
+    json_object_set_new(inputs, "beta", json_string("beta.npy"));
+    json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
+    json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
+    json_object_set_new(j, "inputs", inputs);
+    json_object_set_new(j, "state_in", json_string("state0"));
+    json_object_set_new(j, "state_in_npy", json_string("state0.npy"));
+    json_t *ref = json_object();
+    json_object_set_new(ref, "out", json_string("ref_out.npy"));
+    json_object_set_new(ref, "state", json_string("ref_state.npy"));
+    json_object_set_new(ref, "read_cond", json_real(k->ref.read_cond));
+    json_object_set_new(ref, "mpfr_bits", json_integer(256));
+    json_object_set_new(j, "reference", ref);
+    json_t *thr = json_object();
+    json_object_set_new(thr, "out_u", json_real(thr_O));
+    json_object_set_new(thr, "state_u", json_real(thr_S));
+    json_object_set_new(j, "thresholds", thr);
+    json_t *expected = json_object();
+    json_object_set_new(expected, "out", shape_json(4, sh_m));
+    json_object_set_new(expected, "state", shape_json(4, sh_S));
+    json_object_set_new(j, "expected", expected);
+    snprintf(path, sizeof path, "%s/case.json", dir);
+    rc = write_json(path, j);
+    json_decref(j);
+    if (rc) return rc;
+
+    json_t *row = json_object();
+    json_object_set_new(row, "name", json_string(name));
+    json_object_set_new(row, "dir", json_string(name));
+    json_object_set_new(row, "variant", json_string(falcon_variant_name(c->variant)));
+    json_object_set_new(row, "form", json_string(falcon_form_name(form)));
+    json_object_set_new(row, "align", json_string(falcon_align_name(c->align)));
+    json_object_set_new(row, "phi", json_string(falcon_phi_name(c->phi)));
+    json_object_set_new(row, "decay", json_string(gate_decay_name(c->decay)));
+    json_array_append_new(list, row);
+    return 0;
+}
+
+/* ---- options ---- */
+
+static int parse_enum(const char *opt, const char *arg, int (*parse)(const char *), int *out)
+{
+    *out = parse(arg);
+    return *out < 0 ? grade_error("cases export: %s %s: unknown value (see falcon cases export --help)", opt, arg)
+                    : 0;
+}
+
+static int decay_parse(const char *s)
+{
+    for (int d = 0; d < GATE_DECAY_COUNT; d++)
+        if (!strcmp(s, gate_decay_name((gate_decay)d))) return d;
+    return -1;
+}
+
+static int profile_parse(const char *s) { return !strcmp(s, "quick") ? 0 : !strcmp(s, "full") ? 1 : -1; }
+
+static int parse_args(int argc, char **argv, export_opts *o, int *help)
+{
+    static const struct option longs[] = {
+        {"profile", required_argument, 0, 'p'}, {"variant", required_argument, 0, 'v'},
+        {"form", required_argument, 0, 'f'},    {"align", required_argument, 0, 'a'},
+        {"phi", required_argument, 0, 'P'},     {"decay", required_argument, 0, 'd'},
+        {"precision", required_argument, 0, 'u'}, {"layout", required_argument, 0, 'l'},
+        {"scale", required_argument, 0, 's'},   {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0};
+    *help = 0;
+    optind = 0; /* a fresh scan: the command may run more than once in a process */
+    opterr = 0;
+    int ch, rc = 0, u;
+    char *end;
+    while (!rc && (ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'p': rc = parse_enum("--profile", optarg, profile_parse, &o->profile); break;
+        case 'v': rc = parse_enum("--variant", optarg, falcon_variant_parse, &o->variant); break;
+        case 'f': rc = parse_enum("--form", optarg, falcon_form_parse, &o->form); break;
+        case 'a': rc = parse_enum("--align", optarg, falcon_align_parse, &o->align); break;
+        case 'P': rc = parse_enum("--phi", optarg, falcon_phi_parse, &o->phi); break;
+        case 'd': rc = parse_enum("--decay", optarg, decay_parse, &o->decay); break;
+        case 'u':
+            rc = parse_enum("--precision", optarg, grade_unit_parse, &u);
+            if (!rc && u == GRADE_TF32)
+                rc = grade_error("cases export: --precision tf32: tf32 rounds matrix-product operands, not "
+                                 "inputs: export fp32 inputs and check with --precision tf32");
+            o->precision = (grade_unit)u;
+            break;
+        case 'l': rc = parse_enum("--layout", optarg, grade_layout_parse, &u), o->layout = (grade_layout)u; break;
+        case 's':
+            o->scale = strtod(optarg, &end);
+            if (*end || !(o->scale > 0) || !isfinite(o->scale))
+                rc = grade_error("cases export: --scale %s: must be a positive number", optarg);
+            break;
+        case 'q': o->quiet = 1; break;
+        case 'h': *help = 1; return 0;
+        case ':': rc = grade_error("cases export: %s needs a value", argv[optind - 1]); break;
+        default: rc = grade_error("cases export: unknown option %s", argv[optind - 1]); break;
+        }
+    }
+    if (rc) return rc;
+    if (optind != argc - 1)
+        return grade_error("cases export: %s", optind >= argc ? "no directory given (falcon cases export DIR)"
+                                                                : "give one directory");
+    o->dir = argv[optind];
+    if (!*o->dir) return grade_error("cases export: the directory name is empty");
+    if (o->scale && o->layout != GRADE_LAYOUT_FLA)
+        return grade_error("cases export: --scale is for the fla layout (falcon reads are unscaled, "
+                           "ggml's are 1/sqrt(S))");
+    return 0;
+}
+
+/* DIR may be absent or an empty directory, nothing else. */
+static int check_target(const char *dir)
+{
+    struct stat st;
+    if (lstat(dir, &st)) return 0;
+    if (!S_ISDIR(st.st_mode))
+        return grade_error("cases export: '%s' exists and is not a directory: choose a new directory", dir);
+    if (rmdir(dir))
+        return grade_error("cases export: '%s' exists and is not empty: export writes a new directory "
+                           "(remove it, or choose another)", dir);
+    return 0;
+}
+
+static int keep(const export_case *e, const export_opts *o)
+{
+    const gate_case *c = &e->c;
+    return (o->variant < 0 || (int)c->variant == o->variant) && (o->align < 0 || (int)c->align == o->align) &&
+           (o->phi < 0 || (int)c->phi == o->phi) && (o->decay < 0 || (int)c->decay == o->decay) &&
+           (o->layout != GRADE_LAYOUT_GGML || c->n == c->m);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Only the temporary directory this command made holds what it removes
+ * (FTW_PHYS: a symbolic link is removed, never followed). */
+static void remove_tree(const char *dir)
+{
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS))
+        fprintf(stderr, "falcon: warning: could not remove '%s'\n", dir);
+}
+
+int falcon_grade_export_main(int argc, char **argv)
+{
+    export_opts o;
+    int help;
+    int rc = parse_args(argc, argv, &o, &help);
+    if (rc) return rc;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    export_case *cases;
+    const int ncase = build_cases(o.profile, &cases);
+    if (ncase < 0) return grade_error("out of memory");
+    if ((rc = check_target(o.dir))) {
+        free(cases);
+        return rc;
+    }
+    const size_t dlen = strlen(o.dir);
+    char *tmp = malloc(dlen + 16);
+    if (!tmp) {
+        free(cases);
+        return grade_error("out of memory");
+    }
+    snprintf(tmp, dlen + 16, "%s.tmp-XXXXXX", o.dir);
+    while (dlen > 1 && tmp[dlen - 1] == '/') memmove(tmp + dlen - 1, tmp + dlen, strlen(tmp + dlen) + 1);
+    if (!mkdtemp(tmp)) {
+        rc = grade_error("cases export: cannot create a directory beside '%s'", o.dir);
+        free(tmp);
+        free(cases);
+        return rc;
+    }
+    json_t *list = json_array();
+    int written = 0, skipped = 0;
+    for (int i = 0; i < ncase && !rc; i++) {
+        if (!keep(&cases[i], &o)) continue;
+        case_data k;
+        const int made = case_data_make(&cases[i], o.precision, &k);
+        if (made < 0) rc = grade_error("cases export: case %d: %s", i + 1, falcon_last_error());
+        skipped += made > 0;
+        const int64_t n = cases[i].c.n;
+        double scale = o.layout == GRADE_LAYOUT_FALCON ? 1.0
+                     : o.layout == GRADE_LAYOUT_GGML   ? 1.0 / sqrt((double)n)
+                     : o.scale                         ? o.scale
+                                                       : 1.0 / sqrt((double)n);
+        for (int f = 0; f < 3 && !rc && !made; f++) {
+            if (o.form >= 0 && f != o.form) continue;
+            char name[256];
+            rc = write_case(tmp, i + 1, &cases[i], &k, (falcon_form)f, &o, scale, name, sizeof name, list);
+            written += !rc;
+        }
+        if (made >= 0) case_data_free(&k);
+    }
+    if (!rc && written == 0) rc = grade_error("cases export: no case matches the filters");
+    if (!rc) {
+        json_t *index = json_object();
+        json_object_set_new(index, "format", json_string("falcon-cases"));
+        json_object_set_new(index, "version", json_integer(1));
+        json_object_set_new(index, "falcon_version", json_string(FALCON_VERSION));
+        json_object_set_new(index, "profile", json_string(o.profile ? "full" : "quick"));
+        json_object_set_new(index, "layout", json_string(grade_layout_name(o.layout)));
+        json_object_set_new(index, "precision", json_string(grade_unit_name(o.precision)));
+        json_object_set_new(index, "count", json_integer(written));
+        json_object_set_new(index, "cases", json_incref(list));
+        char path[4200];
+        snprintf(path, sizeof path, "%s/index.json", tmp);
+        rc = write_json(path, index);
+        json_decref(index);
+    }
+    json_decref(list);
+    if (!rc && rename(tmp, o.dir))
+        rc = grade_error("cases export: cannot rename the finished set onto '%s' (it appeared meanwhile?)", o.dir);
+    if (rc) remove_tree(tmp);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!rc && !o.quiet)
+        printf("exported %d cases (%s profile, %s inputs, %s layout) to %s in %.1f s%s\n", written,
+               o.profile ? "full" : "quick", grade_unit_name(o.precision), grade_layout_name(o.layout), o.dir,
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               skipped ? "; some cases were left out: their values do not fit the inputs' format" : "");
+    free(tmp);
+    free(cases);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * The grading layer: judge any implementation of the Falcon recurrences,
+ * ours or anyone's, against the MPFR reference.
+ *
+ *   falcon cases export DIR   writes case sets: inputs, the initial state,
+ *                             the reference's outputs and final state, the
+ *                             thresholds (grade/export.c)
+ *   falcon check DIR --results RDIR
+ *                             reads what an implementation wrote for each
+ *                             case and prints the gate's table (grade/check.c)
+ *
+ * It sits above the library: it uses the public API (falcon.h), the MPFR
+ * reference (reference/falcon_ref.h) and the gate's engine (verify/gate.h:
+ * case table, seeded inputs, thresholds), never a kernel under test. The
+ * file format is described in docs/cases.md.
+ */
+#ifndef FALCON_GRADE_H
+#define FALCON_GRADE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "falcon.h"
+
+/* The precisions an implementation can be judged in (units of roundoff). */
+typedef enum grade_unit {
+    GRADE_FP64 = 0, /* u = 2^-53 */
+    GRADE_FP32,     /* u = 2^-24 */
+    GRADE_TF32,     /* u = 2^-11: fp32 range, 10 explicit mantissa bits */
+    GRADE_BF16,     /* u = 2^-8: fp32 range, 7 explicit mantissa bits */
+    GRADE_FP16,     /* u = 2^-11, range about 6e-8 .. 65504 */
+    GRADE_UNIT_COUNT
+} grade_unit;
+
+const char *grade_unit_name(grade_unit u);
+int grade_unit_parse(const char *s); /* -1 if unknown */
+double grade_unit_roundoff(grade_unit u);
+/* x rounded to the nearest value of the unit's format (ties to even). 0 when
+ * that is finite, -1 when x is outside the format's finite range. Subnormal
+ * results are kept (fp16, and the fp32-range formats below 2^-126). */
+int grade_round(double x, grade_unit u, double *out);
+
+/* File layouts of case sets and results (docs/cases.md). */
+typedef enum grade_layout {
+    GRADE_LAYOUT_FALCON = 0, /* the library's: state [B][H][m][n] */
+    GRADE_LAYOUT_FLA,        /* PyTorch linear-attention libraries: state [B][H][K][V] */
+    GRADE_LAYOUT_GGML,       /* ggml_gated_delta_net: n = m, read scale 1/sqrt(S) */
+    GRADE_LAYOUT_COUNT
+} grade_layout;
+
+const char *grade_layout_name(grade_layout l);
+int grade_layout_parse(const char *s);
+
+/* The commands; argv[0] is the command's name. They return the exit status:
+ * 0 success (check: every case passed or was skipped), 1 (check) a case
+ * failed, 2 bad usage or bad input, with one "falcon: error:" line. */
+int falcon_grade_export_main(int argc, char **argv);
+int falcon_grade_check_main(int argc, char **argv);
+
+/* ---- shared by export and check ---- */
+
+/* Print "falcon: error: <message>" as one line on stderr; returns 2. */
+int grade_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Write `len` bytes to `path` through a temporary file in the same
+ * directory, fsynced, then renamed over it. A path that exists and is not a
+ * regular file (a directory, a device, a symlink) is refused: the tool
+ * never replaces what is not its own. 0, or 2 after grade_error. */
+int grade_write_file(const char *path, const char *data, size_t len);
+
+#endif

@@ -1,0 +1,189 @@
+#!/bin/bash
+# Grading outside implementations, end to end: `falcon cases export`, an
+# implementation (the falcon CLI itself, driven by verify/check_run_cli.py),
+# then `falcon check` -- its table, exit status, JSON and JUnit XML, and
+# every kind of bad input it must refuse with exit 2.
+#
+#   verify/test_check.sh build/falcon
+#
+# Needs python3 with numpy (to drive the CLI and to edit results) and xmllint.
+# Ends with "N passed, M failed"; exits non-zero if any failed.
+set -eu
+. "$(dirname "$0")/lib.sh"
+test_begin "${1:-}" "verify/test_check.sh path/to/falcon"
+PY=${PYTHON:-/usr/bin/python3}
+RUN_CLI="$HERE/check_run_cli.py"
+
+# expect NAME STATUS TEXT CMD...: exit STATUS and TEXT in stdout or stderr;
+# for status 2, exactly one stderr line "falcon: error: ..." containing TEXT.
+expect() {
+    local name=$1 want=$2 text=$3 rc=0
+    shift 3
+    "$@" >stdout.txt 2>stderr.txt || rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "$name" "status $rc, expected $want: $(tail -n 3 stderr.txt stdout.txt)"
+    elif [ "$want" -eq 2 ] && { [ "$(wc -l <stderr.txt)" -ne 1 ] || ! grep -q '^falcon: error: ' stderr.txt; }; then
+        bad "$name" "expected one 'falcon: error:' line, got: $(cat stderr.txt)"
+    elif [ -n "$text" ] && ! grep -qF -- "$text" stdout.txt stderr.txt; then bad "$name" "output lacks '$text': $(tail -n 3 stderr.txt stdout.txt)"
+    else ok "$name${want:+ (status $want)}"
+    fi
+}
+
+# numpy edit of a result: edit FILE PYTHON-EXPRESSION-OF-a (the array)
+edit() {
+    "$PY" -c "import numpy as np, sys; a = np.load(sys.argv[1]); a = $2; np.save(sys.argv[1], a)" "$1"
+}
+
+# ---- export: the quick profile, timed; an existing directory is refused ----
+start=$(date +%s%N)
+expect "export quick" 0 "exported" "$FALCON" cases export cs
+elapsed=$((($(date +%s%N) - start) / 1000000))
+ncase=$("$PY" -c "import json; print(json.load(open('cs/index.json'))['count'])")
+echo "     quick export: $ncase cases in $elapsed ms"
+if [ "$ncase" -ge 200 ]; then ok "quick set has $ncase cases"; else bad "quick set size" "$ncase cases"; fi
+mkdir keep && echo mine >keep/file
+expect "export refuses a non-empty directory" 2 "is not empty" "$FALCON" cases export keep
+if [ "$(cat keep/file)" = mine ] && [ "$(ls keep)" = file ]; then ok "the existing directory is untouched"
+else bad "existing directory" "changed: $(ls keep)"; fi
+if ls -d cs.tmp-* keep.tmp-* 2>/dev/null; then bad "temporaries" "left behind"; else ok "no temporary directory left"; fi
+expect "export filters" 0 "" "$FALCON" cases export f1 --variant falcon3 --form chunk --quiet --align prefix
+[ ! -s stdout.txt ] || bad "--quiet" "printed $(cat stdout.txt)"
+if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sys.exit(not (c and all(
+        (r['variant'], r['form'], r['align']) == ('falcon3', 'chunk', 'prefix') for r in c)))"; then
+    ok "filters keep only falcon3 chunk prefix ($(ls f1 | grep -c falcon3) cases)"
+else bad "filters" "$(ls f1 | head -3)"; fi
+expect "export: unknown variant" 2 "--variant falcon9" "$FALCON" cases export f2 --variant falcon9
+expect "export: no directory" 2 "no directory given" "$FALCON" cases export
+
+# state0.npy is the checkpoint's memory (in the set's layout); carried cases
+# start from a non-zero one, fresh cases from zero.
+if "$PY" - cs <<'EOF'
+import json, os, sys, numpy as np
+cs = sys.argv[1]
+carried = 0
+for row in json.load(open(os.path.join(cs, "index.json")))["cases"]:
+    d = os.path.join(cs, row["dir"])
+    c = json.load(open(os.path.join(d, "case.json")))
+    S = np.load(os.path.join(d, "state0", "S.npy")).reshape(c["B"], c["H"], c["m"], c["n"])
+    assert np.array_equal(np.load(os.path.join(d, "state0.npy")), S), c["name"]
+    assert (np.abs(S).max() > 0) == c["carried_state"] or c["T"] == 0, c["name"]
+    carried += c["carried_state"]
+assert carried >= 30, carried
+EOF
+then ok "state0.npy equals the checkpoint's memory; carried cases start non-zero"
+else bad "state0.npy" "differs from the checkpoint"; fi
+
+# ---- the round trip with the project's own CLI as the implementation ----
+"$PY" "$RUN_CLI" "$FALCON" cs r32 --precision fp32
+expect "CLI fp32 results pass in fp32 units" 0 "0 failed, 0 skipped: passed" \
+    "$FALCON" check cs --results r32 --json r32.json --junit r32.xml
+cp stdout.txt table32.txt
+expect "the same fail in fp64 units" 1 "FAILED" "$FALCON" check cs --results r32 --precision fp64
+"$FALCON" cases export cs64 --precision fp64 --quiet
+"$PY" "$RUN_CLI" "$FALCON" cs64 r64 --precision fp64
+expect "CLI fp64 results pass in fp64 units" 0 "0 failed, 0 skipped: passed" "$FALCON" check cs64 --results r64
+
+# JSON and JUnit are well formed and say the same as the table.
+if "$PY" - r32.json "$ncase" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+assert j["format"] == "falcon-check" and j["passed"] is True, j["passed"]
+assert j["counts"] == {"pass": n, "fail": 0, "skip": 0}, j["counts"]
+assert len(j["cases"]) == n and all(c["ratio"] <= 1 for c in j["cases"])
+assert sum(g["cases"] for g in j["groups"]) == n
+EOF
+then ok "JSON report"; else bad "JSON report" "see above"; fi
+if xmllint --noout r32.xml && [ "$(grep -c '<testcase ' r32.xml)" -eq "$ncase" ] && ! grep -q '<failure' r32.xml; then
+    ok "JUnit XML is well formed, one testcase per case"
+else bad "JUnit XML" "malformed or wrong count"; fi
+
+# ---- a wrong result fails, named; the rest still pass ----
+victim=$(ls r32 | grep -- '-falcon3-prefix-' | head -1)
+cp -r r32 rbad
+edit "rbad/$victim/out.npy" "a * np.float32(1 + 1e-4)"
+expect "a result off by 1e-4 fails" 1 "FAIL $victim" "$FALCON" check cs --results rbad --json bad.json --junit bad.xml
+if [ "$(grep -c '^FAIL ' stdout.txt)" -eq 1 ]; then ok "only that case fails"; else bad "failing cases" "$(grep '^FAIL' stdout.txt)"; fi
+if xmllint --noout bad.xml && [ "$(grep -c '<failure' bad.xml)" -eq 1 ]; then ok "JUnit lists the failure"
+else bad "JUnit failure" "$(grep -c '<failure' bad.xml)"; fi
+"$PY" -c "import json; j = json.load(open('bad.json')); assert not j['passed'] and j['counts']['fail'] == 1" &&
+    ok "JSON says failed" || bad "JSON failure" "passed or wrong count"
+cp r32/"$victim"/out.npy rbad/"$victim"/out.npy
+edit "rbad/$victim/state.npy" "a * np.float32(1 + 1e-3)"
+expect "a wrong final state alone fails" 1 "FAIL $victim" "$FALCON" check cs --results rbad
+cp r32/"$victim"/state.npy rbad/"$victim"/state.npy
+
+# ---- the state is optional; float16 results are read ----
+rm rbad/"$victim"/state.npy
+expect "no state.npy: judged on the outputs" 0 "passed" "$FALCON" check cs --results rbad
+edit "rbad/$victim/out.npy" "a.astype(np.float16)"
+expect "float16 results are read, judged in fp16 units" 0 "passed" "$FALCON" check cs --results rbad --precision fp16
+expect "... and fail in fp32 units" 1 "FAIL $victim" "$FALCON" check cs --results rbad
+rm -rf rbad && cp -r r32 rbad
+
+# ---- skipped cases: declared in the manifest, shown as skipped, never passed ----
+skipped=$(ls r32 | grep -- '-falcon2-' | tr '\n' ' ')
+"$PY" - rbad $skipped <<'EOF'
+import json, os, shutil, sys
+d = sys.argv[1]
+for name in sys.argv[2:]:
+    shutil.rmtree(os.path.join(d, name))
+json.dump({"skip": {n: "falcon2 not implemented" for n in sys.argv[2:]}}, open(os.path.join(d, "manifest.json"), "w"))
+EOF
+nskip=$(echo $skipped | wc -w)
+expect "skipped cases" 0 "$nskip skipped" "$FALCON" check cs --results rbad --json skip.json --junit skip.xml
+grep -q '^falcon2   recurrent .* skipped$' stdout.txt && ok "table shows falcon2 skipped" || bad "skip row" "$(grep falcon2 stdout.txt)"
+if xmllint --noout skip.xml && [ "$(grep -c '<skipped ' skip.xml)" -eq "$nskip" ]; then ok "JUnit marks them skipped"
+else bad "JUnit skipped" "$(grep -c '<skipped' skip.xml)"; fi
+
+# ---- bad input: status 2, one line naming the case and the file ----
+one=$(ls r32 | head -1)
+rm -rf rb && cp -r r32 rb && rm rb/"$one"/out.npy
+expect "missing result" 2 "$one: 'rb/$one/out.npy': missing result" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case
+expect "extra result" 2 "not-a-case" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "a[..., :-1]"
+expect "wrong shape" 2 "$one: rb/$one/out.npy: shape" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && edit "rb/$one/state.npy" "a.reshape(-1)"
+expect "wrong state shape" 2 "rb/$one/state.npy: shape" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "np.where(np.arange(a.size).reshape(a.shape) == 0, np.nan, a).astype(a.dtype)"
+expect "NaN in a result" 2 "$one: rb/$one/out.npy: element 0 is nan" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && echo '{"skip": {"no-such-case": "x"}}' >rb/manifest.json
+expect "manifest names an unknown case" 2 "no-such-case" "$FALCON" check cs --results rb
+echo '{"skip": {"'"$one"'": ""}}' >rb/manifest.json
+expect "manifest skip without a reason" 2 "needs its reason" "$FALCON" check cs --results rb
+echo '{"skip": ' >rb/manifest.json
+expect "malformed manifest" 2 "manifest" "$FALCON" check cs --results rb
+expect "not a case set" 2 "not a directory" "$FALCON" check nowhere --results r32
+expect "no --results" 2 "--results RDIR is required" "$FALCON" check cs
+expect "unknown precision" 2 "--precision fp8" "$FALCON" check cs --results r32 --precision fp8
+mkdir adir
+expect "--json onto a directory is refused" 2 "is a directory" "$FALCON" check cs --results r32 --json adir
+ln -s /dev/null devlink
+expect "--junit onto a symlink is refused" 2 "symbolic link" "$FALCON" check cs --results r32 --junit devlink
+[ -L devlink ] && ok "the symlink is still a symlink" || bad "symlink" "replaced"
+
+# ---- the fla layout: state [B,H,K,V], reads scaled ----
+"$FALCON" cases export csf --layout fla --variant falcon1 --quiet
+"$PY" "$RUN_CLI" "$FALCON" csf rf --precision fp32
+"$PY" - csf rf <<'EOF'
+import json, os, sys, numpy as np
+cs, rd = sys.argv[1], sys.argv[2]
+for row in json.load(open(os.path.join(cs, "index.json")))["cases"]:
+    c = json.load(open(os.path.join(cs, row["dir"], "case.json")))
+    d = os.path.join(rd, c["name"])
+    # The CLI runs from the checkpoint (the library's layout) and writes its
+    # own layout: scale the reads, transpose the state to [B,H,K,V].
+    np.save(os.path.join(d, "out.npy"), np.load(os.path.join(d, "out.npy")) * np.float32(c["scale"]))
+    np.save(os.path.join(d, "state.npy"), np.load(os.path.join(d, "state.npy")).transpose(0, 1, 3, 2).copy())
+EOF
+expect "fla layout: scaled reads and [B,H,K,V] state pass" 0 "0 failed" "$FALCON" check csf --results rf
+"$PY" - rf <<'EOF2'
+import glob, numpy as np, sys
+for f in glob.glob(sys.argv[1] + "/*/state.npy"):  # square states back to the library's layout
+    a = np.load(f)
+    if a.shape[2] == a.shape[3]:
+        np.save(f, a.transpose(0, 1, 3, 2).copy())
+EOF2
+expect "fla layout: a state in the library's layout fails" 1 "FAIL" "$FALCON" check csf --results rf
+
+test_end
