@@ -83,9 +83,15 @@ static int build_cases(int profile, export_case **out)
                                  1, 29, 2, 6, 5, W ? 3 : 1, 8, 1e-6, 1.0, seed++};
             e[n++].carried = 1;
         }
+    /* Long cases: every regime, but not an inner-product memory without
+     * decay: it only accumulates, so its error grows like sqrt(T) (38 u to
+     * 48 u at T = 10^4 in fp32 for a correct kernel, against 24 u) and no
+     * bound without T judges it; the stability study measures that growth
+     * instead (docs/cases.md). */
     for (int v = FALCON_1; v <= FALCON_3A && profile; v++)
         for (int d = 0; d < GATE_DECAY_COUNT; d++) {
             const int W = falcon_variant_has_window((falcon_variant)v);
+            if (!falcon_variant_is_regression((falcon_variant)v) && d == GATE_DECAY_NONE) continue;
             e[n++].c = (gate_case){(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, (gate_decay)d,
                                    1, 10000, 1, 4, 4, W ? 3 : 1, 64, 1e-6, 1.0, seed++};
         }

@@ -17,7 +17,8 @@
 static double depth(const gate_case *c, falcon_form form)
 {
     if (form == FALCON_FORM_RECURRENT) return (double)c->n;
-    int64_t L = form == FALCON_FORM_CHUNK ? c->chunk : c->T;
+    /* The parallel form runs blocks of falcon_parallel_block(W) steps. */
+    int64_t L = form == FALCON_FORM_CHUNK ? c->chunk : falcon_parallel_block(c->window);
     if (L > c->T) L = c->T;
     return (double)(c->n + L * c->window);
 }
