@@ -6,7 +6,9 @@ CXX     ?= c++
 BUILD   ?= build
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror
-CFLAGS  += -std=c11 $(OPT) $(WARN) -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
+# -fPIC everywhere: the library's objects go into libfalcon.so as well as
+# libfalcon.a (one set of objects for both).
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 
@@ -16,6 +18,14 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            $(wildcard reference/*.c)
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
+
+# The shared library: libfalcon.so.$(FALCON_VERSION), soname
+# libfalcon.so.<major>, and the libfalcon.so link for -lfalcon. The version is
+# the header's FALCON_VERSION.
+FALCON_VERSION := $(shell sed -n 's/^\#define FALCON_VERSION "\(.*\)"/\1/p' include/falcon.h)
+SO_MAJOR := $(firstword $(subst ., ,$(FALCON_VERSION)))
+SONAME   := libfalcon.so.$(SO_MAJOR)
+SHLIB    := $(BUILD)/libfalcon.so.$(FALCON_VERSION)
 
 # Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
 EXTRA_LIB_OBJ :=
@@ -34,9 +44,20 @@ TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
 .PHONY: all lib cli test check report mutants clean deps
-all: $(LIB) $(BUILD)/falcon
+all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon
 
-lib: $(LIB)
+lib: $(LIB) $(BUILD)/libfalcon.so
+
+# Objects are rebuilt when the global compile flags change (the stamp holds
+# them), so a build made before a flag such as -fPIC was added is not linked
+# into the shared library as it is.
+FLAGS_STAMP_TEXT := $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
+$(BUILD)/obj/flags.stamp: flags-stamp-force
+	@mkdir -p $(dir $@)
+	@echo '$(subst ',,$(FLAGS_STAMP_TEXT))' | cmp -s - $@ || echo '$(subst ',,$(FLAGS_STAMP_TEXT))' > $@
+.PHONY: flags-stamp-force
+flags-stamp-force:
+$(LIB_OBJ): $(BUILD)/obj/flags.stamp
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -45,6 +66,19 @@ $(BUILD)/obj/%.o: %.c
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# Exported: the falcon_* symbols (mk/libfalcon.map); the static libraries
+# linked in (the CUDA runtime) stay hidden. -z defs: every reference is
+# resolved here (not with sanitizers, whose runtime clang leaves to the program).
+$(SHLIB): $(LIB_OBJ) mk/libfalcon.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/libfalcon.map \
+	  -Wl,--exclude-libs,ALL $(if $(SANITIZE),,-Wl,-z,defs) -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(SHLIB)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) $(LDLIBS)
@@ -60,6 +94,7 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 check: deps
 	$(MAKE) all $(BUILD)/falcon-verify
 	$(MAKE) test
+	bash verify/test_shlib.sh $(BUILD)
 	bash verify/test_cli.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
