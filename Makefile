@@ -29,6 +29,9 @@ SHLIB    := $(BUILD)/libfalcon.so.$(FALCON_VERSION)
 
 # Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
 EXTRA_LIB_OBJ :=
+# What a program linking libfalcon.a needs besides MPFR and GMP (falcon.pc's
+# Libs.private; mk/cuda.mk adds the CUDA runtime).
+PC_LIBS_PRIVATE := -fopenmp -lm
 -include $(sort $(wildcard mk/*.mk))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
@@ -43,7 +46,7 @@ GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
-.PHONY: all lib cli test check report mutants clean deps
+.PHONY: all lib cli test check report mutants clean deps install
 all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon
 
 lib: $(LIB) $(BUILD)/libfalcon.so
@@ -95,6 +98,7 @@ check: deps
 	$(MAKE) all $(BUILD)/falcon-verify
 	$(MAKE) test
 	bash verify/test_shlib.sh $(BUILD)
+	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	bash verify/test_cli.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
@@ -115,13 +119,35 @@ report: deps
 
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
-                libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev
+                libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev \
+                pkg-config python3-numpy
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: the tools, both
+# libraries, the header and falcon.pc (whose prefix is PREFIX, not DESTDIR).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PCDIR      ?= $(LIBDIR)/pkgconfig
+INSTALL_BIN := $(BUILD)/falcon $(BUILD)/falcon-study $(BUILD)/falcon-scaling $(BENCH_INSTALL)
+
+install: all $(INSTALL_BIN) mk/falcon.pc.in
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
+	install -m 755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfalcon.so
+	install -m 644 include/falcon.h $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
+	    mk/falcon.pc.in > $(DESTDIR)$(PCDIR)/falcon.pc
 
 clean:
 	rm -rf $(BUILD)
