@@ -95,11 +95,12 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
-	$(MAKE) all $(BUILD)/falcon-verify
+	$(MAKE) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
 	$(MAKE) test
 	bash verify/test_shlib.sh $(BUILD)
 	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	bash verify/test_cli.sh $(BUILD)/falcon
+	bash verify/test_usage.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
 	$(MAKE) fuzz-replay

@@ -13,7 +13,8 @@
 # (COMPARE= leaves the comparison out).
 COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
-# it links anyway) for `falcon stability` and `falcon bench-dat`.
+# it links anyway) for `falcon stability`; build/falcon-study runs the same
+# study and `falcon-study bench-dat` (the benchmark plots' data, plots/plot-all.sh).
 
 # Included before the Makefile's `all`: keep `all` the default goal.
 study_saved_goal := $(.DEFAULT_GOAL)
