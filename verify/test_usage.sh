@@ -122,4 +122,57 @@ if command -v script >/dev/null; then
     else bad "progress on a terminal" "$(tr '\r' '|' < tty.txt | head -c 300)"; fi
 fi
 
+# ---- falcon compare ----
+# bench FILE REPS MIN_TIME TOK1 TOK2: a Google Benchmark result of two cases
+# (medians TOK1, TOK2 tokens/s), its protocol in the context.
+bench() {
+    cat > "$1" <<EOF
+{"context": {"falcon_repetitions": "$2", "falcon_min_time": "$3", "falcon_sweep": "default",
+             "falcon_cpu_model": "cpu of $1"},
+ "benchmarks": [
+  {"name": "x/one_median", "run_name": "x/one", "run_type": "aggregate", "aggregate_name": "median",
+   "repetitions": $2, "tokens_per_second": $4, "cpu_time": 1, "time_unit": "ms"},
+  {"name": "x/two_median", "run_name": "x/two", "run_type": "aggregate", "aggregate_name": "median",
+   "repetitions": $2, "tokens_per_second": $5, "cpu_time": 1, "time_unit": "ms"}]}
+EOF
+}
+bench a.json 3 0.3 1000 4000
+bench b.json 3 0.3 1500 2000
+bench c.json 1 0.05 3000 6000
+"$FALCON" compare a.json b.json > cmp.txt 2> cmp.err
+if [ ! -s cmp.err ] && ! grep -q '^warning' cmp.txt && grep -q '^A: a.json (cpu of a.json; 3 repetitions x 0.3 s, sweep default)' cmp.txt; then
+    ok "compare, same protocol: no warning, the protocol printed"
+else
+    bad "compare, same protocol" "$(cat cmp.err cmp.txt | head -5)"
+fi
+"$FALCON" compare a.json c.json > cmp.txt 2> cmp.err
+if grep -q '^falcon: warning: the files were measured with different protocols (A: 3 repetitions x 0.3 s, sweep default; B: 1 repetition x 0.05 s' cmp.err &&
+   grep -q '^warning: ' cmp.txt; then
+    ok "compare, different protocols: warns on stderr and in the table"
+else
+    bad "compare, different protocols" "$(cat cmp.err cmp.txt | head -5)"
+fi
+
+rc=0; "$FALCON" compare a.json b.json c.json --out machines.dat > cmp.txt 2> cmp.err || rc=$?
+# The expected geometric means, from the numbers above.
+want=$(awk 'BEGIN { printf "B/A %.3f C/A %.3f", sqrt(1500/1000 * 2000/4000), sqrt(3000/1000 * 6000/4000) }')
+got=$(sed -n 's/^geometric mean of \([BC]\/A\) over 2 cases: \([0-9.]*\)$/\1 \2/p' cmp.txt | tr '\n' ' ' | sed 's/ $//')
+if [ $rc -eq 0 ] && [ "$got" = "$want" ]; then ok "compare of 3 files: geometric means $got"
+else bad "compare of 3 files" "status $rc, got '$got', expected '$want': $(head -12 cmp.txt)"; fi
+if grep -q '^# machines 3$' machines.dat && [ "$(grep -vc '^#' machines.dat)" -eq 2 ] &&
+   awk '!/^#/ { if (NF != 2 + 3 + 2 + 1) bad = 1 } END { exit bad }' machines.dat; then
+    ok "compare of 3 files --out: 2 cases x (index, name, 3 tokens/s, 2 ratios, position)"
+else
+    bad "compare --out, 3 files" "$(cat machines.dat)"
+fi
+
+one_error "compare, one file" "compare needs two result files or more, got 1" "$FALCON" compare a.json
+one_error "compare, a missing file" "missing.json" "$FALCON" compare a.json missing.json
+echo '{"benchmarks": [' > broken.json
+one_error "compare, malformed JSON" "broken.json" "$FALCON" compare a.json broken.json
+echo '{"context": {}}' > nolist.json
+one_error "compare, not benchmark output" "no \"benchmarks\" array" "$FALCON" compare a.json nolist.json
+one_error "compare, unknown option" "unknown option '--frobnicate'" "$FALCON" compare a.json b.json --frobnicate
+one_error "compare, --out without value" "--out needs a value" "$FALCON" compare a.json b.json --out
+
 test_end
