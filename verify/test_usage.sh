@@ -56,6 +56,15 @@ else
     bad "bench-dat --help" "$(cat study.txt)"
 fi
 
+# ---- the README's package list is the Makefile's ----
+ROOT=$(cd "$HERE/.." && pwd)
+mk_pkgs=$(awk '/^DEB_PACKAGES :=/ { on = 1; sub(/^DEB_PACKAGES :=/, "") } on { line = $0; sub(/\\$/, "", line); printf "%s ", line; if ($0 !~ /\\$/) exit }' \
+          "$ROOT/Makefile" | tr -s ' \n' '\n\n' | sed '/^$/d' | sort | tr '\n' ' ')
+readme_pkgs=$(awk '/<!-- packages:/ { on = 1; next } on && /^$/ { exit } on { print }' "$ROOT/README.md" |
+              tr '\n' ' ' | sed 's/^[^`]*`//; s/`.*//' | tr -s ' ' '\n' | sed '/^$/d' | sort | tr '\n' ' ')
+if [ -n "$mk_pkgs" ] && [ "$mk_pkgs" = "$readme_pkgs" ]; then ok "README's package list = DEB_PACKAGES ($mk_pkgs)"
+else bad "package list" "Makefile: '$mk_pkgs'; README: '$readme_pkgs'"; fi
+
 # ---- falcon verify: choices, filters, --json ----
 backends=$(sed -n 's/.*--backend \({[^}]*}\).*/\1/p' <("$FALCON" verify --help) | head -1)
 one_error "verify --backend unknown" "--backend: unknown value 'foo' (choose one of $backends)" "$FALCON" verify --backend foo
