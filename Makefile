@@ -6,7 +6,9 @@ CXX     ?= c++
 BUILD   ?= build
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror
-CFLAGS  += -std=c11 $(OPT) $(WARN) -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
+# -fPIC everywhere: the library's objects go into libfalcon.so as well as
+# libfalcon.a (one set of objects for both).
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 
@@ -17,8 +19,19 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
 
+# The shared library: libfalcon.so.$(FALCON_VERSION), soname
+# libfalcon.so.<major>, and the libfalcon.so link for -lfalcon. The version is
+# the header's FALCON_VERSION.
+FALCON_VERSION := $(shell sed -n 's/^\#define FALCON_VERSION "\(.*\)"/\1/p' include/falcon.h)
+SO_MAJOR := $(firstword $(subst ., ,$(FALCON_VERSION)))
+SONAME   := libfalcon.so.$(SO_MAJOR)
+SHLIB    := $(BUILD)/libfalcon.so.$(FALCON_VERSION)
+
 # Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
 EXTRA_LIB_OBJ :=
+# What a program linking libfalcon.a needs besides MPFR and GMP (falcon.pc's
+# Libs.private; mk/cuda.mk adds the CUDA runtime).
+PC_LIBS_PRIVATE := -fopenmp -lm
 -include $(sort $(wildcard mk/*.mk))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
@@ -37,10 +50,21 @@ GRADE_OBJ := $(GRADE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
-.PHONY: all lib cli test check report mutants clean deps
-all: $(LIB) $(BUILD)/falcon
+.PHONY: all lib cli test check report mutants clean deps install
+all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon
 
-lib: $(LIB)
+lib: $(LIB) $(BUILD)/libfalcon.so
+
+# Objects are rebuilt when the global compile flags change (the stamp holds
+# them), so a build made before a flag such as -fPIC was added is not linked
+# into the shared library as it is.
+FLAGS_STAMP_TEXT := $(CFLAGS) | $(NVCC) $(NVCCFLAGS)
+$(BUILD)/obj/flags.stamp: flags-stamp-force
+	@mkdir -p $(dir $@)
+	@echo '$(subst ',,$(FLAGS_STAMP_TEXT))' | cmp -s - $@ || echo '$(subst ',,$(FLAGS_STAMP_TEXT))' > $@
+.PHONY: flags-stamp-force
+flags-stamp-force:
+$(LIB_OBJ): $(BUILD)/obj/flags.stamp
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -49,6 +73,19 @@ $(BUILD)/obj/%.o: %.c
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# Exported: the falcon_* symbols (mk/libfalcon.map); the static libraries
+# linked in (the CUDA runtime) stay hidden. -z defs: every reference is
+# resolved here (not with sanitizers, whose runtime clang leaves to the program).
+$(SHLIB): $(LIB_OBJ) mk/libfalcon.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/libfalcon.map \
+	  -Wl,--exclude-libs,ALL $(if $(SANITIZE),,-Wl,-z,defs) -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(SHLIB)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) -ljansson $(LDLIBS)
@@ -62,9 +99,12 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
-	$(MAKE) all $(BUILD)/falcon-verify
+	$(MAKE) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
 	$(MAKE) test
+	bash verify/test_shlib.sh $(BUILD)
+	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	bash verify/test_cli.sh $(BUILD)/falcon
+	bash verify/test_usage.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
@@ -86,13 +126,34 @@ report: deps
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
                 libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
-                python3-numpy libxml2-utils
+                pkg-config python3-numpy libxml2-utils
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: the tools, both
+# libraries, the header and falcon.pc (whose prefix is PREFIX, not DESTDIR).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PCDIR      ?= $(LIBDIR)/pkgconfig
+INSTALL_BIN := $(BUILD)/falcon $(BUILD)/falcon-study $(BUILD)/falcon-scaling $(BENCH_INSTALL)
+
+install: all $(INSTALL_BIN) mk/falcon.pc.in
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
+	install -m 755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfalcon.so
+	install -m 644 include/falcon.h $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
+	    mk/falcon.pc.in > $(DESTDIR)$(PCDIR)/falcon.pc
 
 clean:
 	rm -rf $(BUILD)

@@ -1,7 +1,16 @@
 /*
  * compare.c: per case name, the median of tokens_per_second, GFLOPS and
  * peak_fraction in run A and run B, the ratio B/A of tokens/s, and the same
- * ratio by CPU time (A's cpu_time / B's).
+ * ratio by CPU time (A's cpu_time / B's). With three files or more, the
+ * N-machine table: per case the tokens/s of A and the ratio of every other
+ * file to A, and the geometric mean of each ratio over the cases that every
+ * file has (compare_many).
+ *
+ * Each file's protocol (repetitions, minimum time per repetition, sweep) is
+ * read from the context falcon-bench writes (falcon_repetitions,
+ * falcon_min_time, falcon_sweep; the repetitions from the entries of an
+ * older file), printed with the file, and a warning says when the files
+ * differ in it: their "medians" are then not the same statistic.
  *
  * The median of a case is the "median" aggregate Google Benchmark writes
  * with --benchmark_repetitions (what `make bench` uses); without one, the
@@ -36,7 +45,11 @@ typedef struct bench_row {
 typedef struct bench_run {
     bench_row *rows;
     size_t count, cap;
+    char protocol[160]; /* "3 repetitions x 0.3 s, sweep default" */
+    char cpu[128];      /* the context's falcon_cpu_model, or "" */
 } bench_run;
+
+#define MAX_FILES 26 /* named A to Z */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -110,28 +123,63 @@ static void run_free(bench_run *r)
     free(r->rows);
 }
 
+/* The protocol of a run from its context; `reps`: the largest "repetitions"
+ * of its entries, for a file written before the context recorded it. */
+static void read_protocol(const falcon_json *ctx, int reps, bench_run *r)
+{
+    const char *rep = ctx ? falcon_json_get_string(ctx, "falcon_repetitions") : NULL;
+    const char *min = ctx ? falcon_json_get_string(ctx, "falcon_min_time") : NULL;
+    const char *sweep = ctx ? falcon_json_get_string(ctx, "falcon_sweep") : NULL;
+    const char *cpu = ctx ? falcon_json_get_string(ctx, "falcon_cpu_model") : NULL;
+    char nrep[32];
+    snprintf(nrep, sizeof nrep, "%d", reps > 0 ? reps : 1);
+    if (!rep) rep = nrep;
+    snprintf(r->protocol, sizeof r->protocol, "%s repetition%s x %s%s, sweep %s", rep, strcmp(rep, "1") ? "s" : "",
+             min ? min : "unrecorded minimum time", min ? " s" : "", sweep ? sweep : "unrecorded");
+    snprintf(r->cpu, sizeof r->cpu, "%s", cpu ? cpu : "");
+}
+
+/* Prints (stdout and stderr) a warning when the runs' protocols differ. */
+static void warn_protocols(const bench_run *run, int n)
+{
+    int differ = 0;
+    for (int i = 1; i < n; i++) differ |= strcmp(run[i].protocol, run[0].protocol) != 0;
+    if (!differ) return;
+    char msg[MAX_FILES * 180 + 160];
+    size_t used = (size_t)snprintf(msg, sizeof msg, "the files were measured with different protocols (");
+    for (int i = 0; i < n && used < sizeof msg; i++)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%c: %s", i ? "; " : "", 'A' + i, run[i].protocol);
+    if (used < sizeof msg)
+        snprintf(msg + used, sizeof msg - used, "): their medians are not measured alike (a median of one "
+                 "repetition is a single sample); compare runs made with the same BENCH_REPS and BENCH_MIN_TIME");
+    printf("warning: %s\n", msg);
+    fprintf(stderr, "falcon: warning: %s\n", msg);
+}
+
 /* Load one file into rows; 0, or 2 with a message. */
 static int load(const char *path, bench_run *r)
 {
     char err[512];
     falcon_json *doc = falcon_json_parse_file(path, err, sizeof err);
     if (!doc) {
-        fprintf(stderr, "falcon compare: %s\n", err);
+        fprintf(stderr, "falcon: error: %s\n", err);
         return 2;
     }
     const falcon_json *list = falcon_json_get(doc, "benchmarks");
     if (!list || list->type != FALCON_JSON_ARRAY) {
-        fprintf(stderr, "falcon compare: %s: not Google Benchmark JSON output (no \"benchmarks\" array)\n", path);
+        fprintf(stderr, "falcon: error: %s: not Google Benchmark JSON output (no \"benchmarks\" array)\n", path);
         falcon_json_free(doc);
         return 2;
     }
-    int status = 0;
+    int status = 0, reps = 0;
     for (size_t i = 0; i < list->count && !status; i++) {
         const falcon_json *b = &list->items[i];
+        const double nrep = falcon_json_get_number(b, "repetitions", 0);
+        if (nrep > reps && nrep < 1e9) reps = (int)nrep;
         const char *run_name = falcon_json_get_string(b, "run_name");
         const char *name = run_name ? run_name : falcon_json_get_string(b, "name");
         if (b->type != FALCON_JSON_OBJECT || !name) {
-            fprintf(stderr, "falcon compare: %s: benchmarks[%zu] is not an object with a \"name\"\n", path, i);
+            fprintf(stderr, "falcon: error: %s: benchmarks[%zu] is not an object with a \"name\"\n", path, i);
             status = 2;
             break;
         }
@@ -140,7 +188,7 @@ static int load(const char *path, bench_run *r)
         const falcon_json *error = falcon_json_get(b, "error_occurred");
         bench_row *row = row_for(r, name);
         if (!row) {
-            fprintf(stderr, "falcon compare: out of memory\n");
+            fprintf(stderr, "falcon: error: out of memory\n");
             status = 2;
         } else if (error && error->type == FALCON_JSON_BOOL && error->boolean) {
             row->failed = 1;
@@ -151,10 +199,11 @@ static int load(const char *path, bench_run *r)
                     row->median[k] = metric(b, k);
             }
         } else if (add_sample(row, b)) {
-            fprintf(stderr, "falcon compare: out of memory\n");
+            fprintf(stderr, "falcon: error: out of memory\n");
             status = 2;
         }
     }
+    read_protocol(falcon_json_get(doc, "context"), reps, r);
     falcon_json_free(doc);
     for (size_t i = 0; i < r->count && !status; i++) {
         bench_row *row = &r->rows[i];
@@ -181,15 +230,139 @@ static void fputs_name(FILE *f, size_t i, const char *name)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: falcon compare A.json B.json [--out FILE]\n"
-               "  A, B: Google Benchmark JSON from build/falcon-bench (--benchmark_format=json or\n"
-               "  --benchmark_out); per case: median tokens/s of A and B, B/A, B/A by CPU time,\n"
-               "  GFLOPS and peak fractions. --out FILE: the same as columns for gnuplot.\n");
+    fprintf(f, "usage: falcon compare A.json B.json [C.json ...] [--out FILE]\n"
+               "  Google Benchmark JSON from build/falcon-bench (make bench). Two files: per\n"
+               "  case the median tokens/s of A and B, B/A, B/A by CPU time, GFLOPS and peak\n"
+               "  fractions. Three or more (up to %d machines): per case the tokens/s of A\n"
+               "  and each file's ratio to A, and the geometric mean of each ratio over the\n"
+               "  cases every file has. Warns when the files' protocols (repetitions,\n"
+               "  minimum time, sweep) differ. --out FILE: the same as columns for gnuplot\n"
+               "  (plots/bench-compare.gp, plots/bench-machines.gp).\n", MAX_FILES);
+}
+
+static const bench_row *find_row(const bench_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (strcmp(r->rows[i].name, name) == 0) return &r->rows[i];
+    return NULL;
+}
+
+/* The N-machine table (three files or more): the cases in order of first
+ * appearance; per case A's tokens/s and each file's ratio to A; the
+ * geometric mean of A's tokens/s and of each ratio over the cases that every
+ * file has (and none failed), so that every mean is over the same cases.
+ * --out: the same as columns for gnuplot (plots/bench-machines.gp); the
+ * file is written under a temporary name and renamed. 0, or 2. */
+static int compare_many(const bench_run *run, int n, const char *const *file, const char *out)
+{
+    size_t cap = 1, total = 0, width = 14, ncommon = 0;
+    for (int f = 0; f < n; f++) cap += run[f].count;
+    const char **names = calloc(cap, sizeof *names);
+    double *logsum = calloc((size_t)n, sizeof *logsum);
+    if (!names || !logsum) {
+        free(names), free(logsum);
+        fprintf(stderr, "falcon: error: out of memory\n");
+        return 2;
+    }
+    for (int f = 0; f < n; f++)
+        for (size_t i = 0; i < run[f].count; i++) {
+            size_t j = 0;
+            while (j < total && strcmp(names[j], run[f].rows[i].name) != 0) j++;
+            if (j == total) names[total++] = run[f].rows[i].name;
+        }
+    for (size_t i = 0; i < total; i++)
+        if (strlen(names[i]) > width) width = strlen(names[i]);
+
+    FILE *dat = NULL;
+    char *tmp = NULL;
+    if (out) {
+        const size_t len = strlen(out) + 32;
+        if ((tmp = malloc(len))) snprintf(tmp, len, "%s.tmp.%ld", out, (long)getpid());
+        if (!tmp || !(dat = fopen(tmp, "w"))) {
+            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
+            free(tmp), free(names), free(logsum);
+            return 2;
+        }
+        fprintf(dat, "# falcon compare: %d machines (medians of tokens/s; NaN = absent or failed)\n# machines %d\n",
+                n, n);
+        for (int f = 0; f < n; f++) {
+            const char *base = strrchr(file[f], '/');
+            fprintf(dat, "# machine %d %c: %s (%s)\n", f + 1, 'A' + f, run[f].cpu[0] ? run[f].cpu : "CPU unrecorded",
+                    base ? base + 1 : file[f]);
+        }
+        fprintf(dat, "# 1:index 2:case 3..%d:tok_per_s of each machine %d..%d:ratio to A of B.. "
+                     "%d:index among the cases every file has (nan: not in every file)\n",
+                2 + n, 3 + n, 1 + 2 * n, 2 + 2 * n);
+    }
+
+    printf("machines (medians of tokens/s; X/A: throughput of X over A's):\n");
+    for (int f = 0; f < n; f++)
+        printf("  %c: %s (%s%s%s)\n", 'A' + f, file[f], run[f].cpu, run[f].cpu[0] ? "; " : "", run[f].protocol);
+    warn_protocols(run, n);
+    printf("%-*s %11s", (int)width, "case", "A tok/s");
+    for (int f = 1; f < n; f++) printf("   %c/A", 'A' + f);
+    printf("\n");
+    size_t partial = 0;
+    for (size_t i = 0; i < total; i++) {
+        double tok[MAX_FILES];
+        int every = 1;
+        for (int f = 0; f < n; f++) {
+            const bench_row *r = find_row(&run[f], names[i]);
+            tok[f] = r && !r->failed ? r->median[TOK] : NAN;
+            every &= tok[f] > 0;
+        }
+        if (every) {
+            for (int f = 0; f < n; f++) logsum[f] += log(tok[f]);
+            ncommon++;
+        } else {
+            partial++;
+        }
+        char c[32];
+        cell(c, sizeof c, "%.4g", tok[0]);
+        printf("%-*s %11s", (int)width, names[i], c);
+        for (int f = 1; f < n; f++) {
+            cell(c, sizeof c, "%.3f", tok[0] > 0 && tok[f] > 0 ? tok[f] / tok[0] : NAN);
+            printf(" %5s", c);
+        }
+        printf("\n");
+        if (dat) {
+            fputs_name(dat, i, names[i]);
+            for (int f = 0; f < n; f++) fprintf(dat, " %.6g", tok[f]);
+            for (int f = 1; f < n; f++) fprintf(dat, " %.6g", tok[0] > 0 && tok[f] > 0 ? tok[f] / tok[0] : NAN);
+            if (every) fprintf(dat, " %zu\n", ncommon - 1);
+            else fprintf(dat, " nan\n");
+        }
+    }
+    if (ncommon) {
+        printf("%-*s %11.4g", (int)width, "geometric mean", exp(logsum[0] / (double)ncommon));
+        for (int f = 1; f < n; f++) printf(" %5.3f", exp((logsum[f] - logsum[0]) / (double)ncommon));
+        printf("\ngeometric means over the %zu cases that every file has", ncommon);
+        if (partial) printf(" (%zu more cases are missing or failed in some file)", partial);
+        printf("\n");
+        for (int f = 1; f < n; f++)
+            printf("geometric mean of %c/A over %zu cases: %.3f\n", 'A' + f, ncommon,
+                   exp((logsum[f] - logsum[0]) / (double)ncommon));
+    } else {
+        printf("no case is in every file: no geometric mean\n");
+    }
+    if (dat) {
+        fprintf(dat, "# geomean_cases %zu\n", ncommon);
+        for (int f = 1; f < n; f++)
+            fprintf(dat, "# geomean %d %.6g\n", f + 1, ncommon ? exp((logsum[f] - logsum[0]) / (double)ncommon) : NAN);
+    }
+    int rc = 0;
+    if (dat && (fclose(dat) != 0 || rename(tmp, out) != 0)) {
+        fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
+        remove(tmp);
+        rc = 2;
+    }
+    free(tmp), free(names), free(logsum);
+    return rc;
 }
 
 int falcon_compare_main(int argc, char **argv)
 {
-    const char *file[2] = {NULL, NULL}, *out = NULL;
+    const char *file[MAX_FILES] = {NULL}, *out = NULL;
     int nfile = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -199,28 +372,36 @@ int falcon_compare_main(int argc, char **argv)
             out = argv[++i];
         } else if (strncmp(argv[i], "--out=", 6) == 0) {
             out = argv[i] + 6;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "falcon compare: unknown or incomplete option '%s'\n", argv[i]);
-            usage(stderr);
+        } else if (strcmp(argv[i], "--out") == 0) {
+            fprintf(stderr, "falcon: error: --out needs a value (see falcon compare --help)\n");
             return 2;
-        } else if (nfile < 2) {
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "falcon: error: unknown option '%s' (see falcon compare --help)\n", argv[i]);
+            return 2;
+        } else if (nfile < MAX_FILES) {
             file[nfile++] = argv[i];
         } else {
-            fprintf(stderr, "falcon compare: more than two files ('%s')\n", argv[i]);
+            fprintf(stderr, "falcon: error: more than %d files ('%s')\n", MAX_FILES, argv[i]);
             return 2;
         }
     }
-    if (nfile != 2) {
-        usage(stderr);
+    if (nfile < 2) {
+        fprintf(stderr, "falcon: error: compare needs two result files or more, got %d (see falcon compare --help)\n",
+                nfile);
+        return 2;
+    }
+    if (out && !*out) {
+        fprintf(stderr, "falcon: error: --out: the path is empty\n");
         return 2;
     }
 
-    bench_run run[2] = {{0}, {0}};
-    int status = load(file[0], &run[0]);
-    if (!status) status = load(file[1], &run[1]);
-    if (status) {
-        run_free(&run[0]);
-        run_free(&run[1]);
+    static bench_run run[MAX_FILES];
+    memset(run, 0, sizeof run);
+    int status = 0;
+    for (int f = 0; f < nfile && !status; f++) status = load(file[f], &run[f]);
+    if (!status && nfile > 2) status = compare_many(run, nfile, file, out);
+    if (status || nfile > 2) {
+        for (int f = 0; f < nfile; f++) run_free(&run[f]);
         return status;
     }
 
@@ -231,7 +412,7 @@ int falcon_compare_main(int argc, char **argv)
     if (!pa || !pb) {
         free(pa), free(pb);
         run_free(&run[0]), run_free(&run[1]);
-        fprintf(stderr, "falcon compare: out of memory\n");
+        fprintf(stderr, "falcon: error: out of memory\n");
         return 2;
     }
     for (size_t i = 0; i < run[0].count; i++) {
@@ -256,7 +437,7 @@ int falcon_compare_main(int argc, char **argv)
         tmp = malloc(len);
         if (tmp) snprintf(tmp, len, "%s.tmp.%ld", out, (long)getpid());
         if (!tmp || !(dat = fopen(tmp, "w"))) {
-            fprintf(stderr, "falcon compare: %s: cannot write\n", out);
+            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
             free(tmp), free(pa), free(pb);
             run_free(&run[0]), run_free(&run[1]);
             return 2;
@@ -267,7 +448,9 @@ int falcon_compare_main(int argc, char **argv)
                 file[0], file[1]);
     }
 
-    printf("A: %s\nB: %s\n", file[0], file[1]);
+    printf("A: %s (%s%s%s)\nB: %s (%s%s%s)\n", file[0], run[0].cpu, run[0].cpu[0] ? "; " : "", run[0].protocol,
+           file[1], run[1].cpu, run[1].cpu[0] ? "; " : "", run[1].protocol);
+    warn_protocols(run, 2);
     printf("%-*s %11s %11s %7s %7s %9s %9s %7s %7s\n", (int)width, "case", "A tok/s", "B tok/s", "B/A",
            "B/A cpu", "A GFLOPS", "B GFLOPS", "A peak", "B peak");
     double logsum = 0, logcpu = 0;
@@ -313,7 +496,7 @@ int falcon_compare_main(int argc, char **argv)
     int rc = 0;
     if (dat) {
         if (fclose(dat) != 0 || rename(tmp, out) != 0) {
-            fprintf(stderr, "falcon compare: %s: cannot write\n", out);
+            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
             remove(tmp);
             rc = 2;
         }

@@ -4,6 +4,10 @@
 // >= 1.7 (Debian 12 ships 1.7.1).
 #include <benchmark/benchmark.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
 #include "gbench-shim.h"
 
 namespace {
@@ -14,6 +18,23 @@ void help()
 {
     benchmark::PrintDefaultHelp();
     fb_usage();
+}
+
+// The value of Google Benchmark's flag --NAME=V in argv, else of its
+// environment variable (NAME in capitals, which the library also reads),
+// else dflt.
+std::string flag_value(int argc, char **argv, const char *name, const char *dflt)
+{
+    const std::string prefix = std::string("--") + name + "=";
+    std::string value;
+    bool found = false;
+    for (int i = 1; i < argc; i++)
+        if (std::string(argv[i]).compare(0, prefix.size(), prefix) == 0) value = argv[i] + prefix.size(), found = true;
+    if (found) return value;
+    std::string env(name);
+    for (char &c : env) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char *e = std::getenv(env.c_str());
+    return e && *e ? e : dflt;
 }
 
 }  // namespace
@@ -53,7 +74,13 @@ extern "C" void fb_add_context(const char *key, const char *value) { benchmark::
 
 int main(int argc, char **argv)
 {
+    // The protocol, for `falcon compare` to check that two files measured
+    // the same statistic (read before Initialize takes the flags away).
+    const std::string reps = flag_value(argc, argv, "benchmark_repetitions", "1");
+    const std::string min_time = flag_value(argc, argv, "benchmark_min_time", "0.5");
     benchmark::Initialize(&argc, argv, help);  // takes the --benchmark_* flags
+    benchmark::AddCustomContext("falcon_repetitions", reps);
+    benchmark::AddCustomContext("falcon_min_time", min_time);
     int rc = fb_setup(&argc, argv);            // takes ours, registers, probes
     if (rc >= 0) return rc;
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

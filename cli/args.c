@@ -14,8 +14,10 @@
 #include "cli.h"
 
 static FILE *error_stream; /* NULL: stderr */
+static int progress_open;  /* a progress line without its newline is on stderr */
 
 void cli_set_error_stream(FILE *f) { error_stream = f; }
+void cli_progress_line(int open) { progress_open = open; }
 
 int cli_error(const char *fmt, ...)
 {
@@ -27,6 +29,8 @@ int cli_error(const char *fmt, ...)
     /* One line, whatever a library message or a file name contains. */
     for (char *p = msg; *p; p++)
         if (*p == '\n' || *p == '\r') *p = ' ';
+    if (progress_open && !error_stream) fputc('\n', stderr);
+    progress_open = 0;
     fprintf(error_stream ? error_stream : stderr, "falcon: error: %s\n", msg);
     return CLI_FAIL;
 }
@@ -83,6 +87,8 @@ static const opt_spec specs[] = {
     {"checkpoint-in", K_PATH, AT(ckpt_in), 0, "DIR", "carried state to start from", NULL, NULL},
     {"checkpoint-out", K_PATH, AT(ckpt_out), 0, "DIR", "save the final carried state", NULL, NULL},
     {"verbose", K_FLAG, AT(verbose), 0, NULL, "print backend, sizes and time on stdout", NULL, NULL},
+    {"progress", K_FLAG, AT(progress), 0, NULL, "report progress on stderr (default: only when stderr is a "
+     "terminal, and only after the run has taken a second)", NULL, NULL},
     {"help", K_FLAG, AT(help), 0, NULL, "this text", NULL, NULL},
 };
 #define NUM_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -99,20 +105,50 @@ static const char *choices(const opt_spec *s, char *buf, size_t size)
     return buf;
 }
 
+/* Help text is wrapped at this many columns. */
+#define HELP_WIDTH 80
+#define HELP_INDENT 24 /* where descriptions start */
+
+/* Prints text from column `col` (the cursor's), words wrapped before
+ * HELP_WIDTH and continued at column `indent`. */
+static void wrap(FILE *f, const char *text, int col, int indent)
+{
+    while (*text) {
+        while (*text == ' ') text++;
+        const size_t word = strcspn(text, " ");
+        if (!word) break;
+        if (col > indent && col + 1 + (int)word > HELP_WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", (int)word, text);
+        col += (int)word;
+        text += word;
+    }
+    fputc('\n', f);
+}
+
 void cli_print_run_help(FILE *f)
 {
-    char list[160], meta[200];
-    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE --out FILE"
-               " [options]\n\nInputs are .npy float32/float64 files, converted to the run's precision; q with 2\n"
-               "dimensions is one sequence, with 4 a [B,T,H,n] batch. Outputs are written only when the\n"
-               "whole run succeeded.\n\n");
+    char list[160], meta[200], help[400];
+    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
+               "                  --out FILE [options]\n\n");
+    wrap(f, "Inputs are .npy float32/float64 files, converted to the run's precision; q with 2 dimensions "
+            "is one sequence, with 4 a [B,T,H,n] batch. Outputs are written only when the whole run "
+            "succeeded.", 0, 0);
+    fputc('\n', f);
     for (int i = 0; i < NUM_SPECS; i++) {
         const opt_spec *s = &specs[i];
-        snprintf(meta, sizeof meta, "--%s%s%s", s->name, s->meta || s->name_of ? " " : "",
-                 s->name_of ? choices(s, list, sizeof list) : s->meta ? s->meta : "");
-        /* A long list of choices gets the description on its own line. */
-        fprintf(f, "  %-34s%s%s%s\n", meta, strlen(meta) < 34 ? " " : "\n                                     ",
-                s->help, s->required ? " (required)" : "");
+        const int col = snprintf(meta, sizeof meta, "  --%s%s%s", s->name, s->meta || s->name_of ? " " : "",
+                                 s->name_of ? choices(s, list, sizeof list) : s->meta ? s->meta : "");
+        snprintf(help, sizeof help, "%s%s", s->help, s->required ? " (required)" : "");
+        /* A long option (a list of choices) gets its description on the next line. */
+        if (col + 1 > HELP_INDENT) fprintf(f, "%s\n%*s", meta, HELP_INDENT, "");
+        else fprintf(f, "%s%*s", meta, HELP_INDENT - col, "");
+        wrap(f, help, HELP_INDENT, HELP_INDENT);
     }
 }
 

@@ -19,13 +19,15 @@ typedef struct cli_run_args {
     double eps;
     const char *q, *k, *v, *beta, *alpha, *gain; /* input files (alpha, gain: NULL if absent) */
     const char *out, *state_out, *ckpt_in, *ckpt_out;
-    int verbose, help;
+    int verbose, progress, help;
 } cli_run_args;
 
 /* Print "falcon: error: <message>" as one line on stderr; returns CLI_FAIL. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Where cli_error prints (NULL: stderr); the fuzzing harness silences it. */
 void cli_set_error_stream(FILE *f);
+/* Whether a progress line is open on stderr (cli_error ends it first). */
+void cli_progress_line(int open);
 
 /* Parse the options after `run` (argv[0] is "run" and is skipped): 0, or
  * CLI_FAIL after reporting the error. It only parses: no file is opened.

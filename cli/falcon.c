@@ -3,7 +3,7 @@
  *
  *   falcon run --variant V --form F --q FILE ... --out FILE   (cli/run_cmd.c)
  *   falcon verify [gate options]                              (verify/gate-main.c)
- *   falcon compare A.json B.json [--out FILE]                 (bench/compare.c)
+ *   falcon compare A.json B.json [C.json ...] [--out FILE]    (bench/compare.c)
  *   falcon stability [study options]                          (study/stability.c)
  *   falcon cases export DIR [options]                         (grade/export.c)
  *   falcon check DIR --results RDIR [options]                 (grade/check.c)
@@ -22,16 +22,20 @@
 
 static void print_usage(FILE *f)
 {
-    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE --out FILE [options]\n"
-               "       falcon verify [gate options]\n"
-               "       falcon compare A.json B.json [--out FILE]\n"
+    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
+               "                  --out FILE [options]\n"
+               "       falcon verify [--profile quick|full] [--backend B] [--variant V]\n"
+               "                     [--form F] [--precision P] [--json FILE] ...\n"
+               "       falcon compare A.json B.json [C.json ...] [--out FILE]\n"
                "       falcon stability [--profile quick|full] [--learning] [--out DIR] ...\n"
                "       falcon cases export DIR [--profile quick|full] [filters] [--layout L]\n"
                "       falcon check DIR --results RDIR [--precision P] [--json F] [--junit F]\n"
                "       falcon --help | --version\n\n"
-               "  run        run a Falcon recurrence on .npy inputs (falcon run --help for the options)\n"
-               "  verify     run the accuracy gate's quick profile and print its table\n"
-               "  compare    compare two benchmark result files (falcon-bench JSON), case by case\n"
+               "  run        run a Falcon recurrence on .npy inputs (options: falcon run --help)\n"
+               "  verify     the accuracy gate against the MPFR reference, as a table (quick\n"
+               "             profile by default, --profile full: the whole case table)\n"
+               "  compare    benchmark result files (falcon-bench JSON) case by case: two side\n"
+               "             by side, or N machines with geometric means\n"
                "  stability  the long-sequence error study (and --learning: the learning curves)\n"
                "  cases      export the gate's cases with MPFR references and thresholds, to\n"
                "             grade any implementation (falcon cases export --help)\n"

@@ -330,6 +330,45 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Progress on stderr after each segment, once the run has taken a second:
+ * on a terminal one line rewritten in place (cleared at the end), with
+ * --progress elsewhere a line at most every second. Otherwise nothing. */
+static struct {
+    int on, tty;
+    double start, last;
+} progress;
+
+static void progress_begin(const run_ctx *c)
+{
+    progress.tty = isatty(STDERR_FILENO);
+    progress.on = c->args.progress || progress.tty;
+    progress.start = now();
+    progress.last = 0;
+}
+
+static void progress_step(const run_ctx *c, int64_t done)
+{
+    if (!progress.on || done >= c->d.T) return;
+    const double t = now(), elapsed = t - progress.start;
+    if (elapsed < 1 || (!progress.tty && t - progress.last < 1)) return;
+    progress.last = t;
+    const double frac = c->d.T > 0 ? (double)done / (double)c->d.T : 1;
+    fprintf(stderr, "%sfalcon run: %5.1f%% (%lld of %lld steps), %.0f s, about %.0f s left%s",
+            progress.tty ? "\r\033[K" : "", 100 * frac, (long long)done, (long long)c->d.T, elapsed,
+            frac > 0 ? elapsed * (1 - frac) / frac : 0, progress.tty ? "" : "\n");
+    fflush(stderr);
+    if (progress.tty) cli_progress_line(1);
+}
+
+static void progress_end(void)
+{
+    if (progress.on && progress.tty && progress.last > 0) {
+        fputs("\r\033[K", stderr);
+        cli_progress_line(0);
+    }
+    progress.on = 0;
+}
+
 /* One segment: read, validate (steps named from the start), run, write. */
 static int run_segment(run_ctx *c, int64_t t0, int64_t len)
 {
@@ -374,11 +413,14 @@ static int compute(run_ctx *c)
     arm_temp(falcon_npy_writer_temp(c->writer));
     /* T = 0 still runs once: the library checks the backend and the state. */
     int64_t t0 = 0;
+    progress_begin(c);
     do {
         const int64_t len = c->d.T - t0 < c->seg ? c->d.T - t0 : c->seg;
         if (run_segment(c, t0, len)) return CLI_FAIL;
         t0 += len;
+        progress_step(c, t0);
     } while (t0 < c->d.T);
+    progress_end();
     return 0;
 }
 
@@ -438,10 +480,10 @@ static void print_verbose(const run_ctx *c)
     const dims *d = &c->d;
     const int64_t segments = c->seg > 0 ? (d->T + c->seg - 1) / c->seg : 1;
     printf("backend %s, precision %s, B %lld, T %lld, H %lld, n %lld, m %lld, %.6f s, "
-           "%lld segments of %lld steps, max RSS %.1f MiB\n",
+           "%lld segment%s of %lld steps, max RSS %.1f MiB\n",
            falcon_backend_name(falcon_backend_resolve(c->cfg.backend)), falcon_precision_name(c->cfg.precision),
            (long long)d->B, (long long)d->T, (long long)d->H, (long long)d->n, (long long)d->m, c->seconds,
-           (long long)segments, (long long)c->seg, (double)rss_kib / 1024.0);
+           (long long)segments, segments == 1 ? "" : "s", (long long)c->seg, (double)rss_kib / 1024.0);
 }
 
 static void free_ctx(run_ctx *c)

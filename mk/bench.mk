@@ -54,6 +54,7 @@ $(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libfalcon.a $(LDLIBS) -lbenchmark -lpthread -lstdc++
 
 bench-build: $(BUILD)/falcon-bench
+BENCH_INSTALL := $(BUILD)/falcon-bench
 
 # The JSON goes to a temporary name first: an interrupted run leaves no
 # truncated file for `falcon compare` to trip on.

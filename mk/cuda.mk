@@ -26,11 +26,12 @@ EXTRA_LIB_OBJ += $(CUDA_OBJ)
 # cuda backend unavailable) on machines with no GPU and no driver.
 LDFLAGS += -L$(CUDA_LIBDIR)
 LDLIBS  += -lcudart_static -ldl -lrt -lpthread -lstdc++
+PC_LIBS_PRIVATE += -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lpthread -lstdc++
 
 # ptxas -v output (registers, spills) is kept beside each object for cuda-report.
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -MT $@ -c $< -o $@ 2> $(@:.o=.ptxas.log) \
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -MMD -MP -MF $(@:.o=.d) -MT $@ -c $< -o $@ 2> $(@:.o=.ptxas.log) \
 	  || { cat $(@:.o=.ptxas.log); rm -f $@; exit 1; }
 
 .PHONY: cuda-report cuda-test

@@ -10,10 +10,12 @@
 #                                   study alone took 45 min on 2 cores)
 # COMPARE: a bench.json from another machine, drawn against this run's; by
 # default the reference machine's result committed in bench/baselines/
-# (COMPARE= leaves the comparison out).
+# (COMPARE= leaves the comparison out). Several files (COMPARE="a.json
+# b.json"): the N-machine table and plot of those and this run instead.
 COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
-# it links anyway) for `falcon stability` and `falcon bench-dat`.
+# it links anyway) for `falcon stability`; build/falcon-study runs the same
+# study and `falcon-study bench-dat` (the benchmark plots' data, plots/plot-all.sh).
 
 # Included before the Makefile's `all`: keep `all` the default goal.
 study_saved_goal := $(.DEFAULT_GOAL)
@@ -39,11 +41,13 @@ learning: $(BUILD)/falcon-study
 plots: $(BUILD)/falcon-study
 	FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study
 
-# The benchmark step of the report: the default sweep, one short repetition
-# per case in the quick profile (a minute or two on 2 cores instead of 5);
-# the full profile takes `make bench`'s defaults. Set REPORT_BENCH= to leave
-# the benchmark out (a bench.json already in $(REPORT_DIR) is still drawn).
-REPORT_BENCH_quick := BENCH_REPS=1 BENCH_MIN_TIME=0.05
+# The benchmark step of the report: the default sweep. The quick profile
+# takes 3 short repetitions per case (so that its figures are medians, as
+# make bench's are, only of shorter runs); the full profile takes make
+# bench's defaults. `falcon compare` prints each file's protocol and warns
+# when they differ. Set REPORT_BENCH= to leave the benchmark out (a
+# bench.json already in $(REPORT_DIR) is still drawn).
+REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05
 REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
 

@@ -1,10 +1,10 @@
-# Throughput figures from `falcon bench-dat` output (variable `which`):
+# Throughput figures from `falcon-study bench-dat` output (plots/plot-all.sh runs it; variable `which`):
 #   T  tokens/s vs sequence length, per backend and form (Falcon-1, fp32,
 #      n = m = 128, 8 heads, 1 thread: the benchmark's base point)
 #   n  fraction of the probed FMA peak vs n = m, per backend and form (T = 4096)
 #   C  tokens/s vs chunk size C (chunk form, T = 4096, n = 128)
 # Each file of DIR/<which>/ is one series (its name: the fixed parameters).
-# Variables: dir (bench-dat output), out, fmt, which.
+# Variables: dir (the bench-dat output directory), out, fmt, which.
 name = which eq 'T' ? 'bench-throughput-T' : which eq 'n' ? 'bench-peak-n' : 'bench-chunk'
 call 'plots/common.gp' name 1300 800
 # The base point of the other parameters (chunk size 64), every backend and form.

@@ -10,6 +10,9 @@
 #                    -> bench-compare.png; with COMPARE=OTHER.json in the
 #                    environment and FALCON (default build/falcon) supporting
 #                    `compare`, this script writes it first (A = OTHER, B = this run).
+#                    COMPARE with several files: DIR/compare-machines.dat, the
+#                    N-machine comparison (A, B, ... = those files, the last = this
+#                    run) -> bench-machines.png
 # Exit status: 0, or 1 if gnuplot failed on a figure whose data exists.
 dir=${1:?usage: plot-all.sh DIR [FALCON_STUDY]}
 study=${2:-build/falcon-study}
@@ -104,13 +107,25 @@ if [ -f "$dir/bench.json" ]; then
 else
     skip "benchmark plots" "no $dir/bench.json (run 'make bench BENCH_OUT=$dir/bench.json')"
 fi
-if [ -n "$COMPARE" ] && [ -f "$dir/bench.json" ]; then
+ncompare=$(echo $COMPARE | wc -w)
+if [ "$ncompare" -eq 1 ] && [ -f "$dir/bench.json" ]; then
     if "$falcon" compare "$COMPARE" "$dir/bench.json" --out "$dir/compare.dat" > "$dir/compare.txt"; then
         echo "plot-all: $dir/compare.dat: $COMPARE (A) vs $dir/bench.json (B)"
     else
         echo "plot-all: '$falcon compare' failed (is it wired into the CLI?)" >&2
         status=1
     fi
+elif [ "$ncompare" -gt 1 ] && [ -f "$dir/bench.json" ]; then
+    # shellcheck disable=SC2086
+    if "$falcon" compare $COMPARE "$dir/bench.json" --out "$dir/compare-machines.dat" > "$dir/compare-machines.txt"; then
+        echo "plot-all: $dir/compare-machines.dat: $COMPARE and $dir/bench.json"
+    else
+        echo "plot-all: '$falcon compare' of $ncompare files and this run failed" >&2
+        status=1
+    fi
+fi
+if [ -f "$dir/compare-machines.dat" ]; then
+    draw bench-machines.gp bench-machines "file='$dir/compare-machines.dat'"
 fi
 if [ -f "$dir/compare.dat" ]; then
     draw bench-compare.gp bench-compare "file='$dir/compare.dat'"

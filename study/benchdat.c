@@ -1,5 +1,6 @@
 /*
- * `falcon bench-dat BENCH.json --out DIR`: Google Benchmark JSON from
+ * `falcon-study bench-dat BENCH.json --out DIR` (build/falcon-study; what
+ * plots/plot-all.sh runs before plots/bench.gp): Google Benchmark JSON from
  * build/falcon-bench (case names form/variant/backend/precision/T:../n:../
  * m:..[/C:..][/W:..]/heads:../threads:..) as whitespace-separated files for
  * gnuplot (plots/bench-*.gp):
@@ -132,28 +133,29 @@ int falcon_benchdat_main(int argc, char **argv)
     const char *in = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: falcon bench-dat BENCH.json --out DIR\n"
-                   "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the one-axis\n"
-                   "sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak fraction).\n");
+            printf("usage: falcon-study bench-dat BENCH.json --out DIR\n"
+                   "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the\n"
+                   "one-axis sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak\n"
+                   "fraction), which plots/bench.gp draws (plots/plot-all.sh runs both).\n");
             return 0;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] != '-' && !in) {
             in = argv[i];
         } else {
-            fprintf(stderr, "falcon: error: bench-dat: unexpected argument %s (see --help)\n", argv[i]);
+            fprintf(stderr, "falcon-study: error: bench-dat: unexpected argument %s (see --help)\n", argv[i]);
             return 2;
         }
     }
     if (!in || !out) {
-        fprintf(stderr, "falcon: error: bench-dat: need BENCH.json and --out DIR\n");
+        fprintf(stderr, "falcon-study: error: bench-dat: need BENCH.json and --out DIR\n");
         return 2;
     }
     char err[512];
     falcon_json *doc = falcon_json_parse_file(in, err, sizeof err);
     const falcon_json *list = doc ? falcon_json_get(doc, "benchmarks") : NULL;
     if (!list || list->type != FALCON_JSON_ARRAY) {
-        fprintf(stderr, "falcon: error: bench-dat: %s\n", doc ? "no \"benchmarks\" array" : err);
+        fprintf(stderr, "falcon-study: error: bench-dat: %s\n", doc ? "no \"benchmarks\" array" : err);
         falcon_json_free(doc);
         return 2;
     }

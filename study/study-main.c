@@ -4,10 +4,23 @@
 #include <string.h>
 #include "stability.h"
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: falcon-study stability [options]             (falcon-study stability --help)\n"
+               "       falcon-study bench-dat BENCH.json --out DIR   (falcon-study bench-dat --help)\n\n"
+               "  stability  the long-sequence error study; with --learning, the learning curves\n"
+               "  bench-dat  falcon-bench JSON to the data files of the benchmark plots\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "stability")) return falcon_stability_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "bench-dat")) return falcon_benchdat_main(argc - 1, argv + 1);
-    fprintf(stderr, "usage: falcon-study stability|bench-dat [options] (--help for each)\n");
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 1) fprintf(stderr, "falcon-study: error: unknown command '%s'\n", argv[1]);
+    usage(stderr);
     return 2;
 }

@@ -1,8 +1,12 @@
-/* `falcon verify`: the gate's case table on every backend, as a table. */
+/* `falcon verify`: the gate's case table on every backend, as a table (and
+ * with --json, as a JSON file); --variant/--form/--precision/--backend keep
+ * a part of it. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "gate.h"
 
 typedef struct cell {
@@ -15,53 +19,139 @@ typedef struct cell {
 #define NP 2
 #define NV 6
 
+/* "{scalar,avx2,...}": the kernel backends --backend takes. */
+static const char *backend_choices(char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "{");
+    for (int b = 0; b < gate_backend_count && used < size; b++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", b ? "," : "", falcon_backend_name(gate_backends[b]));
+    if (used < size) snprintf(buf + used, size - used, "}");
+    return buf;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: falcon verify [--profile quick|full] [--backend NAME] [--seeds N] [--verbose]\n"
-               "                     [--shape T,n,m]\n"
+    char list[160];
+    fprintf(f, "usage: falcon verify [--profile quick|full] [--backend B] [--variant V]\n"
+               "                     [--form F] [--precision P] [--seeds N] [--shape T,n,m]\n"
+               "                     [--json FILE] [--verbose]\n"
                "Runs the gate's case table against the MPFR reference and prints, per backend,\n"
-               "precision, form and variant, the largest errors in units of roundoff.\n"
-               "--shape replaces the table by one case per variant (with and without decay) of\n"
-               "that size: a measurement, e.g. --shape 4096,64,64 (minutes: MPFR is slow).\n");
+               "precision, form and variant, the largest errors in units of roundoff; exits 1\n"
+               "if a case is over its threshold. The quick profile is the default; --profile\n"
+               "full is the whole table (what `make check` runs through falcon-verify).\n"
+               "  --backend %s\n"
+               "  --variant {falcon1,falcon2,falcon3,falcon1a,falcon2a,falcon3a}\n"
+               "  --form {recurrent,chunk,parallel}   --precision {fp32,fp64}\n"
+               "                only that part of the table (default: all of it)\n"
+               "  --seeds N     each case with N seeds (default 1)\n"
+               "  --shape T,n,m one case per variant (with and without decay) of that size\n"
+               "                instead of the table: a measurement, e.g. 4096,64,64 (minutes:\n"
+               "                MPFR is slow)\n"
+               "  --json FILE   also write the table (and the skipped backends) as JSON\n"
+               "  --verbose     print every case, not only the failing ones\n",
+            backend_choices(list, sizeof list));
+}
+
+/* One "--name value" or "--name=value" at argv[*i]: its value, or NULL
+ * (*bad set, the error reported) when it lacks one. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *bad)
+{
+    const size_t len = strlen(name);
+    if (strncmp(argv[*i], name, len) != 0) return NULL;
+    if (argv[*i][len] == '=') return argv[*i] + len + 1;
+    if (argv[*i][len] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "falcon: error: %s needs a value (see falcon verify --help)\n", name);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* A name option's value: its enum value, or -1 after the error. */
+static int enum_value(const char *opt, const char *text, int (*parse)(const char *), const char *list)
+{
+    const int v = parse(text);
+    if (v < 0) fprintf(stderr, "falcon: error: %s: unknown value '%s' (choose one of %s)\n", opt, text, list);
+    return v;
+}
+
+/* JSON string contents: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A number, or null for a NaN or infinity (a case that did not run). */
+static void json_number(FILE *f, double x)
+{
+    if (isfinite(x)) fprintf(f, "%.6g", x);
+    else fputs("null", f);
 }
 
 int falcon_gate_main(int argc, char **argv)
 {
-    int profile = 0, seeds = 1, verbose = 0, only = -1;
+    int profile = 0, seeds = 1, verbose = 0, only = -1, only_variant = -1, only_form = -1, only_prec = -1;
+    const char *json = NULL;
     long long shape[3] = {0, 0, 0};
+    char list[160];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
-            const char *p = argv[++i];
-            if (!strcmp(p, "quick")) profile = 0;
-            else if (!strcmp(p, "full")) profile = 1;
-            else { fprintf(stderr, "falcon: error: --profile %s: must be quick or full\n", p); return 2; }
-        } else if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
-            only = falcon_backend_parse(argv[++i]);
-            if (only < 0 || only == FALCON_BACKEND_MPFR || only == FALCON_BACKEND_AUTO) {
-                fprintf(stderr, "falcon: error: --backend %s: not a kernel backend\n", argv[i]);
+        const char *val;
+        int bad = 0;
+        if ((val = option_value(argc, argv, &i, "--profile", &bad))) {
+            if (!strcmp(val, "quick")) profile = 0;
+            else if (!strcmp(val, "full")) profile = 1;
+            else { fprintf(stderr, "falcon: error: --profile: unknown value '%s' (choose one of {quick,full})\n", val); return 2; }
+        } else if ((val = option_value(argc, argv, &i, "--backend", &bad))) {
+            backend_choices(list, sizeof list);
+            only = falcon_backend_parse(val);
+            if (only == FALCON_BACKEND_MPFR || only == FALCON_BACKEND_AUTO) {
+                fprintf(stderr, "falcon: error: --backend: '%s' is not a kernel backend (choose one of %s)\n", val, list);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+            if (only < 0) {
+                fprintf(stderr, "falcon: error: --backend: unknown value '%s' (choose one of %s)\n", val, list);
+                return 2;
+            }
+        } else if ((val = option_value(argc, argv, &i, "--variant", &bad))) {
+            if ((only_variant = enum_value("--variant", val, falcon_variant_parse,
+                                           "{falcon1,falcon2,falcon3,falcon1a,falcon2a,falcon3a}")) < 0) return 2;
+        } else if ((val = option_value(argc, argv, &i, "--form", &bad))) {
+            if ((only_form = enum_value("--form", val, falcon_form_parse, "{recurrent,chunk,parallel}")) < 0) return 2;
+        } else if ((val = option_value(argc, argv, &i, "--precision", &bad))) {
+            if ((only_prec = enum_value("--precision", val, falcon_precision_parse, "{fp32,fp64}")) < 0) return 2;
+        } else if ((val = option_value(argc, argv, &i, "--json", &bad))) {
+            if (!*val) { fprintf(stderr, "falcon: error: --json: the path is empty\n"); return 2; }
+            json = val;
+        } else if ((val = option_value(argc, argv, &i, "--seeds", &bad))) {
             char *end;
-            long s = strtol(argv[++i], &end, 10);
-            if (*end || s < 1 || s > 100000) { fprintf(stderr, "falcon: error: --seeds %s: must be an integer in [1, 100000]\n", argv[i]); return 2; }
+            long s = strtol(val, &end, 10);
+            if (*end || end == val || s < 1 || s > 100000) { fprintf(stderr, "falcon: error: --seeds: '%s' must be an integer in [1, 100000]\n", val); return 2; }
             seeds = (int)s;
-        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+        } else if ((val = option_value(argc, argv, &i, "--shape", &bad))) {
             char tail;
-            if (sscanf(argv[++i], "%lld,%lld,%lld%c", &shape[0], &shape[1], &shape[2], &tail) != 3 ||
+            if (sscanf(val, "%lld,%lld,%lld%c", &shape[0], &shape[1], &shape[2], &tail) != 3 ||
                 shape[0] < 1 || shape[0] > 100000000 || shape[1] < 1 || shape[1] > FALCON_MAX_DIM ||
                 shape[2] < 1 || shape[2] > FALCON_MAX_DIM) {
-                fprintf(stderr, "falcon: error: --shape %s: must be T,n,m with T >= 1 and 1 <= n, m <= %d\n",
-                        argv[i], FALCON_MAX_DIM);
+                fprintf(stderr, "falcon: error: --shape: '%s' must be T,n,m with T >= 1 and 1 <= n, m <= %d\n",
+                        val, FALCON_MAX_DIM);
                 return 2;
             }
+        } else if (bad) {
+            return 2;
         } else if (!strcmp(argv[i], "--verbose")) {
             verbose = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else {
-            fprintf(stderr, "falcon: error: verify: unknown option %s\n", argv[i]);
+            fprintf(stderr, "falcon: error: unknown option '%s' (see falcon verify --help)\n", argv[i]);
             return 2;
         }
     }
@@ -78,8 +168,10 @@ int falcon_gate_main(int argc, char **argv)
     for (int s = 0; s < seeds; s++)
         for (int ci = 0; ci < ncase; ci++) {
             gate_case c = cases[ci];
+            if (only_variant >= 0 && (int)c.variant != only_variant) continue;
             c.seed += (uint64_t)s * 100003u;
             for (int p = 0; p < NP; p++) {
+                if (only_prec >= 0 && p != only_prec) continue;
                 gate_data d;
                 gate_result ref;
                 if (gate_data_make(&c, (falcon_precision)p, &d)) return 2;
@@ -90,6 +182,7 @@ int falcon_gate_main(int argc, char **argv)
                 for (int b = 0; b < gate_backend_count; b++) {
                     if (skipped[b] || !gate_backend_runs(gate_backends[b], (falcon_precision)p)) continue;
                     for (int f = 0; f < NF; f++) {
+                        if (only_form >= 0 && f != only_form) continue;
                         gate_result r;
                         cell *x = &cells[b][p][f][c.variant];
                         falcon_status st = gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &r);
@@ -124,34 +217,100 @@ int falcon_gate_main(int argc, char **argv)
         }
     free(cases);
 
+    /* The JSON goes to a temporary name, renamed when complete. */
+    FILE *js = NULL;
+    char *js_tmp = NULL;
+    if (json) {
+        const size_t len = strlen(json) + 32;
+        if ((js_tmp = malloc(len))) snprintf(js_tmp, len, "%s.tmp.%ld", json, (long)getpid());
+        if (!js_tmp || !(js = fopen(js_tmp, "w"))) {
+            fprintf(stderr, "falcon: error: --json: '%s': cannot write it: %s\n", json, strerror(errno));
+            free(js_tmp);
+            return 2;
+        }
+        fprintf(js, "{\n  \"profile\": \"%s\",\n  \"seeds\": %d,\n  \"filters\": {",
+                shape[0] ? "shape" : profile ? "full" : "quick", seeds);
+        const char *fk[4] = {"backend", "variant", "form", "precision"};
+        const char *fv[4] = {only >= 0 ? falcon_backend_name((falcon_backend)only) : NULL,
+                             only_variant >= 0 ? falcon_variant_name((falcon_variant)only_variant) : NULL,
+                             only_form >= 0 ? falcon_form_name((falcon_form)only_form) : NULL,
+                             only_prec >= 0 ? falcon_precision_name((falcon_precision)only_prec) : NULL};
+        for (int k = 0, first = 1; k < 4; k++)
+            if (fv[k]) fprintf(js, "%s\"%s\": \"%s\"", first ? "" : ", ", fk[k], fv[k]), first = 0;
+        fprintf(js, "},\n");
+        if (shape[0]) fprintf(js, "  \"shape\": [%lld, %lld, %lld],\n", shape[0], shape[1], shape[2]);
+        fprintf(js, "  \"units\": \"errors in units of roundoff of the run's precision\",\n  \"rows\": [");
+    }
+    int rows = 0, nskip = 0;
+    char skip_backend[NB * NP][32], skip_why[NB * NP][512];
+
     int failed = 0;
     printf("\n%-12s %-5s %-10s %-9s %6s %12s %12s %10s  %s\n", "backend", "prec", "form", "variant",
            "cases", "max out (u)", "max S (u)", "max/thr", "result");
     for (int b = 0; b < gate_backend_count; b++) {
         if (skipped[b]) {
-            if (only < 0 || (int)gate_backends[b] == only)
+            if (only < 0 || (int)gate_backends[b] == only) {
                 printf("%-12s skipped: %s\n", falcon_backend_name(gate_backends[b]),
                        falcon_backend_describe(gate_backends[b]));
+                snprintf(skip_backend[nskip], sizeof skip_backend[0], "%s", falcon_backend_name(gate_backends[b]));
+                snprintf(skip_why[nskip++], sizeof skip_why[0], "%s", falcon_backend_describe(gate_backends[b]));
+            }
             continue;
         }
         for (int p = 0; p < NP; p++) {
+            if (only_prec >= 0 && p != only_prec) continue;
             if (!gate_backend_runs(gate_backends[b], (falcon_precision)p)) {
                 printf("%-12s %-5s skipped: the backend computes in fp32 only\n",
                        falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p));
+                snprintf(skip_backend[nskip], sizeof skip_backend[0], "%s %s", falcon_backend_name(gate_backends[b]),
+                         falcon_precision_name((falcon_precision)p));
+                snprintf(skip_why[nskip++], sizeof skip_why[0], "the backend computes in fp32 only");
                 continue;
             }
             for (int f = 0; f < NF; f++)
                 for (int v = 0; v < NV; v++) {
+                    if ((only_form >= 0 && f != only_form) || (only_variant >= 0 && v != only_variant)) continue;
                     cell *x = &cells[b][p][f][v];
                     failed += x->failed;
                     printf("%-12s %-5s %-10s %-9s %6d %12.3g %12.3g %10.3f  %s\n",
                            falcon_backend_name(gate_backends[b]), falcon_precision_name((falcon_precision)p),
                            falcon_form_name((falcon_form)f), falcon_variant_name((falcon_variant)v), x->cases,
                            x->out_u, x->state_u, x->worst_ratio, x->failed ? "FAIL" : "pass");
+                    if (js) {
+                        fprintf(js, "%s\n    {\"backend\": \"%s\", \"precision\": \"%s\", \"form\": \"%s\", "
+                                    "\"variant\": \"%s\", \"cases\": %d, \"failed\": %d, \"max_out_u\": ",
+                                rows++ ? "," : "", falcon_backend_name(gate_backends[b]),
+                                falcon_precision_name((falcon_precision)p), falcon_form_name((falcon_form)f),
+                                falcon_variant_name((falcon_variant)v), x->cases, x->failed);
+                        json_number(js, x->out_u);
+                        fputs(", \"max_state_u\": ", js);
+                        json_number(js, x->state_u);
+                        fputs(", \"max_ratio\": ", js);
+                        json_number(js, x->worst_ratio);
+                        fprintf(js, ", \"result\": \"%s\"}", x->failed ? "fail" : "pass");
+                    }
                 }
         }
     }
     printf("\ngate (%s, %d seed%s): %s\n", shape[0] ? "--shape" : profile ? "full profile" : "quick profile", seeds, seeds > 1 ? "s" : "",
            failed ? "FAILED" : "passed");
+    if (js) {
+        fprintf(js, "\n  ],\n  \"skipped\": [");
+        for (int k = 0; k < nskip; k++) {
+            fprintf(js, "%s\n    {\"backend\": ", k ? "," : "");
+            json_string(js, skip_backend[k]);
+            fputs(", \"reason\": ", js);
+            json_string(js, skip_why[k]);
+            fputc('}', js);
+        }
+        fprintf(js, "%s],\n  \"passed\": %s\n}\n", nskip ? "\n  " : "", failed ? "false" : "true");
+        if (fclose(js) != 0 || rename(js_tmp, json) != 0) {
+            fprintf(stderr, "falcon: error: --json: '%s': cannot write it: %s\n", json, strerror(errno));
+            remove(js_tmp);
+            free(js_tmp);
+            return 2;
+        }
+        free(js_tmp);
+    }
     return failed ? 1 : 0;
 }

@@ -1,0 +1,153 @@
+#!/bin/bash
+# `make install` and pkg-config, as a user of an installed falcon sees them:
+#
+#   verify/test_install.sh BUILD_DIR      (MAKE: the make to call; default make)
+#
+# - make install PREFIX=/opt/x DESTDIR=D puts every file under D/opt/x, and
+#   falcon.pc there names /opt/x (not D);
+# - make install PREFIX=P (P a temporary directory): bin/ (the tools),
+#   lib/libfalcon.so.<major> (soname) with its links, lib/libfalcon.a,
+#   include/falcon.h, lib/pkgconfig/falcon.pc;
+# - the README's example program (the ```c block after its "example.c"
+#   marker) compiled against P with `pkg-config --cflags --libs falcon`
+#   (shared) and with `-static` and `pkg-config --static ...` (static); both
+#   run and print the same error, the shared one through P's libfalcon.so;
+# - the installed falcon runs;
+# - the README's quick start (the ```sh block after its "quick start"
+#   marker) runs as written in an empty directory whose build/ is BUILD_DIR
+#   (its `make` line excepted), when python3 has numpy.
+# Ends with "N passed, M failed"; exits non-zero if any failed.
+set -eu
+BUILD=$(cd "${1:?usage: verify/test_install.sh BUILD_DIR}" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MAKE=${MAKE:-make}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+# block MARKER LANG: the fenced block of README.md after the line holding MARKER.
+block() {
+    awk -v marker="$1" -v fence='```'"$2" '
+        index($0, marker) { armed = 1; next }
+        armed && $0 == fence { inside = 1; next }
+        inside && $0 == "```" { exit }
+        inside { print }' "$ROOT/README.md"
+}
+
+version=$(sed -n 's/^#define FALCON_VERSION "\(.*\)"/\1/p' "$ROOT/include/falcon.h")
+major=${version%%.*}
+
+# ---- DESTDIR staging ----
+if $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX=/opt/falcon-test DESTDIR="$WORK/stage" > stage.log 2>&1 \
+   || { cat stage.log; false; }; then
+    stray=$(cd "$WORK/stage" && find . -mindepth 1 -maxdepth 2 ! -path ./opt ! -path ./opt/falcon-test)
+    pcprefix=$(sed -n 's/^prefix=//p' "$WORK/stage/opt/falcon-test/lib/pkgconfig/falcon.pc")
+    if [ -z "$stray" ] && [ "$pcprefix" = /opt/falcon-test ]; then
+        ok "DESTDIR: files under DESTDIR/PREFIX, falcon.pc names PREFIX"
+    else
+        bad destdir "outside the prefix: '$stray'; prefix= '$pcprefix'"
+    fi
+else
+    bad destdir "make install DESTDIR=... failed"
+fi
+
+# ---- install into a temporary prefix ----
+P=$WORK/prefix
+if ! $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX="$P" > install.log 2>&1; then
+    bad install "$(tail -5 install.log | tr '\n' ' ')"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+missing=
+for f in bin/falcon bin/falcon-study lib/libfalcon.a "lib/libfalcon.so.$version" \
+         include/falcon.h lib/pkgconfig/falcon.pc; do
+    [ -f "$P/$f" ] || missing="$missing $f"
+done
+[ "$(readlink "$P/lib/libfalcon.so.$major")" = "libfalcon.so.$version" ] || missing="$missing lib/libfalcon.so.$major"
+[ "$(readlink "$P/lib/libfalcon.so")" = "libfalcon.so.$major" ] || missing="$missing lib/libfalcon.so"
+[ -z "$missing" ] && ok "installed: bin, lib (.so.$version, .so.$major, .so, .a), include, pkgconfig" \
+    || bad files "missing:$missing"
+
+"$P/bin/falcon" --version | grep -qx "falcon $version" && ok "installed falcon --version" \
+    || bad version "$("$P/bin/falcon" --version 2>&1)"
+
+export PKG_CONFIG_PATH="$P/lib/pkgconfig"
+pkgv=$(pkg-config --modversion falcon 2>&1) || true
+[ "$pkgv" = "$version" ] && ok "pkg-config --modversion falcon = $pkgv" || bad modversion "$pkgv"
+
+# ---- the README's example, shared and static ----
+block 'example.c:' c > example.c
+if [ "$(wc -l < example.c)" -lt 10 ]; then
+    bad example "no example.c block found in README.md"
+else
+    # shellcheck disable=SC2046
+    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o ex-shared example.c $(pkg-config --cflags --libs falcon) -lm \
+        2> cc-shared.log; then
+        lib=$(LD_LIBRARY_PATH="$P/lib" ldd ./ex-shared | awk '$1 == "libfalcon.so.'"$major"'" { print $3 }')
+        if [ -n "$lib" ] && [ "$lib" -ef "$P/lib/libfalcon.so.$version" ]; then
+            ok "shared: linked with pkg-config --libs, loads $P/lib/libfalcon.so.$major"
+        else
+            bad shared-ldd "libfalcon.so.$major resolved to '$lib'"
+        fi
+        if LD_LIBRARY_PATH="$P/lib" ./ex-shared > shared.out 2>&1 && grep -q 'error [0-9.]* u' shared.out; then
+            ok "shared: runs: $(cat shared.out)"
+        else
+            bad shared-run "$(tr '\n' ' ' < shared.out)"
+        fi
+    else
+        bad shared-link "$(head -5 cc-shared.log | tr '\n' ' ')"
+    fi
+    # The dlopen warnings of the static CUDA runtime are expected: kept in the log.
+    # shellcheck disable=SC2046
+    if ${CC:-cc} -static -std=c11 -Wall -Wextra -Werror -o ex-static example.c \
+        $(pkg-config --static --cflags --libs falcon) 2> cc-static.log; then
+        if ldd ./ex-static 2>&1 | grep -q libfalcon; then
+            bad static-ldd "the static program still needs libfalcon.so"
+        else
+            ok "static: linked with -static and pkg-config --static --libs"
+        fi
+        if ./ex-static > static.out 2>&1 && grep -q 'error [0-9.]* u' static.out; then
+            if cmp -s shared.out static.out; then
+                ok "static: runs, same output as shared: $(cat static.out)"
+            else
+                bad static-run "differs from the shared run: '$(cat static.out)' vs '$(cat shared.out)'"
+            fi
+        else
+            bad static-run "$(tr '\n' ' ' < static.out)"
+        fi
+    else
+        bad static-link "$(grep -v 'warning: Using .dl' cc-static.log | head -5 | tr '\n' ' ')"
+    fi
+fi
+
+# ---- the README's quick start ----
+# With the first python3 that has numpy (a pyenv's python3 may lack the
+# distribution's python3-numpy) first in PATH.
+py=
+for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import numpy' 2>/dev/null; then py=$(command -v "$p"); break; fi
+done
+if [ -n "$py" ]; then
+    mkdir qs pybin && ln -s "$BUILD" qs/build && ln -s "$py" pybin/python3
+    export PATH="$WORK/pybin:$PATH"
+    block 'quick start:' sh | grep -v '^make' > qs/quickstart.sh
+    if [ "$(wc -l < qs/quickstart.sh)" -lt 5 ]; then
+        bad quickstart "no quick start block found in README.md"
+    elif (cd qs && bash -e quickstart.sh > out.txt 2>&1); then
+        err=$(sed -n 's/^error: \([0-9.]*\) u$/\1/p' qs/out.txt)
+        if [ -n "$err" ] && awk -v e="$err" 'BEGIN { exit !(e < 100) }'; then
+            ok "quick start runs as written: error $err u"
+        else
+            bad quickstart "no 'error: X u' line with X < 100: $(tr '\n' ' ' < qs/out.txt)"
+        fi
+    else
+        bad quickstart "$(tail -5 qs/out.txt | tr '\n' ' ')"
+    fi
+else
+    echo "skip quick start: python3 has no numpy (make deps installs python3-numpy)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
