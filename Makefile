@@ -47,11 +47,12 @@ GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 # engine, beside the CLI.
 GRADE_SRC := $(wildcard grade/*.c)
 GRADE_OBJ := $(GRADE_SRC:%.c=$(BUILD)/obj/%.o)
+GRADE_SHLIB := $(BUILD)/libfalcon-grade.so
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
 .PHONY: all lib cli test check report mutants clean deps install
-all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon
+all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon $(GRADE_SHLIB)
 
 lib: $(LIB) $(BUILD)/libfalcon.so
 
@@ -64,7 +65,7 @@ $(BUILD)/obj/flags.stamp: flags-stamp-force
 	@echo '$(subst ',,$(FLAGS_STAMP_TEXT))' | cmp -s - $@ || echo '$(subst ',,$(FLAGS_STAMP_TEXT))' > $@
 .PHONY: flags-stamp-force
 flags-stamp-force:
-$(LIB_OBJ): $(BUILD)/obj/flags.stamp
+$(LIB_OBJ) $(GRADE_OBJ) $(GATE_OBJ): $(BUILD)/obj/flags.stamp
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,6 +87,13 @@ $(BUILD)/$(SONAME): $(SHLIB)
 
 $(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
+
+# The grading layer for other languages (python/falcon loads it): `falcon
+# cases export` and `falcon check` as functions, over libfalcon.so (found
+# beside it). Exports falcon_grade_* only.
+$(GRADE_SHLIB): $(GRADE_OBJ) $(GATE_OBJ) $(BUILD)/libfalcon.so mk/libfalcon-grade.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mk/libfalcon-grade.map $(if $(SANITIZE),,-Wl,-z,defs) \
+	  -o $@ $(GRADE_OBJ) $(GATE_OBJ) -L$(BUILD) -lfalcon -Wl,-rpath,'$$ORIGIN' -ljansson -lmpfr -lgmp -lm
 
 $(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) -ljansson $(LDLIBS)
@@ -150,6 +158,7 @@ install: all $(INSTALL_BIN) mk/falcon.pc.in
 	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfalcon.so
+	install -m 755 $(GRADE_SHLIB) $(DESTDIR)$(LIBDIR)/
 	install -m 644 include/falcon.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	    -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
