@@ -48,8 +48,12 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 
 # The check program: CPU emulation of the kernels, the no-GPU behaviour, and
 # on a GPU machine the device check and benchmark.
-CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cuda/cuda_emulate.o
-# (LIB is defined after this file is included: name the archive directly.)
+# Its accuracy checks run the gate's cases and thresholds (the gate's engine
+# objects; LIB and GATE_OBJ are defined after this file is included, so the
+# archive and objects are named directly).
+CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cuda/cuda-check-gate.o \
+                  $(BUILD)/obj/kernels/cuda/cuda_emulate.o $(BUILD)/obj/verify/gate.o \
+                  $(BUILD)/obj/verify/gate-cases.o $(BUILD)/obj/verify/gate-thresholds.o
 $(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a $(LDLIBS)
 

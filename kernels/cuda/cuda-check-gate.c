@@ -1,0 +1,307 @@
+/*
+ * The CUDA backend's accuracy checks, through the gate: the gate's case
+ * table (plus shapes that reach the kernels' on-chip limits), the gate's
+ * seeded inputs, the MPFR reference and the gate's thresholds in units of
+ * fp32 roundoff (verify/gate.h). The CUDA kernels are judged exactly as the
+ * CPU kernels are; nothing here has its own generator, error or pass rule.
+ *
+ *   emulate  the kernels run on the CPU (cuda_emulate.c); every case also
+ *            with each phase's threads in reverse order (a race changes the
+ *            bits), and with other block sizes and shared-memory budgets
+ *   device   the same cases on the GPU through falcon_run
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../src/internal.h"
+#include "cuda_api.h"
+#include "cuda_check.h"
+#include "cuda_emulate.h"
+#include "gate.h"
+
+/* A gate case run in one form, split into two segments with the state
+ * carried where `split` is inside the sequence. */
+typedef struct cc_case {
+    gate_case c;
+    falcon_form form;
+    int64_t split;
+} cc_case;
+
+/* The gate's full table in every form, and larger and odd shapes: more
+ * columns than a block has threads, more than fit in shared memory, long
+ * blocks. */
+static int make_cases(cc_case **out, int big)
+{
+    gate_case *table;
+    const int nt = gate_cases(1, &table);
+    if (nt < 0) return -1;
+    static const int64_t shapes[][4] = {{128, 128, 24, 1}, {130, 70, 20, 1}, {33, 129, 20, 2}, {64, 64, 300, 1}};
+    const int nshapes = big ? 4 : 3;
+    cc_case *cs = malloc(sizeof *cs * (size_t)(3 * nt + 18 * nshapes));
+    if (!cs) {
+        free(table);
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < nt; i++)
+        for (int f = 0; f < 3; f++)
+            cs[n++] = (cc_case){table[i], (falcon_form)f, table[i].T > 2 ? table[i].T / 2 + 1 : 0};
+    uint64_t seed = 70001;
+    for (int s = 0; s < nshapes; s++)
+        for (int v = 0; v < 6; v++)
+            for (int f = 0; f < 3; f++) {
+                const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, GATE_DECAY_MIX,
+                                     1, shapes[s][2], shapes[s][3], shapes[s][0], shapes[s][1],
+                                     falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, 1e-6, 1.0, seed++};
+                cs[n++] = (cc_case){c, (falcon_form)f, shapes[s][2] / 2 + 1};
+            }
+    free(table);
+    *out = cs;
+    return n;
+}
+
+/* falcon_run with the emulated CUDA kernels in place of the GPU: the same
+ * steps as src/run.c (validate, work copy, backend, state bookkeeping). */
+static falcon_status run_emu(const falcon_config *cfg, const falcon_inputs *in, falcon_state *state,
+                             void *out)
+{
+    falcon_status s = falcon_validate(cfg, in, state);
+    if (s) return s;
+    falcon_state *work;
+    if ((s = falcon_state_copy(state, &work))) return s;
+    s = falcon_cuda_run_with(cfg, in, work, out, fc_emu_exec);
+    if (s) {
+        falcon_state_free(work);
+        return s;
+    }
+    for (int64_t b = 0; b < in->B; b++)
+        for (int64_t h = 0; h < in->H; h++) falcon_state_advance(work, cfg, in, b, h);
+    falcon_state_take(state, work);
+    return FALCON_OK;
+}
+
+/* Rows [t0, t1) of a [B][T][H][w] float tensor as a new [B][t1-t0][H][w] one. */
+static float *slice(const void *src, const gate_case *c, int64_t w, int64_t t0, int64_t t1)
+{
+    if (!src) return NULL;
+    const int64_t Ts = t1 - t0, row = c->H * w;
+    float *dst = malloc(sizeof(float) * (size_t)(c->B * Ts * row + 1));
+    for (int64_t b = 0; dst && b < c->B; b++)
+        memcpy(dst + b * Ts * row, (const float *)src + (b * c->T + t0) * row, sizeof(float) * (size_t)(Ts * row));
+    return dst;
+}
+
+typedef enum { RUN_LIB, RUN_EMU } run_kind;
+
+/* Run case k in fp32 on the cuda backend (the GPU or its emulation), in
+ * segments; the outputs and final memory, in double, into r. */
+static falcon_status run_case(const cc_case *k, const gate_data *d, run_kind kind, gate_result *r)
+{
+    const gate_case *c = &k->c;
+    falcon_config cfg = gate_config(c, k->form, FALCON_BACKEND_CUDA, FALCON_FP32);
+    r->out_count = c->B * c->T * c->H * c->m;
+    r->state_count = c->B * c->H * c->m * c->n;
+    r->out = malloc(sizeof(double) * (size_t)(r->out_count + 1));
+    r->S = malloc(sizeof(double) * (size_t)(r->state_count + 1));
+    falcon_state *st = NULL;
+    falcon_status s = r->out && r->S ? falcon_state_create(c->B * c->H, c->n, c->m, c->window, &st) : FALCON_E_NOMEM;
+    const int64_t cut = k->split > 0 && k->split < c->T ? k->split : c->T;
+    const int64_t cuts[3] = {0, cut, c->T};
+    const falcon_inputs *in = &d->in;
+    for (int sg = 0; sg < (cut < c->T ? 2 : 1) && !s; sg++) {
+        const int64_t t0 = cuts[sg], t1 = cuts[sg + 1], Ts = t1 - t0, n = c->n, m = c->m;
+        float *p[6] = {slice(in->q, c, n, t0, t1), slice(in->k, c, n, t0, t1), slice(in->v, c, m, t0, t1),
+                       slice(in->beta, c, 1, t0, t1), slice(in->alpha, c, 1, t0, t1), slice(in->gain, c, n, t0, t1)};
+        falcon_inputs seg = {c->B, Ts, c->H, n, m, p[0], p[1], p[2], p[3], p[4], p[5]};
+        const int64_t cnt = c->B * Ts * c->H * m;
+        float *o = malloc(sizeof(float) * (size_t)(cnt + 1));
+        for (int64_t i = 0; o && i < cnt; i++) o[i] = NAN; /* every output must be written */
+        s = !o ? FALCON_E_NOMEM : kind == RUN_EMU ? run_emu(&cfg, &seg, st, o) : falcon_run(&cfg, &seg, st, o);
+        for (int64_t b = 0; !s && b < c->B; b++)
+            for (int64_t i = 0; i < Ts * c->H * m; i++)
+                r->out[(b * c->T + t0) * c->H * m + i] = o[b * Ts * c->H * m + i];
+        free(o);
+        for (int i = 0; i < 6; i++) free(p[i]);
+    }
+    if (!s) memcpy(r->S, falcon_state_get_view(st).S, sizeof(double) * (size_t)r->state_count);
+    falcon_state_free(st);
+    if (s) gate_result_free(r);
+    return s;
+}
+
+/* The gate's verdict on r: the larger of the two errors over its threshold
+ * (<= 1 passes). */
+static double judge(const cc_case *k, const gate_result *r, const gate_result *ref, gate_errors *e)
+{
+    *e = gate_compare(r, ref, FALCON_FP32);
+    const double thr = gate_threshold(&k->c, k->form, FALCON_FP32);
+    const double thr_out = gate_threshold_out(&k->c, k->form, FALCON_FP32, ref->read_cond);
+    const double ro = e->out_u / thr_out, rs = e->state_u / thr;
+    return ro > rs ? ro : rs;
+}
+
+/* Per (variant, form): cases, failures, worst errors and worst ratio. */
+typedef struct summary {
+    int cases[6][3], fails[6][3];
+    double out_u[6][3], state_u[6][3], ratio[6][3];
+} summary;
+
+static void summarize(summary *sm, const cc_case *k, const gate_errors *e, double ratio)
+{
+    const int v = (int)k->c.variant, f = (int)k->form;
+    sm->cases[v][f]++;
+    sm->fails[v][f] += !(ratio <= 1);
+    if (e->out_u > sm->out_u[v][f]) sm->out_u[v][f] = e->out_u;
+    if (e->state_u > sm->state_u[v][f]) sm->state_u[v][f] = e->state_u;
+    if (!(ratio <= sm->ratio[v][f])) sm->ratio[v][f] = ratio;
+}
+
+static void print_summary(const summary *sm, const char *what)
+{
+    printf("\n%s: the gate's thresholds, units of fp32 roundoff\n", what);
+    printf("%-9s %-10s %6s %12s %12s %10s %6s\n", "variant", "form", "cases", "max out (u)", "max S (u)",
+           "max/thr", "fails");
+    for (int v = 0; v < 6; v++)
+        for (int f = 0; f < 3; f++)
+            if (sm->cases[v][f])
+                printf("%-9s %-10s %6d %12.3g %12.3g %10.3f %6d\n", falcon_variant_name((falcon_variant)v),
+                       falcon_form_name((falcon_form)f), sm->cases[v][f], sm->out_u[v][f], sm->state_u[v][f],
+                       sm->ratio[v][f], sm->fails[v][f]);
+}
+
+static void describe(const cc_case *k, char *buf, size_t size)
+{
+    char c[200];
+    gate_case_describe(&k->c, c, sizeof c);
+    snprintf(buf, size, "%s %s split=%lld", falcon_form_name(k->form), c, (long long)k->split);
+}
+
+/* Races, block sizes and shared-memory budgets on the emulation: the run
+ * with each phase's threads in reverse must give the same bits, and every
+ * launch shape must pass the gate. Returns the number of failures. */
+static int launch_shapes(const cc_case *k, const gate_data *d, const gate_result *ref, int *runs)
+{
+    char name[300];
+    describe(k, name, sizeof name);
+    int bad = 0;
+    gate_result a, b;
+    fc_emu_threads = 64;
+    fc_emu_reverse = 0;
+    falcon_status s1 = run_case(k, d, RUN_EMU, &a);
+    fc_emu_reverse = 1;
+    falcon_status s2 = run_case(k, d, RUN_EMU, &b);
+    fc_emu_reverse = 0;
+    if (s1 || s2 || memcmp(a.out, b.out, sizeof(double) * (size_t)a.out_count) ||
+        memcmp(a.S, b.S, sizeof(double) * (size_t)a.state_count)) {
+        printf("RACE %s: results depend on the order of threads within a phase\n", name);
+        bad++;
+    }
+    if (!s1) gate_result_free(&a);
+    if (!s2) gate_result_free(&b);
+    static const int threads[] = {32, 96, 512};
+    static const int64_t budgets[] = {227 * 1024, 16 * 1024, 0};
+    for (int ti = 0; ti < 3; ti++)
+        for (int bi = 0; bi < 3; bi++) {
+            fc_emu_threads = threads[ti];
+            fc_emu_smem_bytes = budgets[bi];
+            gate_result r;
+            gate_errors e = {INFINITY, INFINITY};
+            const falcon_status s = run_case(k, d, RUN_EMU, &r);
+            const double ratio = s ? INFINITY : judge(k, &r, ref, &e);
+            if (!s) gate_result_free(&r);
+            ++*runs;
+            if (!(ratio <= 1)) {
+                printf("FAIL %s threads=%d smem=%lld: out %.3g u, S %.3g u, max/thr %.3g%s%s\n", name, threads[ti],
+                       (long long)budgets[bi], e.out_u, e.state_u, ratio, s ? ": " : "", s ? falcon_last_error() : "");
+                bad++;
+            }
+        }
+    fc_emu_threads = 0;
+    fc_emu_smem_bytes = 227 * 1024;
+    return bad;
+}
+
+/* Every case on the emulation (kind RUN_EMU) or the GPU (RUN_LIB). */
+static int sweep(run_kind kind, int quick)
+{
+    cc_case *cs;
+    int ncase = make_cases(&cs, kind == RUN_LIB);
+    if (ncase < 0) return 2;
+    if (quick) { /* one case per variant and form: the larger shapes' first (compute-sanitizer) */
+        int k = 0;
+        for (int i = 0; i < ncase; i++)
+            if (cs[i].c.n == 128) cs[k++] = cs[i];
+        ncase = k;
+    }
+    printf("reference: the MPFR recurrence (256 bits, rounded to double once); thresholds: the gate's\n");
+    summary sm;
+    memset(&sm, 0, sizeof sm);
+    int fails = 0, shape_fails = 0, shape_runs = 0;
+    for (int i = 0; i < ncase; i++) {
+        const cc_case *k = &cs[i];
+        gate_data d;
+        gate_result ref, r;
+        if (gate_data_make(&k->c, FALCON_FP32, &d) || gate_reference(&k->c, &d, &ref)) {
+            printf("reference failed: %s\n", falcon_last_error());
+            return 2;
+        }
+        fc_emu_smem_bytes = 227 * 1024;
+        fc_emu_threads = 0;
+        fc_emu_reverse = 0;
+        char name[300];
+        describe(k, name, sizeof name);
+        gate_errors e = {INFINITY, INFINITY};
+        const falcon_status s = run_case(k, &d, kind, &r);
+        const double ratio = s ? INFINITY : judge(k, &r, &ref, &e);
+        if (!s) gate_result_free(&r);
+        summarize(&sm, k, &e, ratio);
+        if (!(ratio <= 1)) {
+            printf("FAIL %s: out %.3g u, S %.3g u, max/thr %.3g%s%s\n", name, e.out_u, e.state_u, ratio,
+                   s ? ": " : "", s ? falcon_last_error() : "");
+            fails++;
+        }
+        if (kind == RUN_EMU && (k->c.phi == FALCON_PHI_L2NORM || k->c.n > 12))
+            shape_fails += launch_shapes(k, &d, &ref, &shape_runs);
+        gate_result_free(&ref);
+        gate_data_free(&d);
+    }
+    free(cs);
+    print_summary(&sm, kind == RUN_EMU ? "CUDA kernels in CPU emulation" : "CUDA backend on the GPU");
+    printf("\n%s: %d cases, %d failed the gate", kind == RUN_EMU ? "emulation" : "device", ncase, fails);
+    if (kind == RUN_EMU) printf("; %d race and launch-shape runs, %d failed", shape_runs, shape_fails);
+    printf("\n");
+    return fails + shape_fails ? 1 : 0;
+}
+
+int cuda_check_emulate(void)
+{
+    int bad = sweep(RUN_EMU, 0);
+    /* fp64 is refused (the backend computes in fp32). */
+    double q[4] = {1, 0, 0, 1}, k[4] = {0, 1, 1, 0}, v[2] = {1, 2}, beta[2] = {1, 1}, o[2];
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.precision = FALCON_FP64;
+    cfg.backend = FALCON_BACKEND_CUDA;
+    falcon_inputs in = falcon_inputs_sequence(2, 2, 1, q, k, v, beta, NULL, NULL);
+    falcon_state *st;
+    falcon_state_create(1, 2, 1, 1, &st);
+    falcon_status s = falcon_cuda_run_with(&cfg, &in, st, o, fc_emu_exec);
+    printf("fp64 request: %s: %s\n", falcon_status_name(s), falcon_last_error());
+    if (s != FALCON_E_UNAVAILABLE && !bad) bad = 1;
+    falcon_state_free(st);
+    printf("%s\n", bad ? "EMULATION CHECK FAILED" : "EMULATION CHECK PASSED");
+    return bad;
+}
+
+int cuda_check_device(int quick)
+{
+    if (!falcon_backend_available(FALCON_BACKEND_CUDA)) {
+        printf("no usable GPU: %s\n", falcon_backend_describe(FALCON_BACKEND_CUDA));
+        return 2;
+    }
+    printf("device: %s\n", falcon_backend_describe(FALCON_BACKEND_CUDA));
+    const int bad = sweep(RUN_LIB, quick);
+    printf("device check: %s\n", bad ? "FAILED" : "PASSED");
+    return bad;
+}
