@@ -175,6 +175,11 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
  * call bit for bit. -1 when W is outside [1, FALCON_MAX_WINDOW].
  */
 int64_t falcon_parallel_block(int64_t window);
+/* Steps per block of the chunk form: the chunk C, but at most 4096 / W (at
+ * least 1), so that a block holds at most max(4096, W) terms and its work
+ * memory is bounded as the masked-parallel form's is, whatever C, W and T
+ * are. -1 when C or W is out of range. */
+int64_t falcon_chunk_block(int64_t chunk, int64_t window);
 
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
