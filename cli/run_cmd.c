@@ -29,6 +29,7 @@
  * leaves every earlier file as it was; every catchable terminating signal
  * and an exit() from a runtime library remove the temporaries.
  */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,29 @@ static int input_error(const run_ctx *c, const char *msg)
     return cli_error("'%s': %s", c->paths[blame], msg);
 }
 
+/* A checkpoint holds float64 values; an fp32 run computes with them in
+ * float32, so each must fit there (a value that does not is the
+ * checkpoint's fault, not the inputs'). */
+static int checkpoint_fits(const run_ctx *c, const falcon_state_view *v)
+{
+    if (c->cfg.precision != FALCON_FP32) return 0;
+    const struct {
+        const char *file;
+        const double *x;
+        int64_t count;
+    } arrays[] = {{"S.npy", v->S, v->heads * v->m * v->n},
+                  {"prev_key.npy", v->prev_key, v->heads * v->n},
+                  {"hist_k.npy", v->hist_k, v->heads * v->keep * v->n},
+                  {"hist_v.npy", v->hist_v, v->heads * v->keep * v->m}};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++)
+        for (int64_t i = 0; i < arrays[a].count; i++)
+            if (!isfinite((float)arrays[a].x[i]))
+                return cli_error("--checkpoint-in: checkpoint '%s/%s': element %lld (head %lld) = %g does not fit "
+                                 "in float32, the run's precision", c->args.ckpt_in, arrays[a].file, (long long)i,
+                                 (long long)(i / (arrays[a].count / v->heads)), arrays[a].x[i]);
+    return 0;
+}
+
 /* The carried state: from --checkpoint-in, or fresh. */
 static int make_state(run_ctx *c)
 {
@@ -207,6 +231,7 @@ static int make_state(run_ctx *c)
     if (falcon_checkpoint_load(c->args.ckpt_in, &c->state))
         return cli_error("--checkpoint-in: %s", falcon_last_error());
     const falcon_state_view v = falcon_state_get_view(c->state);
+    if (checkpoint_fits(c, &v)) return CLI_FAIL;
     if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
         return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
                          "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,
@@ -230,7 +255,7 @@ static int64_t segment_length(const run_ctx *c)
     int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
     /* A multiple of the library's block: the segments split the run where
      * one call would, so segmented and whole runs agree bit for bit. */
-    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? c->cfg.chunk
+    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? falcon_chunk_block(c->cfg.chunk, c->cfg.window)
                         : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
                                                               : 1;
     if (block < 1) return 1; /* an invalid window: validation names it */
@@ -256,6 +281,42 @@ static int alloc_buffers(run_ctx *c)
 static int64_t block_first(const dims *d, int64_t b, int64_t t0, int64_t w)
 {
     return ((b * d->T + t0) * d->H) * w;
+}
+
+/* A float64 decay that is positive in the file but underflows to 0 in
+ * float32 is named as that (the library would see alpha = 0). */
+static int check_alpha_underflow(run_ctx *c, int64_t t0, int64_t len)
+{
+    if (!c->paths[IN_ALPHA] || run_dtype(c) != FALCON_DTYPE_F32 || c->info[IN_ALPHA].dtype != FALCON_DTYPE_F64)
+        return 0;
+    const dims *d = &c->d;
+    const int64_t count = len * d->H;
+    const float *got = c->buf[IN_ALPHA];
+    double *x = NULL;
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t j = 0; j < count; j++) {
+            if (got[b * count + j] != 0) continue;
+            if (!x && !(x = malloc(sizeof(double) * (size_t)count)))
+                return cli_error("out of memory for a segment of alpha");
+            if (falcon_npy_read_range(c->rd[IN_ALPHA], block_first(d, b, t0, 1), count, FALCON_DTYPE_F64, x)) {
+                free(x);
+                return cli_error("alpha: %s", falcon_last_error());
+            }
+            for (int64_t k = j; k < count; k++)
+                if (x[k] != 0 && got[b * count + k] == 0) {
+                    char at[96];
+                    const int64_t t = t0 + k / d->H, h = k % d->H;
+                    if (d->batched) snprintf(at, sizeof at, "b=%lld,t=%lld,h=%lld", (long long)b, (long long)t, (long long)h);
+                    else snprintf(at, sizeof at, "t=%lld", (long long)t);
+                    const int r = cli_error("'%s': alpha[%s] = %g underflows to 0 in float32, the run's precision: "
+                                            "decay must be in (0, 1]", c->paths[IN_ALPHA], at, x[k]);
+                    free(x);
+                    return r;
+                }
+            break; /* the zeros of this block are zeros in the file: the library names them */
+        }
+    free(x);
+    return 0;
 }
 
 static int read_segment(run_ctx *c, int64_t t0, int64_t len)
@@ -295,7 +356,7 @@ static double now(void)
 /* One segment: read, validate (steps named from the start), run, write. */
 static int run_segment(run_ctx *c, int64_t t0, int64_t len)
 {
-    if (read_segment(c, t0, len)) return CLI_FAIL;
+    if (read_segment(c, t0, len) || check_alpha_underflow(c, t0, len)) return CLI_FAIL;
     const falcon_inputs in = make_inputs(c, len);
     if (falcon_validate_from(&c->cfg, &in, c->state, t0)) return input_error(c, falcon_last_error());
     const double start = now();
