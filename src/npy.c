@@ -21,10 +21,13 @@
  * be read out of order). falcon_npy_read is a reader that reads everything.
  *
  * Writing produces version 1.0 headers padded to a multiple of 64 bytes, as
- * numpy does, into a temporary file next to the target that is renamed over
- * it only once complete: readers never see a partial file. A writer
- * (falcon_npy_create) puts the header in first and takes the data in ranges
- * at their offsets (pwrite), so an output need not fit in memory either.
+ * numpy does, into the temporary file of an output transaction
+ * (src/outputs.c: the path is checked first, a symlink followed, the file
+ * fsynced and renamed onto its target only once complete): readers never
+ * see a partial file. A writer (falcon_npy_create, or
+ * falcon_npy_create_output for one output of a larger transaction) puts the
+ * header in first and takes the data in ranges at their offsets (pwrite),
+ * so an output need not fit in memory either.
  */
 #include <errno.h>
 #include <fcntl.h>
