@@ -37,7 +37,8 @@
  * Signals: falcon_outputs_clean_on_signals() makes every catchable
  * terminating signal, and exit(), remove the temporaries of the transactions
  * in progress (the handler only calls unlink and rmdir on paths prepared
- * beforehand) and then terminate as the signal would. SIGXFSZ is ignored
+ * beforehand) and then terminate as the signal would; a signal that is
+ * ignored or already has a handler when it is called is left so. SIGXFSZ is ignored
  * instead, so that a write over the file-size limit fails with EFBIG and is
  * reported like any other write error.
  */
@@ -126,11 +127,17 @@ void falcon_outputs_clean_on_signals(void)
     sigfillset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof term_signals / sizeof term_signals[0]; i++) {
         struct sigaction old;
-        /* An ignored signal stays ignored (nohup, a parent's SIG_IGN). */
-        if (sigaction(term_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-        sigaction(term_signals[i], &sa, NULL);
+        /* Only signals left at their default: an ignored one stays ignored
+         * (nohup, a background job's SIGINT), a handler already there (a
+         * sanitizer's SIGSEGV) stays in charge. */
+        if (sigaction(term_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            sigaction(term_signals[i], &sa, NULL);
     }
-    for (int s = SIGRTMIN; s <= SIGRTMAX; s++) sigaction(s, &sa, NULL);
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++) {
+        struct sigaction old;
+        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            sigaction(s, &sa, NULL);
+    }
     signal(SIGXFSZ, SIG_IGN);
 }
 
@@ -567,6 +574,10 @@ static void roll_back(falcon_outputs *tx, int upto)
             } else {
                 unlink(s->target);
             }
+        } else if (!s->is_dir && s->backup) {
+            unlink(s->backup); /* its own rename failed or never came: the target is as it was */
+            free(s->backup);
+            s->backup = NULL;
         } else if (s->done == 2) {
             swap_dirs(s->temp, s->target);
         } else if (s->done == 1 && s->is_dir) {
@@ -578,7 +589,7 @@ static void roll_back(falcon_outputs *tx, int upto)
 
 static falcon_status commit_fail(falcon_outputs *tx, const out_slot *s, const char *what, int err)
 {
-    const falcon_status st = falcon_fail(FALCON_E_IO, "'%s': cannot %s: %s", s->path, what, strerror(err));
+    const falcon_status st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot %s: %s", s->what, s->path, what, strerror(err));
     falcon_outputs_abort(tx);
     return st;
 }
@@ -619,16 +630,16 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
             if (!s->is_dir) {
                 if (exists) s->backup = make_backup(s->target);
                 if (rename(s->temp, s->target) == 0) s->done = 1;
-                else st = falcon_fail(FALCON_E_IO, "'%s': cannot rename the temporary file onto it: %s", s->path,
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary file onto it: %s", s->what, s->path,
                                       strerror(errno));
             } else if (exists) {
                 if (swap_dirs(s->temp, s->target) == 0) s->done = 2;
-                else st = falcon_fail(FALCON_E_IO, "'%s': cannot swap the new directory in: %s", s->path,
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot swap the new directory in: %s", s->what, s->path,
                                       strerror(errno));
             } else {
                 if (rename(s->temp, s->target) == 0) s->done = 1;
-                else st = falcon_fail(FALCON_E_IO, "'%s': cannot rename the temporary directory onto it: %s",
-                                      s->path, strerror(errno));
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary directory onto it: %s",
+                                      s->what, s->path, strerror(errno));
             }
         }
     if (st) {

@@ -242,6 +242,18 @@ else
             whole "6. SIG$sig held at ${point%%:*} #${point##*:}"
         done
     done
+    # 4, 5. a failure at any step (an injected EIO): status 2, every file as it
+    # was; a rename that fails after others undoes them.
+    for point in mkdir:1 pwrite64:2 fsync:1 fsync:5 flock:1 rename:1 rename:2 renameat2:1; do
+        restore
+        rc=0
+        "$STRACE" -f -o /dev/null -e "inject=${point%%:*}:error=EIO:when=${point##*:}" "$FALCON" "${ARGS[@]}" \
+            >/dev/null 2>stderr.txt || rc=$?
+        now=$(fp out.npy state.npy ck)
+        if [ $rc -eq 2 ] && [ "$now" = "$OLD" ] && [ -z "$(temps)" ]; then
+            ok "4. EIO at ${point%%:*} #${point##*:}: status 2, all old -> $(cat stderr.txt)"
+        else bad "4. EIO at ${point%%:*} #${point##*:}" "status $rc $(cat stderr.txt); left: $(temps); $(diff <(echo "$OLD") <(echo "$now") | tr '\n' ' ')"; fi
+    done
     # 7. the other terminating signals, during the run.
     for sig in HUP USR1 USR2 PIPE ALRM XCPU VTALRM; do
         restore
