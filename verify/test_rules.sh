@@ -150,7 +150,7 @@ case_out_missing_dir() { run_args out=nodir/out.npy; }
 case_out_is_directory() { mkdir -p xdir; run_args out=xdir; }
 case_out_is_device() { run_args out=/dev/null; }
 case_out_symlink_to_device() { ln -sfn /dev/null nulllink.npy; run_args out=nulllink.npy; }
-case_out_is_input() { run_args out=q.npy; }
+case_out_is_input() { cp q.npy qcopy.npy; run_args q=qcopy.npy out=qcopy.npy; }
 case_outputs_alias() { run_args --state-out out.npy; }
 case_checkpoint_out_foreign() { mkdir -p foreign_dir; echo mine >foreign_dir/notes.txt; run_args --checkpoint-out foreign_dir; }
 case_checkpoint_out_file() { : >plain_ck; run_args --state-out state.npy --checkpoint-out plain_ck; }
