@@ -94,10 +94,13 @@ int falcon_gate_main(int argc, char **argv)
                     fprintf(stderr, "falcon: error: cannot make the inputs of a case (T %lld, n %lld, m %lld, %s): "
                             "out of memory\n", (long long)c.T, (long long)c.n, (long long)c.m,
                             falcon_precision_name((falcon_precision)p));
+                    free(cases);
                     return 2;
                 }
                 if (gate_reference(&c, &d, &ref)) {
                     fprintf(stderr, "falcon: error: reference failed: %s\n", falcon_last_error());
+                    gate_data_free(&d);
+                    free(cases);
                     return 2;
                 }
                 for (int b = 0; b < gate_backend_count; b++) {
