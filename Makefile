@@ -115,6 +115,7 @@ check: deps
 	bash verify/test_usage.sh $(BUILD)/falcon
 	bash verify/test_rules.sh $(BUILD)/falcon
 	bash verify/test_stream.sh $(BUILD)/falcon
+	bash verify/test_outputs.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
 	$(MAKE) fuzz-replay
 	$(MAKE) $(BUILD)/falcon-scaling
@@ -134,7 +135,7 @@ report: deps
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
                 libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
-                pkg-config python3-numpy libxml2-utils
+                pkg-config python3-numpy libxml2-utils strace
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

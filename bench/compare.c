@@ -17,15 +17,21 @@
  * median of the case's iteration runs (a single run is its own median).
  * Failed runs (error_occurred) are listed as failed, not compared.
  * --out FILE writes the same figures as whitespace-separated columns for
- * gnuplot, one case per row, NaN where a side lacks the case; the file is
- * written under a temporary name and renamed, so no partial file is left.
+ * gnuplot, one case per row, NaN where a side lacks the case. It is an
+ * output transaction (falcon_outputs): its path is checked before the
+ * inputs are read (never a device, a directory or one of the inputs; a
+ * symlink is followed), it is written to a temporary file, fsynced and
+ * renamed, and a signal or a failure leaves the old file as it was.
+ * Cases are matched by name through a hash table: linear in the cases.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "compare.h"
+#include "falcon.h"
 #include "json.h"
 
 /* cpu_time: the main thread's CPU time per iteration. On a shared machine
@@ -47,9 +53,48 @@ typedef struct bench_run {
     size_t count, cap;
     char protocol[160]; /* "3 repetitions x 0.3 s, sweep default" */
     char cpu[128];      /* the context's falcon_cpu_model, or "" */
+    size_t *slots;   /* open addressing: row index + 1, 0 when free */
+    size_t nslots;   /* a power of two, at least twice count */
 } bench_run;
 
 #define MAX_FILES 26 /* named A to Z */
+
+
+static size_t name_hash(const char *s)
+{
+    size_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of `name` in r's table: where it is, or the free slot where it goes. */
+static size_t *slot_of(const bench_run *r, const char *name)
+{
+    size_t i = name_hash(name) & (r->nslots - 1);
+    while (r->slots[i] && strcmp(r->rows[r->slots[i] - 1].name, name) != 0) i = (i + 1) & (r->nslots - 1);
+    return &r->slots[i];
+}
+
+static const bench_row *find_row(const bench_run *r, const char *name)
+{
+    if (!r->nslots) return NULL;
+    const size_t at = *slot_of(r, name);
+    return at ? &r->rows[at - 1] : NULL;
+}
+
+/* Room for one more name: the table doubles (and is rebuilt) when half full. */
+static int grow_table(bench_run *r)
+{
+    if (2 * (r->count + 1) <= r->nslots) return 0;
+    const size_t n = r->nslots ? 2 * r->nslots : 256;
+    size_t *slots = calloc(n, sizeof *slots);
+    if (!slots) return -1;
+    free(r->slots);
+    r->slots = slots;
+    r->nslots = n;
+    for (size_t i = 0; i < r->count; i++) *slot_of(r, r->rows[i].name) = i + 1;
+    return 0;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -69,8 +114,9 @@ static double median_of(double *v, size_t n)
 
 static bench_row *row_for(bench_run *r, const char *name)
 {
-    for (size_t i = 0; i < r->count; i++)
-        if (strcmp(r->rows[i].name, name) == 0) return &r->rows[i];
+    if (grow_table(r)) return NULL;
+    size_t *slot = slot_of(r, name);
+    if (*slot) return &r->rows[*slot - 1];
     if (r->count == r->cap) {
         size_t nc = r->cap ? 2 * r->cap : 64;
         bench_row *rows = realloc(r->rows, nc * sizeof *rows);
@@ -82,7 +128,7 @@ static bench_row *row_for(bench_run *r, const char *name)
     memset(row, 0, sizeof *row);
     if (!(row->name = strdup(name))) return NULL;
     for (int k = 0; k < NMETRIC; k++) row->median[k] = NAN;
-    r->count++;
+    *slot = ++r->count;
     return row;
 }
 
@@ -121,6 +167,7 @@ static void run_free(bench_run *r)
         for (int k = 0; k < NMETRIC; k++) free(r->rows[i].samples[k]);
     }
     free(r->rows);
+    free(r->slots);
 }
 
 /* The protocol of a run from its context; `reps`: the largest "repetitions"
@@ -240,20 +287,13 @@ static void usage(FILE *f)
                "  (plots/bench-compare.gp, plots/bench-machines.gp).\n", MAX_FILES);
 }
 
-static const bench_row *find_row(const bench_run *r, const char *name)
-{
-    for (size_t i = 0; i < r->count; i++)
-        if (strcmp(r->rows[i].name, name) == 0) return &r->rows[i];
-    return NULL;
-}
-
 /* The N-machine table (three files or more): the cases in order of first
  * appearance; per case A's tokens/s and each file's ratio to A; the
  * geometric mean of A's tokens/s and of each ratio over the cases that every
  * file has (and none failed), so that every mean is over the same cases.
  * --out: the same as columns for gnuplot (plots/bench-machines.gp); the
  * file is written under a temporary name and renamed. 0, or 2. */
-static int compare_many(const bench_run *run, int n, const char *const *file, const char *out)
+static int compare_many(const bench_run *run, int n, const char *const *file, falcon_outputs *tx, int slot)
 {
     size_t cap = 1, total = 0, width = 14, ncommon = 0;
     for (int f = 0; f < n; f++) cap += run[f].count;
@@ -261,26 +301,28 @@ static int compare_many(const bench_run *run, int n, const char *const *file, co
     double *logsum = calloc((size_t)n, sizeof *logsum);
     if (!names || !logsum) {
         free(names), free(logsum);
+        falcon_outputs_abort(tx);
         fprintf(stderr, "falcon: error: out of memory\n");
         return 2;
     }
+    /* Every name once, in the order of the files (hash look-ups: linear). */
     for (int f = 0; f < n; f++)
         for (size_t i = 0; i < run[f].count; i++) {
-            size_t j = 0;
-            while (j < total && strcmp(names[j], run[f].rows[i].name) != 0) j++;
-            if (j == total) names[total++] = run[f].rows[i].name;
+            int seen = 0;
+            for (int g = 0; g < f && !seen; g++) seen = find_row(&run[g], run[f].rows[i].name) != NULL;
+            if (!seen && find_row(&run[f], run[f].rows[i].name) == &run[f].rows[i]) names[total++] = run[f].rows[i].name;
         }
     for (size_t i = 0; i < total; i++)
         if (strlen(names[i]) > width) width = strlen(names[i]);
 
     FILE *dat = NULL;
-    char *tmp = NULL;
-    if (out) {
-        const size_t len = strlen(out) + 32;
-        if ((tmp = malloc(len))) snprintf(tmp, len, "%s.tmp.%ld", out, (long)getpid());
-        if (!tmp || !(dat = fopen(tmp, "w"))) {
-            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
-            free(tmp), free(names), free(logsum);
+    if (tx) {
+        const int fd = dup(falcon_outputs_fd(tx, slot));
+        if (fd < 0 || !(dat = fdopen(fd, "w"))) {
+            fprintf(stderr, "falcon: error: --out: cannot write it: %s\n", strerror(errno));
+            if (fd >= 0) close(fd);
+            free(names), free(logsum);
+            falcon_outputs_abort(tx);
             return 2;
         }
         fprintf(dat, "# falcon compare: %d machines (medians of tokens/s; NaN = absent or failed)\n# machines %d\n",
@@ -351,12 +393,18 @@ static int compare_many(const bench_run *run, int n, const char *const *file, co
             fprintf(dat, "# geomean %d %.6g\n", f + 1, ncommon ? exp((logsum[f] - logsum[0]) / (double)ncommon) : NAN);
     }
     int rc = 0;
-    if (dat && (fclose(dat) != 0 || rename(tmp, out) != 0)) {
-        fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
-        remove(tmp);
-        rc = 2;
+    if (dat) {
+        const int bad = ferror(dat), closed = fclose(dat);
+        if (bad || closed != 0) {
+            fprintf(stderr, "falcon: error: --out: cannot write it: %s\n", strerror(errno));
+            falcon_outputs_abort(tx);
+            rc = 2;
+        } else if (falcon_outputs_commit(tx)) {
+            fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
+            rc = 2;
+        }
     }
-    free(tmp), free(names), free(logsum);
+    free(names), free(logsum);
     return rc;
 }
 
@@ -395,11 +443,25 @@ int falcon_compare_main(int argc, char **argv)
         return 2;
     }
 
+    /* The output first: a path it must not replace fails before anything is read. */
+    falcon_outputs *tx = NULL;
+    int slot = -1, bad_tx = out && falcon_outputs_begin(&tx);
+    for (int f = 0; f < nfile && out && !bad_tx; f++) {
+        const char label[2] = {(char)('A' + f), 0};
+        bad_tx = falcon_outputs_input(tx, label, file[f]) != FALCON_OK;
+    }
+    if (out && (bad_tx || falcon_outputs_file(tx, "--out", out, &slot))) {
+        fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
+        falcon_outputs_abort(tx);
+        return 2;
+    }
+    if (tx) falcon_outputs_clean_on_signals();
     static bench_run run[MAX_FILES];
     memset(run, 0, sizeof run);
     int status = 0;
     for (int f = 0; f < nfile && !status; f++) status = load(file[f], &run[f]);
-    if (!status && nfile > 2) status = compare_many(run, nfile, file, out);
+    if (status) falcon_outputs_abort(tx);
+    else if (nfile > 2) status = compare_many(run, nfile, file, tx, slot); /* commits or aborts tx */
     if (status || nfile > 2) {
         for (int f = 0; f < nfile; f++) run_free(&run[f]);
         return status;
@@ -417,29 +479,24 @@ int falcon_compare_main(int argc, char **argv)
     }
     for (size_t i = 0; i < run[0].count; i++) {
         pa[i] = &run[0].rows[i];
-        for (size_t j = 0; j < run[1].count; j++)
-            if (strcmp(run[1].rows[j].name, pa[i]->name) == 0) pb[i] = &run[1].rows[j];
+        pb[i] = find_row(&run[1], pa[i]->name);
     }
-    for (size_t j = 0; j < run[1].count; j++) {
-        int seen = 0;
-        for (size_t i = 0; i < run[0].count && !seen; i++) seen = pb[i] == &run[1].rows[j];
-        if (!seen) pb[total++] = &run[1].rows[j];
-    }
+    for (size_t j = 0; j < run[1].count; j++)
+        if (!find_row(&run[0], run[1].rows[j].name)) pb[total++] = &run[1].rows[j];
     for (size_t i = 0; i < total; i++) {
         size_t l = strlen(pa[i] ? pa[i]->name : pb[i]->name);
         if (l > width) width = l;
     }
 
     FILE *dat = NULL;
-    char *tmp = NULL;
-    if (out) {
-        size_t len = strlen(out) + 32;
-        tmp = malloc(len);
-        if (tmp) snprintf(tmp, len, "%s.tmp.%ld", out, (long)getpid());
-        if (!tmp || !(dat = fopen(tmp, "w"))) {
-            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
-            free(tmp), free(pa), free(pb);
+    if (tx) {
+        const int fd = dup(falcon_outputs_fd(tx, slot));
+        if (fd < 0 || !(dat = fdopen(fd, "w"))) {
+            fprintf(stderr, "falcon: error: --out: '%s': cannot write it: %s\n", out, strerror(errno));
+            if (fd >= 0) close(fd);
+            free(pa), free(pb);
             run_free(&run[0]), run_free(&run[1]);
+            falcon_outputs_abort(tx);
             return 2;
         }
         fprintf(dat, "# falcon compare: A = %s, B = %s (medians; NaN = absent or failed)\n"
@@ -495,13 +552,17 @@ int falcon_compare_main(int argc, char **argv)
 
     int rc = 0;
     if (dat) {
-        if (fclose(dat) != 0 || rename(tmp, out) != 0) {
-            fprintf(stderr, "falcon: error: --out: '%s': cannot write it\n", out);
-            remove(tmp);
+        const int bad = ferror(dat), closed = fclose(dat);
+        if (bad || closed != 0) {
+            fprintf(stderr, "falcon: error: --out: '%s': cannot write it: %s\n", out, strerror(errno));
+            falcon_outputs_abort(tx);
+            rc = 2;
+        } else if (falcon_outputs_commit(tx)) {
+            fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
             rc = 2;
         }
     }
-    free(tmp), free(pa), free(pb);
+    free(pa), free(pb);
     run_free(&run[0]), run_free(&run[1]);
     return rc;
 }

@@ -302,6 +302,9 @@ falcon_json *falcon_json_parse(const char *text, size_t len, char *err, size_t e
     return v;
 }
 
+/* The largest JSON file read. */
+#define FALCON_JSON_MAX_BYTES (256 << 20)
+
 falcon_json *falcon_json_parse_file(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -309,11 +312,20 @@ falcon_json *falcon_json_parse_file(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
+    /* A result file is a few MiB; a bound keeps /dev/zero or a huge file
+     * from taking all the memory. */
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     while (buf) {
         len += fread(buf + len, 1, cap - len, f);
         if (len < cap) break;
+        if (cap >= FALCON_JSON_MAX_BYTES) {
+            fclose(f);
+            free(buf);
+            snprintf(err, errlen, "%s: larger than %d MiB: not a benchmark result file", path,
+                     FALCON_JSON_MAX_BYTES >> 20);
+            return NULL;
+        }
         char *nb = realloc(buf, cap * 2);
         if (!nb) free(buf);
         buf = nb;

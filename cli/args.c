@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,7 +199,11 @@ static int parse_number(const opt_spec *s, const char *text, int64_t *i, double 
     }
     if (!end || *end != '\0')
         return cli_error("--%s: '%s' is not %s", s->name, text, i ? "an integer" : "a number");
-    if (errno == ERANGE) return cli_error("--%s: '%s' is out of range", s->name, text);
+    /* strtod reports a subnormal result as ERANGE too: it is a number all
+     * the same (eps = 1e-320 is > 0 in fp64); only overflow and a total
+     * underflow to 0 are out of range. */
+    if (errno == ERANGE && (i || !isfinite(*x) || *x == 0))
+        return cli_error("--%s: '%s' is out of range", s->name, text);
     return 0;
 }
 

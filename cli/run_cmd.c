@@ -20,16 +20,17 @@
  * segment buffers (about 32 MiB by default, --segment to choose) and the
  * state, whatever T is.
  *
- * Nothing is left behind unless the whole run succeeded: the output is
- * renamed onto its name only after the last segment, so a bad value in a
- * late segment fails the run like one in the first; the state and the
- * checkpoint are written at the end; each output is written atomically, and
- * if a later one fails the earlier ones written by this invocation are
- * removed again. SIGINT, SIGTERM and SIGHUP, and an exit() from a runtime
- * library, remove the temporary output.
+ * Outputs are one transaction (falcon_outputs, src/outputs.c): every output
+ * path is checked and gets its temporary before anything is computed; the
+ * reads go into --out's temporary segment by segment, the state and the
+ * checkpoint into theirs at the end; then all are fsynced and renamed onto
+ * their paths together, the checkpoint directory swapped last, with signals
+ * blocked. A failure anywhere (a bad value in a late segment, a full disk)
+ * leaves every earlier file as it was; every catchable terminating signal
+ * and an exit() from a runtime library remove the temporaries.
  */
+#include <math.h>
 #include <omp.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -65,6 +66,8 @@ typedef struct run_ctx {
     falcon_state *state;
     int64_t seg;                   /* steps per segment */
     void *out;                     /* one segment of reads */
+    falcon_outputs *tx;            /* every output, committed together at the end */
+    int slot_out, slot_state, slot_ckpt;
     falcon_npy_writer *writer;
     double seconds;                /* in falcon_run */
 } run_ctx;
@@ -81,46 +84,6 @@ static int64_t width(const run_ctx *c, int i)
 {
     return input_tails[i] == TAIL_N ? c->d.n : input_tails[i] == TAIL_M ? c->d.m : 1;
 }
-
-/* ---- the temporary output and signals ---- */
-
-/* The temporary output's name, for the handler (async-signal-safe: a fixed
- * buffer, set before it is armed). */
-static char temp_path[4096];
-static volatile sig_atomic_t temp_armed;
-
-static void on_signal(int sig)
-{
-    if (temp_armed) unlink(temp_path);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* A runtime that gives up calls exit() (libgomp does when it cannot start a
- * thread, e.g. under an address-space limit): the temporary output goes too. */
-static void on_exit_remove_temp(void)
-{
-    if (temp_armed) unlink(temp_path);
-}
-
-static void arm_temp(const char *path)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    static int registered;
-    if (!path || strlen(path) >= sizeof temp_path) return;
-    memcpy(temp_path, path, strlen(path) + 1);
-    temp_armed = 1;
-    if (!registered) registered = atexit(on_exit_remove_temp) == 0;
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
-    }
-}
-
-static void disarm_temp(void) { temp_armed = 0; }
 
 /* ---- inputs ---- */
 
@@ -234,6 +197,29 @@ static int input_error(const run_ctx *c, const char *msg)
     return cli_error("'%s': %s", c->paths[blame], msg);
 }
 
+/* A checkpoint holds float64 values; an fp32 run computes with them in
+ * float32, so each must fit there (a value that does not is the
+ * checkpoint's fault, not the inputs'). */
+static int checkpoint_fits(const run_ctx *c, const falcon_state_view *v)
+{
+    if (c->cfg.precision != FALCON_FP32) return 0;
+    const struct {
+        const char *file;
+        const double *x;
+        int64_t count;
+    } arrays[] = {{"S.npy", v->S, v->heads * v->m * v->n},
+                  {"prev_key.npy", v->prev_key, v->heads * v->n},
+                  {"hist_k.npy", v->hist_k, v->heads * v->keep * v->n},
+                  {"hist_v.npy", v->hist_v, v->heads * v->keep * v->m}};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++)
+        for (int64_t i = 0; i < arrays[a].count; i++)
+            if (!isfinite((float)arrays[a].x[i]))
+                return cli_error("--checkpoint-in: checkpoint '%s/%s': element %lld (head %lld) = %g does not fit "
+                                 "in float32, the run's precision", c->args.ckpt_in, arrays[a].file, (long long)i,
+                                 (long long)(i / (arrays[a].count / v->heads)), arrays[a].x[i]);
+    return 0;
+}
+
 /* The carried state: from --checkpoint-in, or fresh. */
 static int make_state(run_ctx *c)
 {
@@ -245,6 +231,7 @@ static int make_state(run_ctx *c)
     if (falcon_checkpoint_load(c->args.ckpt_in, &c->state))
         return cli_error("--checkpoint-in: %s", falcon_last_error());
     const falcon_state_view v = falcon_state_get_view(c->state);
+    if (checkpoint_fits(c, &v)) return CLI_FAIL;
     if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
         return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
                          "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,
@@ -268,7 +255,7 @@ static int64_t segment_length(const run_ctx *c)
     int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
     /* A multiple of the library's block: the segments split the run where
      * one call would, so segmented and whole runs agree bit for bit. */
-    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? c->cfg.chunk
+    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? falcon_chunk_block(c->cfg.chunk, c->cfg.window)
                         : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
                                                               : 1;
     if (block < 1) return 1; /* an invalid window: validation names it */
@@ -294,6 +281,42 @@ static int alloc_buffers(run_ctx *c)
 static int64_t block_first(const dims *d, int64_t b, int64_t t0, int64_t w)
 {
     return ((b * d->T + t0) * d->H) * w;
+}
+
+/* A float64 decay that is positive in the file but underflows to 0 in
+ * float32 is named as that (the library would see alpha = 0). */
+static int check_alpha_underflow(run_ctx *c, int64_t t0, int64_t len)
+{
+    if (!c->paths[IN_ALPHA] || run_dtype(c) != FALCON_DTYPE_F32 || c->info[IN_ALPHA].dtype != FALCON_DTYPE_F64)
+        return 0;
+    const dims *d = &c->d;
+    const int64_t count = len * d->H;
+    const float *got = c->buf[IN_ALPHA];
+    double *x = NULL;
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t j = 0; j < count; j++) {
+            if (got[b * count + j] != 0) continue;
+            if (!x && !(x = malloc(sizeof(double) * (size_t)count)))
+                return cli_error("out of memory for a segment of alpha");
+            if (falcon_npy_read_range(c->rd[IN_ALPHA], block_first(d, b, t0, 1), count, FALCON_DTYPE_F64, x)) {
+                free(x);
+                return cli_error("alpha: %s", falcon_last_error());
+            }
+            for (int64_t k = j; k < count; k++)
+                if (x[k] != 0 && got[b * count + k] == 0) {
+                    char at[96];
+                    const int64_t t = t0 + k / d->H, h = k % d->H;
+                    if (d->batched) snprintf(at, sizeof at, "b=%lld,t=%lld,h=%lld", (long long)b, (long long)t, (long long)h);
+                    else snprintf(at, sizeof at, "t=%lld", (long long)t);
+                    const int r = cli_error("'%s': alpha[%s] = %g underflows to 0 in float32, the run's precision: "
+                                            "decay must be in (0, 1]", c->paths[IN_ALPHA], at, x[k]);
+                    free(x);
+                    return r;
+                }
+            break; /* the zeros of this block are zeros in the file: the library names them */
+        }
+    free(x);
+    return 0;
 }
 
 static int read_segment(run_ctx *c, int64_t t0, int64_t len)
@@ -372,7 +395,7 @@ static void progress_end(void)
 /* One segment: read, validate (steps named from the start), run, write. */
 static int run_segment(run_ctx *c, int64_t t0, int64_t len)
 {
-    if (read_segment(c, t0, len)) return CLI_FAIL;
+    if (read_segment(c, t0, len) || check_alpha_underflow(c, t0, len)) return CLI_FAIL;
     const falcon_inputs in = make_inputs(c, len);
     if (falcon_validate_from(&c->cfg, &in, c->state, t0)) return input_error(c, falcon_last_error());
     const double start = now();
@@ -409,8 +432,8 @@ static int compute(run_ctx *c)
     c->seg = segment_length(c);
     if (alloc_buffers(c)) return CLI_FAIL;
     const falcon_array out = out_array(c);
-    if (falcon_npy_create(c->args.out, &out, &c->writer)) return cli_error("--out: %s", falcon_last_error());
-    arm_temp(falcon_npy_writer_temp(c->writer));
+    if (falcon_npy_create_output(c->tx, c->slot_out, &out, &c->writer))
+        return cli_error("--out: %s", falcon_last_error());
     /* T = 0 still runs once: the library checks the backend and the state. */
     int64_t t0 = 0;
     progress_begin(c);
@@ -442,34 +465,50 @@ static falcon_array state_array(const run_ctx *c, void **buf)
     return a;
 }
 
-/* Report a failed output, removing the outputs written before it. */
-static int output_failed(const char *what, const char *detail, const char *const *written, int count)
+/* Declare every output before anything is computed: each path is checked
+ * (not a directory, device or symlink to one, not an input, not another
+ * output) and gets its temporary now, so that an output that cannot be
+ * written fails the run before it starts and no output replaces another. */
+static int prepare_outputs(run_ctx *c)
 {
-    for (int i = 0; i < count; i++) unlink(written[i]);
-    return cli_error("%s: %s", what, detail);
+    static const char *const opts[NUM_INPUTS] = {"--q", "--k", "--v", "--beta", "--alpha", "--gain"};
+    c->slot_state = c->slot_ckpt = -1;
+    if (falcon_outputs_begin(&c->tx)) return cli_error("%s", falcon_last_error());
+    for (int i = 0; i < NUM_INPUTS; i++)
+        if (c->paths[i] && falcon_outputs_input(c->tx, opts[i], c->paths[i])) return cli_error("%s", falcon_last_error());
+    if (c->args.ckpt_in && falcon_outputs_input_dir(c->tx, "--checkpoint-in", c->args.ckpt_in))
+        return cli_error("%s", falcon_last_error());
+    if (falcon_outputs_file(c->tx, "--out", c->args.out, &c->slot_out))
+        return cli_error("--out: %s", falcon_last_error());
+    if (c->args.state_out && falcon_outputs_file(c->tx, "--state-out", c->args.state_out, &c->slot_state))
+        return cli_error("--state-out: %s", falcon_last_error());
+    if (c->args.ckpt_out && falcon_outputs_checkpoint(c->tx, "--checkpoint-out", c->args.ckpt_out, &c->slot_ckpt))
+        return cli_error("--checkpoint-out: %s", falcon_last_error());
+    return 0;
 }
 
+/* Finish every output in its temporary, then commit them together: either
+ * all of them replace their targets or none does. */
 static int write_outputs(run_ctx *c)
 {
-    const char *written[2];
-    int count = 0;
     falcon_npy_writer *w = c->writer;
     c->writer = NULL; /* commit frees it, whatever happens */
-    const falcon_status s = falcon_npy_commit(w);
-    disarm_temp();
-    if (s) return output_failed("--out", falcon_last_error(), written, count);
-    written[count++] = c->args.out;
+    if (falcon_npy_commit(w)) return cli_error("--out: %s", falcon_last_error());
     if (c->args.state_out) {
         void *buf;
         const falcon_array a = state_array(c, &buf);
-        if (!buf) return output_failed("--state-out", "out of memory", written, count);
-        const int failed = falcon_npy_write(c->args.state_out, &a);
+        if (!buf) return cli_error("--state-out: out of memory");
+        falcon_status s = falcon_npy_create_output(c->tx, c->slot_state, &a, &w);
+        if (!s && (s = falcon_npy_write_range(w, 0, a.count, a.data))) falcon_npy_abort(w);
+        if (!s) s = falcon_npy_commit(w);
         free(buf);
-        if (failed) return output_failed("--state-out", falcon_last_error(), written, count);
-        written[count++] = c->args.state_out;
+        if (s) return cli_error("--state-out: %s", falcon_last_error());
     }
-    if (c->args.ckpt_out && falcon_checkpoint_save(c->state, c->args.ckpt_out))
-        return output_failed("--checkpoint-out", falcon_last_error(), written, count);
+    if (c->args.ckpt_out && falcon_checkpoint_save_to(c->tx, c->slot_ckpt, c->state))
+        return cli_error("--checkpoint-out: %s", falcon_last_error());
+    falcon_outputs *tx = c->tx;
+    c->tx = NULL;
+    if (falcon_outputs_commit(tx)) return cli_error("%s", falcon_last_error());
     return 0;
 }
 
@@ -488,8 +527,8 @@ static void print_verbose(const run_ctx *c)
 
 static void free_ctx(run_ctx *c)
 {
-    disarm_temp();
     falcon_npy_abort(c->writer);
+    falcon_outputs_abort(c->tx);
     for (int i = 0; i < NUM_INPUTS; i++) {
         falcon_npy_close(c->rd[i]);
         free(c->buf[i]);
@@ -510,7 +549,9 @@ int cli_run(int argc, char **argv)
     c.cfg = cli_config(&c.args);
     const char *paths[NUM_INPUTS] = {c.args.q, c.args.k, c.args.v, c.args.beta, c.args.alpha, c.args.gain};
     memcpy(c.paths, paths, sizeof paths);
-    const int status = open_inputs(&c) || check_shapes(&c) || compute(&c) || write_outputs(&c) ? CLI_FAIL : 0;
+    falcon_outputs_clean_on_signals();
+    const int status =
+        open_inputs(&c) || check_shapes(&c) || prepare_outputs(&c) || compute(&c) || write_outputs(&c) ? CLI_FAIL : 0;
     if (!status && c.args.verbose) print_verbose(&c);
     free_ctx(&c);
     return status;

@@ -175,6 +175,11 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
  * call bit for bit. -1 when W is outside [1, FALCON_MAX_WINDOW].
  */
 int64_t falcon_parallel_block(int64_t window);
+/* Steps per block of the chunk form: the chunk C, but at most 4096 / W (at
+ * least 1), so that a block holds at most max(4096, W) terms and its work
+ * memory is bounded as the masked-parallel form's is, whatever C, W and T
+ * are. -1 when C or W is out of range. */
+int64_t falcon_chunk_block(int64_t chunk, int64_t window);
 
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
@@ -266,9 +271,57 @@ void falcon_npy_abort(falcon_npy_writer *writer);
 /* The temporary file's name, e.g. for a signal handler that removes it. */
 const char *falcon_npy_writer_temp(const falcon_npy_writer *writer);
 
+/*
+ * ---- output transactions: the outputs of one command, all or nothing ----
+ * Declare every output (and the inputs they must not replace) before
+ * computing: each path is checked (a file output: new, a regular file or a
+ * symlink to one, which is followed, never replaced; a directory output:
+ * new, or a directory holding only its declared names; no output the same
+ * as an input or another output) and gets a temporary next to its target.
+ * Write into the temporaries, then commit: all are fsynced and renamed onto
+ * their targets together (files in order, directories swapped last, every
+ * signal blocked meanwhile); if any step fails, every target keeps its old
+ * bytes and the temporaries are removed. src/outputs.c has the details.
+ */
+typedef struct falcon_outputs falcon_outputs;
+falcon_status falcon_outputs_begin(falcon_outputs **tx);
+/* An input file (or input directory) that no output may be (or be inside). */
+falcon_status falcon_outputs_input(falcon_outputs *tx, const char *what, const char *path);
+falcon_status falcon_outputs_input_dir(falcon_outputs *tx, const char *what, const char *path);
+/* A file output; `what` names it in messages ("--out"). *slot: its number. */
+falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const char *path, int *slot);
+/* A directory output replaced as a whole; `names` (NULL-terminated) are the
+ * only files it holds. */
+falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const char *path,
+                                 const char *const *names, int *slot);
+/* The temporary to write: a file (also open as falcon_outputs_fd) or an empty directory. */
+const char *falcon_outputs_temp(const falcon_outputs *tx, int slot);
+int falcon_outputs_fd(const falcon_outputs *tx, int slot);
+const char *falcon_outputs_path(const falcon_outputs *tx, int slot);
+/* Commit every output, or none; frees tx either way. */
+falcon_status falcon_outputs_commit(falcon_outputs *tx);
+/* Remove every temporary and free tx (NULL is ignored). */
+void falcon_outputs_abort(falcon_outputs *tx);
+/* For a program: every catchable terminating signal (and exit()) removes
+ * the temporaries of transactions in progress, then terminates as the
+ * signal would; SIGXFSZ is ignored, so that a write past the file-size limit
+ * fails (EFBIG) and is reported. */
+void falcon_outputs_clean_on_signals(void);
+/* An .npy output of a transaction: as falcon_npy_create, writing into the
+ * slot's temporary; falcon_npy_commit then only finishes the file (the
+ * transaction's commit renames it) and falcon_npy_abort leaves the temporary
+ * to the transaction. */
+falcon_status falcon_npy_create_output(falcon_outputs *tx, int slot, const falcon_array *a,
+                                       falcon_npy_writer **writer);
+
 /* ---- checkpoints: the whole carried state in a directory ---- */
+/* Save atomically: a new directory next to `dir`, swapped in by rename. */
 falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir);
+/* Load; every array's shape is checked before its data is read. */
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out);
+/* A checkpoint as an output of a transaction, and its contents. */
+falcon_status falcon_outputs_checkpoint(falcon_outputs *tx, const char *what, const char *dir, int *slot);
+falcon_status falcon_checkpoint_save_to(falcon_outputs *tx, int slot, const falcon_state *state);
 
 #ifdef __cplusplus
 }

@@ -23,17 +23,23 @@
  * finite values, has_prev in {0, 1}, hist_len an integer in range); it also
  * takes float32 arrays, converted exactly.
  *
- * Saving creates the directory (one level) if it is missing, removes the
- * old manifest first, writes each array atomically and the manifest last:
- * the manifest marks a complete checkpoint, so a save that failed half-way
- * never loads as a mixture of two states. On failure the files this save
- * wrote are removed again (and the directory, if it created it).
+ * Saving is atomic (src/outputs.c): the arrays and the manifest are
+ * written into a new directory next to the target and fsynced, then the new
+ * directory is swapped with the old one (renameat2 RENAME_EXCHANGE) or
+ * renamed into place, under an exclusive flock on the parent directory, and
+ * the old one is removed. A failure at any point leaves the old checkpoint
+ * as it was. An existing target must be a directory holding only the files
+ * above (an earlier checkpoint) or nothing. Loading holds the same lock
+ * shared, so it never reads parts of two checkpoints, and checks each
+ * array's shape from its header before reading its data.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "internal.h"
@@ -101,19 +107,6 @@ static falcon_status in_file(falcon_status s, const char *path)
 
 /* ---- save ---- */
 
-/* Create `dir` if missing; *created says whether this call made it. */
-static falcon_status make_dir(const char *dir, int *created)
-{
-    struct stat st;
-    *created = mkdir(dir, 0777) == 0;
-    if (*created) return FALCON_OK;
-    if (errno != EEXIST)
-        return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot create the directory: %s", dir, strerror(errno));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return falcon_fail(FALCON_E_IO, "checkpoint '%s': exists and is not a directory", dir);
-    return FALCON_OK;
-}
-
 /* Write one array of the layout (flags and counts go out as float64). */
 static falcon_status save_entry(const entry *e, const char *path)
 {
@@ -126,7 +119,7 @@ static falcon_status save_entry(const entry *e, const char *path)
         for (int64_t i = 0; i < a.count; i++) tmp[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
         a.data = tmp;
     }
-    falcon_status s = falcon_npy_write(path, &a);
+    falcon_status s = falcon_npy_write_new(path, &a);
     free(tmp);
     return s;
 }
@@ -138,7 +131,7 @@ static falcon_status save_manifest(const falcon_state *s, const char *path)
                              (long long)s->heads, (long long)s->n, (long long)s->m, (long long)s->window);
     const void *parts[1] = {text};
     const size_t sizes[1] = {(size_t)len};
-    return falcon_write_file_atomic(path, parts, sizes, 1);
+    return falcon_write_new_file(path, parts, sizes, 1);
 }
 
 /* Paths of the arrays, then the manifest's; *paths[i] NULL if out of memory. */
@@ -154,28 +147,52 @@ static void free_paths(char *paths[NUM_ARRAYS + 1])
     for (int i = 0; i <= NUM_ARRAYS; i++) free(paths[i]);
 }
 
-falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir)
+/* The files of a checkpoint directory: the only names a directory that
+ * --checkpoint-out replaces may hold. */
+static const char *const checkpoint_names[] = {"S.npy", "prev_key.npy", "has_prev.npy", "hist_k.npy",
+                                               "hist_v.npy", "hist_len.npy", MANIFEST, NULL};
+
+falcon_status falcon_outputs_checkpoint(falcon_outputs *tx, const char *what, const char *dir, int *slot)
 {
-    if (!state || !dir) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_save: NULL %s", state ? "dir" : "state");
+    if (!tx || !what || !dir || !slot) return falcon_fail(FALCON_E_ARGUMENT, "outputs_checkpoint: NULL argument");
+    falcon_status s = falcon_outputs_dir(tx, what, dir, checkpoint_names, slot);
+    return s ? in_file(s, dir) : FALCON_OK;
+}
+
+falcon_status falcon_checkpoint_save_to(falcon_outputs *tx, int slot, const falcon_state *state)
+{
+    const char *dir = falcon_outputs_temp(tx, slot), *name = falcon_outputs_path(tx, slot);
+    if (!state || !dir) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_save_to: NULL %s", state ? "slot" : "state");
     entry e[NUM_ARRAYS];
     char *paths[NUM_ARRAYS + 1];
     layout(state, e);
-    int created = 0, written = 0;
-    falcon_status s = make_paths(dir, e, paths) ? make_dir(dir, &created)
-                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
-    if (!s && unlink(paths[NUM_ARRAYS]) != 0 && errno != ENOENT)
-        s = falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot remove the old manifest: %s", paths[NUM_ARRAYS],
-                        strerror(errno));
-    while (!s && written < NUM_ARRAYS)
-        if (!(s = save_entry(&e[written], paths[written]))) written++;
+    falcon_status s = make_paths(dir, e, paths) ? FALCON_OK
+                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", name);
+    for (int i = 0; !s && i < NUM_ARRAYS; i++) s = save_entry(&e[i], paths[i]);
     if (!s) s = save_manifest(state, paths[NUM_ARRAYS]);
-    if (s) {
-        /* A failed write leaves nothing behind itself; remove the ones before it. */
-        for (int i = 0; i < written; i++) unlink(paths[i]);
-        if (created) rmdir(dir);
-    }
     free_paths(paths);
+    /* Messages name the checkpoint, not its temporary directory. */
+    if (s) {
+        char detail[512];
+        const char *d = falcon_last_error(), *p = strstr(d, ": cannot ");
+        snprintf(detail, sizeof detail, "%s", p ? p + 2 : d);
+        s = falcon_fail(s, "checkpoint '%s': %s", name, detail);
+    }
     return s;
+}
+
+falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir)
+{
+    if (!state || !dir) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_save: NULL %s", state ? "dir" : "state");
+    falcon_outputs *tx;
+    int slot;
+    falcon_status s = falcon_outputs_begin(&tx);
+    if (s) return s;
+    if ((s = falcon_outputs_checkpoint(tx, "checkpoint", dir, &slot)) || (s = falcon_checkpoint_save_to(tx, slot, state))) {
+        falcon_outputs_abort(tx);
+        return s;
+    }
+    return falcon_outputs_commit(tx);
 }
 
 /* ---- load ---- */
@@ -274,13 +291,23 @@ static falcon_status check_values(const entry *e, const falcon_array *a, const c
     return FALCON_OK;
 }
 
-/* Read one array of the layout into the state, checking every value first. */
+/* Read one array of the layout into the state: its shape is checked from
+ * the header before any data is read, every value before any is stored. */
 static falcon_status load_entry(const entry *e, const char *path, const manifest *m)
 {
+    falcon_npy_reader *r;
     falcon_array a;
-    falcon_status s = falcon_npy_read(path, FALCON_DTYPE_F64, &a);
+    falcon_status s = falcon_npy_open(path, &r, &a);
     if (s) return in_file(s, path);
-    if (!(s = check_shape(e, &a, path, m)) && !(s = check_values(e, &a, path, m))) {
+    if ((s = check_shape(e, &a, path, m))) {
+        falcon_npy_close(r);
+        return s;
+    }
+    a.data = malloc(sizeof(double) * (size_t)(a.count + 1));
+    if (!a.data) s = falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
+    else if ((s = falcon_npy_read_range(r, 0, a.count, FALCON_DTYPE_F64, a.data))) s = in_file(s, path);
+    falcon_npy_close(r);
+    if (!s && !(s = check_values(e, &a, path, m))) {
         const double *x = a.data;
         for (int64_t i = 0; i < a.count; i++) {
             if (e->kind == KIND_REAL) e->real[i] = x[i];
@@ -288,7 +315,7 @@ static falcon_status load_entry(const entry *e, const char *path, const manifest
             else e->count[i] = (int64_t)x[i];
         }
     }
-    falcon_array_free(&a);
+    free(a.data);
     return s;
 }
 
@@ -304,6 +331,22 @@ static falcon_status load_arrays(const char *dir, falcon_state *st, const manife
     return s;
 }
 
+/* A shared lock on the directory that holds the checkpoint (a saver takes it
+ * exclusively while it swaps a checkpoint there): a load never reads half of
+ * one checkpoint and half of the next. Best effort: -1 when it cannot be had. */
+static int lock_parent_shared(const char *dir)
+{
+    char *real = realpath(dir, NULL);
+    if (!real) return -1;
+    char *slash = strrchr(real, '/');
+    if (slash == real) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    const int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(real);
+    while (fd >= 0 && flock(fd, LOCK_SH) != 0 && errno == EINTR) continue;
+    return fd;
+}
+
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
 {
     if (!dir || !out) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_load: NULL %s", dir ? "output" : "dir");
@@ -313,6 +356,7 @@ falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
     char text[MANIFEST_MAX];
     manifest m;
     falcon_state *state = NULL;
+    const int lockfd = lock_parent_shared(dir);
     char *path = join(dir, MANIFEST);
     falcon_status s = !path ? falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
                             : read_manifest_text(path, text, sizeof text);
@@ -320,6 +364,7 @@ falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
         (s = falcon_state_create(m.heads, m.n, m.m, m.window, &state)))
         s = in_file(s == FALCON_E_NOMEM ? s : FALCON_E_FORMAT, path);
     if (!s && (s = load_arrays(dir, state, &m))) falcon_state_free(state);
+    if (lockfd >= 0) close(lockfd);
     free(path);
     if (!s) *out = state;
     return s;

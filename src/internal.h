@@ -31,10 +31,11 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 
-/* npy.c: write buffers to a file via a temporary file in the same directory
- * and rename; Python's repr of a shape (200 bytes hold any). */
-falcon_status falcon_write_file_atomic(const char *path, const void *const *parts,
-                                       const size_t *sizes, int count);
+/* npy.c: write buffers to a new file and fsync it (inside a transaction's
+ * temporary directory); a whole .npy file the same way; Python's repr of a
+ * shape (200 bytes hold any). */
+falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count);
+falcon_status falcon_npy_write_new(const char *path, const falcon_array *a);
 const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
 
 /* 1 when all count elements are finite: a vectorized yes/no (threads share

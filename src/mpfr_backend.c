@@ -24,7 +24,7 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
         .variant = cfg->variant, .align = cfg->align, .phi = cfg->phi,
         .eps = prec == FALCON_FP32 ? (double)(float)cfg->eps : cfg->eps,
         .window = cfg->window,
-        .chunk = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : (T > 0 ? T : 1),
+        .chunk = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window) : (T > 0 ? T : 1),
         .bits = cfg->mpfr_bits,
     };
     falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? falcon_ref_recurrent(&ro, &rh, o, S)

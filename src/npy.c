@@ -21,10 +21,13 @@
  * be read out of order). falcon_npy_read is a reader that reads everything.
  *
  * Writing produces version 1.0 headers padded to a multiple of 64 bytes, as
- * numpy does, into a temporary file next to the target that is renamed over
- * it only once complete: readers never see a partial file. A writer
- * (falcon_npy_create) puts the header in first and takes the data in ranges
- * at their offsets (pwrite), so an output need not fit in memory either.
+ * numpy does, into the temporary file of an output transaction
+ * (src/outputs.c: the path is checked first, a symlink followed, the file
+ * fsynced and renamed onto its target only once complete): readers never
+ * see a partial file. A writer (falcon_npy_create, or
+ * falcon_npy_create_output for one output of a larger transaction) puts the
+ * header in first and takes the data in ranges at their offsets (pwrite),
+ * so an output need not fit in memory either.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,64 +121,22 @@ static int write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* A new file "<path>.tmp-XXXXXX" next to `path` (same directory, so the
- * final rename is atomic), with the mode a plain creat() would give it. */
-static falcon_status create_temp(const char *path, char **tmp, int *fd)
-{
-    static const char suffix[] = ".tmp-XXXXXX";
-    const size_t len = strlen(path);
-    *tmp = malloc(len + sizeof suffix);
-    if (!*tmp) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
-    memcpy(*tmp, path, len);
-    memcpy(*tmp + len, suffix, sizeof suffix);
-    *fd = mkstemp(*tmp);
-    if (*fd < 0) {
-        const int err = errno;
-        free(*tmp);
-        return falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
-                           strerror(err));
-    }
-    /* mkstemp makes the file 0600. Reading the umask means setting it: set
-     * the strictest one meanwhile, so that a file another thread creates in
-     * that instant is never more open than it should be. */
-    const mode_t mask = umask(077);
-    umask(mask);
-    if (fchmod(*fd, 0666 & ~mask) != 0) {
-        const int err = errno;
-        close(*fd);
-        unlink(*tmp);
-        free(*tmp);
-        return falcon_fail(FALCON_E_IO, "'%s': cannot set the mode of its temporary file: %s", path,
-                           strerror(err));
-    }
-    return FALCON_OK;
-}
-
 /*
- * Write `count` buffers to `path` atomically: a temporary file next to it,
- * then rename(). On failure the temporary file is removed and `path` is
- * untouched. Shared with checkpoint.c (its manifest).
+ * Write `count` buffers to a new file `path` (it must not exist: it lies in
+ * a transaction's temporary directory) and fsync it. On failure the file is
+ * removed. Shared with checkpoint.c (its manifest).
  */
-falcon_status falcon_write_file_atomic(const char *path, const void *const *parts,
-                                       const size_t *sizes, int count)
+falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count)
 {
-    char *tmp = NULL;
-    int fd = -1, err = 0;
-    falcon_status s = create_temp(path, &tmp, &fd);
-    if (s) return s;
-    const char *what = "write";
+    const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(errno));
+    int err = 0;
     for (int i = 0; !err && i < count; i++) err = write_full(fd, parts[i], sizes[i]) ? errno : 0;
+    if (!err && fsync(fd) != 0) err = errno;
     if (close(fd) != 0 && !err) err = errno;
-    if (!err && rename(tmp, path) != 0) {
-        err = errno;
-        what = "rename the temporary file onto";
-    }
-    if (err) {
-        unlink(tmp);
-        s = falcon_fail(FALCON_E_IO, "'%s': cannot %s it: %s", path, what, strerror(err));
-    }
-    free(tmp);
-    return s;
+    if (!err) return FALCON_OK;
+    unlink(path);
+    return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(err));
 }
 
 /* ---- header parsing ---- */
@@ -731,9 +692,15 @@ static size_t format_header(const falcon_array *a, char *buf, size_t size)
     return total;
 }
 
+/* A writer fills the temporary file of one slot of a transaction: its own
+ * (falcon_npy_create: committed by falcon_npy_commit) or the caller's
+ * (falcon_npy_create_output: committed with the caller's other outputs). */
 struct falcon_npy_writer {
-    int fd;
-    char *tmp, *path;
+    int fd;               /* the transaction's: never closed here */
+    falcon_outputs *own;  /* the writer's own transaction, or NULL */
+    const falcon_outputs *tx;
+    int slot;
+    char *path;
     falcon_dtype dtype;
     int64_t count, written, data_off;
 };
@@ -741,43 +708,32 @@ struct falcon_npy_writer {
 void falcon_npy_abort(falcon_npy_writer *w)
 {
     if (!w) return;
-    if (w->fd >= 0) close(w->fd);
-    if (w->tmp) unlink(w->tmp);
-    free(w->tmp);
+    falcon_outputs_abort(w->own);
     free(w->path);
     free(w);
 }
 
-const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? w->tmp : NULL; }
+const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? falcon_outputs_temp(w->tx, w->slot) : NULL; }
 
-falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_npy_writer **out)
+static falcon_status start_writer(falcon_outputs *tx, int slot, const falcon_array *a, falcon_outputs *own,
+                                  falcon_npy_writer **out)
 {
-    if (!path || !a || !out)
-        return falcon_fail(FALCON_E_ARGUMENT, "npy_create: NULL %s", !path ? "path" : !a ? "array" : "writer");
-    falcon_status s = check_layout(a);
-    if (s) return s;
-    /* The file is renamed onto `path` at the end: refuse now, not after a
-     * long run, what it could not replace (or should not: /dev/stdout). */
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return falcon_fail(FALCON_E_IO, "'%s': %s: an output is written to a temporary file and renamed onto its "
-                           "path", path, S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
     falcon_npy_writer *w = calloc(1, sizeof *w);
-    if (w) w->fd = -1;
-    if (!w || !(w->path = strdup(path))) {
-        falcon_npy_abort(w);
-        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
+    const char *path = falcon_outputs_path(tx, slot);
+    if (!w || !path || !(w->path = strdup(path))) {
+        free(w);
+        falcon_outputs_abort(own);
+        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path ? path : "output");
     }
-    if ((s = create_temp(path, &w->tmp, &w->fd))) {
-        w->tmp = NULL; /* create_temp freed it */
-        w->fd = -1;
-        falcon_npy_abort(w);
-        return s;
-    }
+    w->fd = falcon_outputs_fd(tx, slot);
+    w->own = own;
+    w->tx = tx;
+    w->slot = slot;
     char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
     const size_t len = format_header(a, header, sizeof header);
-    if (write_full(w->fd, header, len) != 0) {
-        s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(errno));
+    if (w->fd < 0 || pwrite_full(w->fd, header, len, 0) != 0) {
+        const falcon_status s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path,
+                                            w->fd < 0 ? "not a file output" : strerror(errno));
         falcon_npy_abort(w);
         return s;
     }
@@ -786,6 +742,30 @@ falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_
     w->data_off = (int64_t)len;
     *out = w;
     return FALCON_OK;
+}
+
+falcon_status falcon_npy_create_output(falcon_outputs *tx, int slot, const falcon_array *a, falcon_npy_writer **out)
+{
+    if (!tx || !a || !out)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_create_output: NULL %s", !tx ? "transaction" : !a ? "array" : "writer");
+    falcon_status s = check_layout(a);
+    return s ? s : start_writer(tx, slot, a, NULL, out);
+}
+
+falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_npy_writer **out)
+{
+    if (!path || !a || !out)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_create: NULL %s", !path ? "path" : !a ? "array" : "writer");
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    falcon_outputs *tx;
+    int slot;
+    if ((s = falcon_outputs_begin(&tx))) return s;
+    if ((s = falcon_outputs_file(tx, "output", path, &slot))) {
+        falcon_outputs_abort(tx);
+        return s;
+    }
+    return start_writer(tx, slot, a, tx, out);
 }
 
 falcon_status falcon_npy_write_range(falcon_npy_writer *w, int64_t first, int64_t count, const void *src)
@@ -809,14 +789,9 @@ falcon_status falcon_npy_commit(falcon_npy_writer *w)
     if (w->written != w->count)
         s = falcon_fail(FALCON_E_ARGUMENT, "'%s': %lld of its %lld elements were written", w->path,
                         (long long)w->written, (long long)w->count);
-    const int fd = w->fd;
-    w->fd = -1;
-    if (close(fd) != 0 && !s) s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path, strerror(errno));
-    if (!s && rename(w->tmp, w->path) != 0)
-        s = falcon_fail(FALCON_E_IO, "'%s': cannot rename the temporary file onto it: %s", w->path, strerror(errno));
-    if (!s) {
-        free(w->tmp);
-        w->tmp = NULL; /* renamed: nothing to remove */
+    if (!s && w->own) {
+        s = falcon_outputs_commit(w->own); /* frees it, also on failure */
+        w->own = NULL;
     }
     falcon_npy_abort(w);
     return s;
@@ -835,6 +810,18 @@ falcon_status falcon_npy_write(const char *path, const falcon_array *a)
         return s;
     }
     return falcon_npy_commit(w);
+}
+
+falcon_status falcon_npy_write_new(const char *path, const falcon_array *a)
+{
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    if (a->count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const size_t len = format_header(a, header, sizeof header);
+    const void *parts[2] = {header, a->data};
+    const size_t sizes[2] = {len, (size_t)a->count * dtype_size(a->dtype)};
+    return falcon_write_new_file(path, parts, sizes, 2);
 }
 
 void falcon_array_free(falcon_array *a)

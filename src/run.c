@@ -21,6 +21,13 @@ int64_t falcon_parallel_block(int64_t window)
     return L < 1 ? 1 : L;
 }
 
+int64_t falcon_chunk_block(int64_t chunk, int64_t window)
+{
+    const int64_t cap = falcon_parallel_block(window);
+    if (cap < 0 || chunk < 1 || chunk > FALCON_MAX_CHUNK) return -1;
+    return chunk < cap ? chunk : cap;
+}
+
 #define FALCON_REAL_F32 1
 #include "../kernels/framework/real.h"
 #include "run_cpu.inc.c"

@@ -73,7 +73,8 @@ static falcon_status RS(run_cpu)(const falcon_config *cfg, const falcon_inputs *
         if (group > FALCON_RECURRENT_GROUP_MAX) group = FALCON_RECURRENT_GROUP_MAX;
     }
     const int64_t tasks = (heads + group - 1) / group;
-    const int64_t L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : falcon_parallel_block(cfg->window);
+    const int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window)
+                                                    : falcon_parallel_block(cfg->window);
     /* No more threads than tasks: a thread with nothing to do only waits at
      * the barrier (one head on 2 threads measured 0.85-0.88 the speed of 1). */
     const int team = (int64_t)threads < tasks ? threads : (int)tasks;

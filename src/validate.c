@@ -120,7 +120,7 @@ static falcon_status check_config(const falcon_config *cfg)
     if (cfg->chunk < 1 || cfg->chunk > FALCON_MAX_CHUNK)
         return falcon_fail(FALCON_E_RANGE, "chunk = %lld: must be in [1, %d]",
                            (long long)cfg->chunk, FALCON_MAX_CHUNK);
-    if (cfg->backend == FALCON_BACKEND_MPFR && (cfg->mpfr_bits < 64 || cfg->mpfr_bits > 65536))
+    if (cfg->mpfr_bits < 64 || cfg->mpfr_bits > 65536) /* whatever the backend: a bad option is bad */
         return falcon_fail(FALCON_E_RANGE, "mpfr_bits = %d: must be in [64, 65536]", cfg->mpfr_bits);
     if (cfg->threads < 0 || cfg->threads > FALCON_MAX_THREADS)
         return falcon_fail(FALCON_E_RANGE, "threads = %d: must be in [0, %d]", cfg->threads,
@@ -142,8 +142,11 @@ static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs 
     /* Every element count must fit comfortably in int64 (and in memory). */
     const double elems = (double)in->B * (double)in->T * (double)in->H *
                          (double)(in->n > in->m ? in->n : in->m);
-    if (elems > 4e18 || (double)in->B * (double)in->H > (double)(1 << 24))
-        return falcon_fail(FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large", elems);
+    if ((double)in->B * (double)in->H > (double)(1 << 24))
+        return falcon_fail(FALCON_E_SHAPE, "B x H = %lld x %lld = %g heads: too many (at most 2^24 = %d)",
+                           (long long)in->B, (long long)in->H, (double)in->B * (double)in->H, 1 << 24);
+    if (elems > 4e18)
+        return falcon_fail(FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large (at most 4e18)", elems);
     if (in->T > 0 && (!in->q || !in->k || !in->v || !in->beta))
         return falcon_fail(FALCON_E_ARGUMENT, "%s is NULL", !in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta");
     const int needs_gain = falcon_variant_has_gain(cfg->variant);

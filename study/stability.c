@@ -530,6 +530,12 @@ int falcon_stability_main(int argc, char **argv)
     if (tmpfr >= 0) P.tmpfr = tmpfr;
     if (tpar >= 0) P.tmax_par = tpar;
     if (n) P.n = P.m = n;
+    if (P.only_backend >= 0 && !falcon_backend_available((falcon_backend)P.only_backend)) {
+        fprintf(stderr, "falcon: error: --backend %s: is not available here: %s\n",
+                falcon_backend_name((falcon_backend)P.only_backend),
+                falcon_backend_describe((falcon_backend)P.only_backend));
+        return 2;
+    }
     if (study_mkdir(P.out)) return 2;
 
     /* The streams and their curves; backends not here are named once. */

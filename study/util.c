@@ -38,17 +38,32 @@ int study_grid(int64_t lo, int64_t hi, int64_t *out, int cap)
     return k;
 }
 
+/* Create a directory and its missing parents; each that exists must be a
+ * directory (a regular file in the way fails here, before the study runs). */
 int study_mkdir(const char *path)
 {
     char buf[4096];
-    if (strlen(path) >= sizeof buf) return -1;
+    if (!*path) {
+        fprintf(stderr, "falcon: error: --out: the path is empty\n");
+        return -1;
+    }
+    if (strlen(path) >= sizeof buf) {
+        fprintf(stderr, "falcon: error: --out: the path is longer than %zu bytes\n", sizeof buf - 1);
+        return -1;
+    }
     strcpy(buf, path);
     for (char *p = buf + 1;; p++) {
         const char c = *p;
         if (c != '/' && c) continue;
         *p = 0;
+        struct stat st;
         if (mkdir(buf, 0777) && errno != EEXIST) {
             fprintf(stderr, "falcon: error: cannot create directory %s: %s\n", buf, strerror(errno));
+            return -1;
+        }
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "falcon: error: cannot create directory %s: %s\n", buf,
+                    errno == 0 || !S_ISDIR(st.st_mode) ? "it exists and is not a directory" : strerror(errno));
             return -1;
         }
         if (!c) return 0;

@@ -155,9 +155,17 @@ int falcon_gate_main(int argc, char **argv)
             return 2;
         }
     }
+    if (only >= 0 && !falcon_backend_available((falcon_backend)only)) {
+        fprintf(stderr, "falcon: error: --backend %s: is not available here: %s\n",
+                falcon_backend_name((falcon_backend)only), falcon_backend_describe((falcon_backend)only));
+        return 2;
+    }
     gate_case *cases;
     int ncase = shape[0] ? gate_cases_shape(shape[0], shape[1], shape[2], &cases) : gate_cases(profile, &cases);
-    if (ncase < 0) return 2;
+    if (ncase < 0) {
+        fprintf(stderr, "falcon: error: verify: out of memory for the case table\n");
+        return 2;
+    }
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
     int skipped[NB] = {0};
@@ -174,9 +182,17 @@ int falcon_gate_main(int argc, char **argv)
                 if (only_prec >= 0 && p != only_prec) continue;
                 gate_data d;
                 gate_result ref;
-                if (gate_data_make(&c, (falcon_precision)p, &d)) return 2;
+                if (gate_data_make(&c, (falcon_precision)p, &d)) {
+                    fprintf(stderr, "falcon: error: cannot make the inputs of a case (T %lld, n %lld, m %lld, %s): "
+                            "out of memory\n", (long long)c.T, (long long)c.n, (long long)c.m,
+                            falcon_precision_name((falcon_precision)p));
+                    free(cases);
+                    return 2;
+                }
                 if (gate_reference(&c, &d, &ref)) {
                     fprintf(stderr, "falcon: error: reference failed: %s\n", falcon_last_error());
+                    gate_data_free(&d);
+                    free(cases);
                     return 2;
                 }
                 for (int b = 0; b < gate_backend_count; b++) {

@@ -42,6 +42,24 @@ run_args() {
           --beta "$beta" --alpha "$alpha" --out "$out" "$@")
 }
 
+# raw_npy FILE VERSION HEADER [DATA_BYTES]: a .npy file with this header text
+# (padded as numpy pads it) and DATA_BYTES zero bytes of data.
+raw_npy() {
+    local file=$1 version=$2 header=$3 data=${4:-0} pre=10 len
+    if [ "$version" -ne 1 ]; then pre=12; fi
+    while [ $(((pre + ${#header} + 1) % 64)) -ne 0 ]; do header+=" "; done
+    header+=$'\n'
+    len=${#header}
+    {
+        printf '\x93NUMPY'
+        printf "\\x$(printf %02x "$version")\\x00"
+        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8 & 255)))"
+        if [ "$pre" -eq 12 ]; then printf '\x00\x00'; fi
+        printf '%s' "$header"
+        head -c "$data" /dev/zero
+    } >"$file"
+}
+
 test_end() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]

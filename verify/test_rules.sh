@@ -36,24 +36,6 @@ make_set() { # make_set PREFIX LEAD
 make_set "" "$T"
 make_set "b_" "$B,$T,$H"
 
-# raw_npy FILE VERSION HEADER [DATA_BYTES]: a .npy file with this header text
-# (padded as numpy pads it) and DATA_BYTES zero bytes of data.
-raw_npy() {
-    local file=$1 version=$2 header=$3 data=${4:-0} pre=10 len
-    if [ "$version" -ne 1 ]; then pre=12; fi
-    while [ $(((pre + ${#header} + 1) % 64)) -ne 0 ]; do header+=" "; done
-    header+=$'\n'
-    len=${#header}
-    {
-        printf '\x93NUMPY'
-        printf "\\x$(printf %02x "$version")\\x00"
-        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8 & 255)))"
-        if [ "$pre" -eq 12 ]; then printf '\x00\x00'; fi
-        printf '%s' "$header"
-        head -c "$data" /dev/zero
-    } >"$file"
-}
-
 batch_args() { # the batch, falcon1
     ARGS=(run --variant falcon1 --form recurrent --precision fp64 --q b_q.npy --k b_k.npy --v b_v.npy
           --beta b_beta.npy --alpha b_alpha.npy --out out.npy "$@")
@@ -98,6 +80,11 @@ case_shape_mismatch() { $G rand short_v.npy f8 "$((T - 1)),$M" 13; run_args v=sh
 case_key_width() { $G rand k6.npy f8 "$T,6" 12; run_args k=k6.npy; }
 case_batch_shape_mismatch() { $G rand bad_beta.npy f8 "$B,$T,2" 15 --range 0.2 1.2; batch_args; ARGS[14]=bad_beta.npy; }
 case_n_zero() { $G rand q0.npy f8 "$T,0" 11; run_args q=q0.npy k=q0.npy; }
+case_too_many_heads() { # T = 0: no data, only the sizes
+    local h="{'descr': '<f8', 'fortran_order': False, 'shape': (100000, 0, 100000"
+    raw_npy bh_q.npy 1 "$h, $N), }"; raw_npy bh_v.npy 1 "$h, $M), }"; raw_npy bh_s.npy 1 "$h), }"
+    run_args q=bh_q.npy k=bh_q.npy v=bh_v.npy beta=bh_s.npy alpha=bh_s.npy
+}
 case_m_too_large() {
     $G rand q1.npy f8 "1,$N" 11; $G rand v1.npy f8 "1,16385" 13; $G rand b1.npy f8 1 15 --range 0.2 1
     run_args q=q1.npy k=q1.npy v=v1.npy beta=b1.npy alpha=b1.npy
@@ -109,6 +96,7 @@ case_beta_range() { $G rand big_beta.npy f8 "$T" 15 --range 0.2 1.2 --set 4=3; r
 case_beta_negative_ip() { $G rand neg_beta.npy f8 "$T" 15 --range 0.2 1.2 --set 2=-0.5; run_args beta=neg_beta.npy variant=falcon1a; }
 case_alpha_zero() { $G rand zero_alpha.npy f8 "$T" 16 --range 0.7 1 --set 5=0; run_args alpha=zero_alpha.npy; }
 case_alpha_above_one() { $G rand a15.npy f8 "$T" 16 --range 0.7 1 --set 6=1.5; run_args alpha=a15.npy; }
+case_alpha_fp32_underflow() { $G rand ua.npy f8 "$T" 16 --range 0.7 1 --set 5=1e-50; run_args alpha=ua.npy precision=fp32; }
 case_alpha_negative() { $G rand aneg.npy f8 "$T" 16 --range 0.7 1 --set 9=-0.25; run_args alpha=aneg.npy; }
 case_gain_negative() { $G rand neg_gain.npy f8 "$T,$N" 14 --range 0.5 1.5 --set 1=-1; run_args variant=falcon2 --gain neg_gain.npy; }
 case_batched_index() { $G rand bb.npy f8 "$B,$T,$H" 15 --range 0.2 1.2 --set $(((1 * T + 3) * H + 2))=5; batch_args; ARGS[14]=bb.npy; }
@@ -125,6 +113,7 @@ case_window_range() { run_args variant=falcon3 --window 0; }
 case_window_falcon1() { run_args --window 3; }
 case_chunk_range() { run_args form=chunk --chunk 5000; }
 case_threads_range() { run_args --threads 2000; }
+case_mpfr_bits_any_backend() { run_args --mpfr-bits 1000000000; }
 case_mpfr_bits() { run_args --backend mpfr --mpfr-bits 10; }
 case_segment_zero() { run_args --segment 0; }
 case_not_an_integer() { run_args --window abc; }
@@ -159,6 +148,10 @@ case_unavailable_backend() { # a backend this machine lacks (cuda without a GPU,
 case_out_missing_dir() { run_args out=nodir/out.npy; }
 case_out_is_directory() { mkdir -p xdir; run_args out=xdir; }
 case_out_is_device() { run_args out=/dev/null; }
+case_out_symlink_to_device() { ln -sfn /dev/null nulllink.npy; run_args out=nulllink.npy; }
+case_out_is_input() { cp q.npy qcopy.npy; run_args q=qcopy.npy out=qcopy.npy; }
+case_outputs_alias() { run_args --state-out out.npy; }
+case_checkpoint_out_foreign() { mkdir -p foreign_dir; echo mine >foreign_dir/notes.txt; run_args --checkpoint-out foreign_dir; }
 case_checkpoint_out_file() { : >plain_ck; run_args --state-out state.npy --checkpoint-out plain_ck; }
 # Checkpoints
 case_checkpoint_missing() { run_args --checkpoint-in nock; }
@@ -177,6 +170,7 @@ case_checkpoint_other_heads() {
     run_args --checkpoint-in heads_ck
 }
 case_checkpoint_nan() { make_ck nan_ck; $G rand nan_ck/S.npy f8 "1,$M,$N" 1 --set 4=nan; run_args --checkpoint-in nan_ck; }
+case_checkpoint_f32_range() { make_ck big_ck; $G rand big_ck/S.npy f8 "1,$M,$N" 1 --set 0=1e300; run_args precision=fp32 --checkpoint-in big_ck; }
 case_checkpoint_hist_len() {
     make_ck hl_ck variant=falcon3 --window 3; $G rand hl_ck/hist_len.npy f8 1 1 --set 0=7
     run_args variant=falcon3 --window 3 --checkpoint-in hl_ck

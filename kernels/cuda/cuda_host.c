@@ -164,7 +164,8 @@ falcon_status falcon_cuda_run_with(const falcon_config *cfg, const falcon_inputs
     pb.B = in->B; pb.T = in->T; pb.H = in->H; pb.n = n; pb.m = m; pb.heads = heads;
     pb.W = cfg->window; pb.keep = keep; pb.Emax = keep + in->T;
     pb.form = cfg->form == FALCON_FORM_RECURRENT ? FC_FORM_RECURRENT : FC_FORM_BLOCKED;
-    pb.L = cfg->form == FALCON_FORM_CHUNK ? cfg->chunk : falcon_parallel_block(cfg->window);
+    pb.L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window)
+                                          : falcon_parallel_block(cfg->window);
     if (pb.L > in->T) pb.L = in->T;
     pb.regression = falcon_variant_is_regression(cfg->variant);
     pb.prefix = cfg->align == FALCON_ALIGN_PREFIX;

@@ -1,0 +1,673 @@
+/*
+ * Output transactions: every file and directory one command writes is
+ * declared first, written to a temporary next to its target, and committed
+ * with the others at the end, or not at all.
+ *
+ * Declaring an output checks its path before anything is computed:
+ *   - a file output is a new name in an existing directory, a regular file,
+ *     or a symlink to a regular file (the link is followed: the file it names
+ *     is replaced, the link stays); a directory, a device, a FIFO, a socket,
+ *     a symlink to one of those or a dangling symlink is refused;
+ *   - a directory output (a checkpoint) is new, or a directory holding only
+ *     the names it is declared with (an earlier one of its kind): it is
+ *     replaced as a whole, so nothing else may be inside;
+ *   - no output is an input, another output, or inside a directory output or
+ *     an input directory (same device and inode, or the same canonical path
+ *     for names that do not exist yet).
+ * Its temporary (a file "<target>.tmp-XXXXXX" or a directory of that name)
+ * is created at once, so an unwritable place fails before the run too.
+ *
+ * Commit: every temporary file is fsynced and closed, the directory outputs
+ * are locked (flock on their parent directory: concurrent savers of one
+ * checkpoint are serialised; falcon_checkpoint_load holds the same lock
+ * shared), every catchable signal is blocked, and the temporaries are
+ * renamed onto their targets in declaration order, files first and
+ * directories last (an existing directory is swapped with its replacement by
+ * renameat2(RENAME_EXCHANGE)). An existing target file is first hard-linked
+ * to "<target>.old-XXXXXX", so that if a later rename fails every earlier one
+ * is undone and each target holds its old bytes again. Then the backups and
+ * the replaced directories are removed and the signals unblocked (a signal
+ * that arrived meanwhile is then delivered: the commit is already whole).
+ *
+ * Residual window (no POSIX call renames several files at once): a SIGKILL,
+ * a crash of the machine or an I/O error while undoing, inside the rename
+ * sequence (microseconds), can leave some targets new and others old, and
+ * "*.old-*" backups next to them.
+ *
+ * Signals: falcon_outputs_clean_on_signals() makes every catchable
+ * terminating signal, and exit(), remove the temporaries of the transactions
+ * in progress (the handler only calls unlink and rmdir on paths prepared
+ * beforehand) and then terminate as the signal would; a signal that is
+ * ignored or already has a handler when it is called is left so. SIGXFSZ is ignored
+ * instead, so that a write over the file-size limit fails with EFBIG and is
+ * reported like any other write error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "internal.h"
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+enum { MAX_OUTPUTS = 16, MAX_INPUTS = 32, MAX_NAMES = 16, REGISTRY = 256 };
+
+/* ---- the signal registry: paths a handler removes (async-signal-safe) ---- */
+
+enum { REG_FREE = 0, REG_FILE = 1, REG_DIR = 2 };
+static struct {
+    const char *path;
+    volatile sig_atomic_t kind;
+} registry[REGISTRY];
+
+/* Returns the entry's index, or -1 when full (the path is then not cleaned). */
+static int reg_add(const char *path, int kind)
+{
+    for (int i = 0; i < REGISTRY; i++)
+        if (registry[i].kind == REG_FREE) {
+            registry[i].path = path;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            registry[i].kind = kind;
+            return i;
+        }
+    return -1;
+}
+
+static void reg_drop(int *i)
+{
+    if (*i >= 0) registry[*i].kind = REG_FREE;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *i = -1;
+}
+
+static void reg_clean(void)
+{
+    for (int i = 0; i < REGISTRY; i++)
+        if (registry[i].kind == REG_FILE) unlink(registry[i].path);
+    for (int i = 0; i < REGISTRY; i++)
+        if (registry[i].kind == REG_DIR) rmdir(registry[i].path);
+}
+
+static void on_signal(int sig)
+{
+    reg_clean();
+    signal(sig, SIG_DFL);
+    raise(sig); /* blocked in the handler: delivered on return, with the default action */
+}
+
+static void on_exit_clean(void) { reg_clean(); }
+
+/* Every signal whose default action terminates the process and that can be caught. */
+static const int term_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, SIGABRT,   SIGBUS,  SIGFPE,
+                                   SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,   SIGXCPU, SIGVTALRM,
+                                   SIGPROF, SIGIO,   SIGPWR,  SIGSYS,
+#ifdef SIGSTKFLT
+                                   SIGSTKFLT,
+#endif
+};
+
+void falcon_outputs_clean_on_signals(void)
+{
+    static int done;
+    if (done) return;
+    done = 1;
+    atexit(on_exit_clean);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof term_signals / sizeof term_signals[0]; i++) {
+        struct sigaction old;
+        /* Only signals left at their default: an ignored one stays ignored
+         * (nohup, a background job's SIGINT), a handler already there (a
+         * sanitizer's SIGSEGV) stays in charge. */
+        if (sigaction(term_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            sigaction(term_signals[i], &sa, NULL);
+    }
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++) {
+        struct sigaction old;
+        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+            sigaction(s, &sa, NULL);
+    }
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+/* ---- the transaction ---- */
+
+typedef struct out_slot {
+    char *what;        /* "--out", for messages */
+    char *path;        /* as given */
+    char *target;      /* what is replaced: the path, or the file a symlink names */
+    char *canon;       /* realpath of the target's directory + "/" + its name */
+    char *temp;        /* the temporary file or directory */
+    char *backup;      /* the old target, hard-linked, during commit */
+    char *children[MAX_NAMES]; /* a directory's known files inside its temporary */
+    const char *names[MAX_NAMES];
+    int nnames;
+    int is_dir, fd, lockfd, exists, reg, reg_children[MAX_NAMES];
+    int done;          /* renamed (1) or swapped (2) during commit */
+    dev_t dev;
+    ino_t ino;
+} out_slot;
+
+typedef struct in_entry {
+    char *what, *canon;
+    int is_dir, exists;
+    dev_t dev;
+    ino_t ino;
+} in_entry;
+
+struct falcon_outputs {
+    out_slot out[MAX_OUTPUTS];
+    int nout;
+    in_entry in[MAX_INPUTS];
+    int nin;
+};
+
+falcon_status falcon_outputs_begin(falcon_outputs **tx)
+{
+    if (!tx) return falcon_fail(FALCON_E_ARGUMENT, "outputs_begin: NULL");
+    *tx = calloc(1, sizeof **tx);
+    return *tx ? FALCON_OK : falcon_fail(FALCON_E_NOMEM, "out of memory");
+}
+
+static char *cat3(const char *a, const char *b, const char *c)
+{
+    const size_t size = strlen(a) + strlen(b) + strlen(c) + 1;
+    char *p = malloc(size);
+    if (p) snprintf(p, size, "%s%s%s", a, b, c);
+    return p;
+}
+
+/* realpath of path's directory + "/" + its last name; NULL with errno set. */
+static char *canonical(const char *path)
+{
+    char *d = strdup(path), *b = strdup(path), *out = NULL;
+    if (d && b) {
+        char *dir = realpath(dirname(d), NULL);
+        const char *base = basename(b);
+        if (dir) out = cat3(dir, !strcmp(dir, "/") ? "" : "/", base);
+        free(dir);
+    } else {
+        errno = ENOMEM;
+    }
+    const int err = errno;
+    free(d);
+    free(b);
+    errno = err;
+    return out;
+}
+
+/* The directory that holds a canonical path ("/a/b" -> "/a"), in a new buffer. */
+static char *parent_of(const char *canon)
+{
+    char *p = strdup(canon);
+    if (!p) return NULL;
+    char *slash = strrchr(p, '/');
+    if (slash == p) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    return p;
+}
+
+static void free_slot(out_slot *s)
+{
+    if (s->fd >= 0) close(s->fd);
+    if (s->lockfd >= 0) close(s->lockfd);
+    for (int i = 0; i < s->nnames; i++) reg_drop(&s->reg_children[i]);
+    reg_drop(&s->reg);
+    for (int i = 0; i < s->nnames; i++) free(s->children[i]);
+    free(s->what);
+    free(s->path);
+    free(s->target);
+    free(s->canon);
+    free(s->temp);
+    free(s->backup);
+    memset(s, 0, sizeof *s);
+    s->fd = s->lockfd = s->reg = -1;
+}
+
+/* Remove a directory temporary: its known files, then itself. */
+static void remove_dir_temp(out_slot *s)
+{
+    for (int i = 0; i < s->nnames; i++) unlink(s->children[i]);
+    rmdir(s->temp);
+}
+
+void falcon_outputs_abort(falcon_outputs *tx)
+{
+    if (!tx) return;
+    for (int i = 0; i < tx->nout; i++) {
+        out_slot *s = &tx->out[i];
+        if (s->temp && s->is_dir) remove_dir_temp(s);
+        else if (s->temp) unlink(s->temp);
+        free_slot(s);
+    }
+    for (int i = 0; i < tx->nin; i++) {
+        free(tx->in[i].what);
+        free(tx->in[i].canon);
+    }
+    free(tx);
+}
+
+static falcon_status add_input(falcon_outputs *tx, const char *what, const char *path, int is_dir)
+{
+    if (!tx || !what || !path) return falcon_fail(FALCON_E_ARGUMENT, "outputs_input: NULL argument");
+    if (tx->nin == MAX_INPUTS) return falcon_fail(FALCON_E_ARGUMENT, "outputs_input: more than %d inputs", MAX_INPUTS);
+    in_entry *e = &tx->in[tx->nin];
+    struct stat st;
+    memset(e, 0, sizeof *e);
+    e->exists = stat(path, &st) == 0;
+    if (e->exists) e->dev = st.st_dev, e->ino = st.st_ino;
+    e->is_dir = is_dir;
+    char *real = e->exists ? realpath(path, NULL) : NULL;
+    e->canon = real ? real : canonical(path);
+    e->what = strdup(what);
+    if (!e->what) {
+        free(e->canon);
+        return falcon_fail(FALCON_E_NOMEM, "out of memory");
+    }
+    tx->nin++;
+    return FALCON_OK;
+}
+
+falcon_status falcon_outputs_input(falcon_outputs *tx, const char *what, const char *path)
+{
+    return add_input(tx, what, path, 0);
+}
+
+falcon_status falcon_outputs_input_dir(falcon_outputs *tx, const char *what, const char *path)
+{
+    return add_input(tx, what, path, 1);
+}
+
+static falcon_status slot_fail(out_slot *s, falcon_status st)
+{
+    if (s->temp && s->is_dir) rmdir(s->temp);
+    else if (s->temp) unlink(s->temp);
+    free_slot(s);
+    return st;
+}
+
+/* Is `canon` inside the directory `dir` (directly: outputs live one level down)? */
+static int inside(const char *canon, const char *dir)
+{
+    char *p = parent_of(canon);
+    const int in = p && dir && !strcmp(p, dir);
+    free(p);
+    return in;
+}
+
+/* The new slot against the inputs and the outputs declared before it. */
+static falcon_status check_aliases(const falcon_outputs *tx, const out_slot *s)
+{
+    for (int i = 0; i < tx->nin; i++) {
+        const in_entry *e = &tx->in[i];
+        const int same = (s->exists && e->exists && s->dev == e->dev && s->ino == e->ino) ||
+                         (e->canon && s->canon && !strcmp(e->canon, s->canon));
+        if (same && !(s->is_dir && e->is_dir)) /* a checkpoint may be read and then replaced */
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the input %s: an output never replaces an input",
+                               s->path, e->what);
+        if (!s->is_dir && e->is_dir && inside(s->canon, e->canon))
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
+    }
+    for (int i = 0; i < tx->nout; i++) {
+        const out_slot *o = &tx->out[i];
+        const int same = (s->exists && o->exists && s->dev == o->dev && s->ino == o->ino) ||
+                         !strcmp(o->canon, s->canon);
+        if (same)
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the output %s: each output needs its own path",
+                               s->path, o->what);
+        if (o->is_dir && !s->is_dir && inside(s->canon, o->canon))
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of %s, which is replaced as a whole",
+                               s->path, o->what);
+        if (s->is_dir && !o->is_dir && inside(o->canon, s->canon))
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': holds the output %s, and is replaced as a whole",
+                               s->path, o->what);
+    }
+    return FALCON_OK;
+}
+
+/* Resolve the target: the path, or the file a symlink at it names. */
+static falcon_status resolve(out_slot *s, int want_dir)
+{
+    struct stat st;
+    const char *path = s->path;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return falcon_fail(FALCON_E_IO, "'%s': cannot inspect it: %s", path, strerror(errno));
+        s->target = strdup(path);
+        return s->target ? FALCON_OK : falcon_fail(FALCON_E_NOMEM, "out of memory");
+    }
+    const int link = S_ISLNK(st.st_mode);
+    if (link) {
+        s->target = realpath(path, NULL);
+        if (!s->target || stat(s->target, &st) != 0)
+            return falcon_fail(FALCON_E_IO, "'%s': is a symlink to nothing that exists: an output follows a "
+                               "symlink to its %s, it never replaces the link", path, want_dir ? "directory" : "file");
+    } else if (!(s->target = strdup(path))) {
+        return falcon_fail(FALCON_E_NOMEM, "out of memory");
+    }
+    const char *to = link ? "is a symlink to " : "";
+    if (want_dir && !S_ISDIR(st.st_mode))
+        return falcon_fail(FALCON_E_IO, "'%s': %sexists and is not a directory", path, link ? "is a symlink that " : "");
+    if (!want_dir && S_ISDIR(st.st_mode))
+        return falcon_fail(FALCON_E_IO, "'%s': %s%s: an output is written to a temporary file and renamed onto its "
+                           "path", path, to, link ? "a directory" : "is a directory");
+    if (!want_dir && !S_ISREG(st.st_mode))
+        return falcon_fail(FALCON_E_IO, "'%s': %s%s", path, to,
+                           link ? "something that is not a regular file (a device, pipe or socket): it is never "
+                                  "replaced"
+                                : "is not a regular file (a device, pipe or socket): it is never replaced");
+    s->exists = 1;
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    return FALCON_OK;
+}
+
+static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *path, out_slot **out)
+{
+    if (!tx || !what || !path) return falcon_fail(FALCON_E_ARGUMENT, "outputs: NULL argument");
+    if (!*path) return falcon_fail(FALCON_E_ARGUMENT, "'': the path is empty");
+    if (tx->nout == MAX_OUTPUTS) return falcon_fail(FALCON_E_ARGUMENT, "outputs: more than %d", MAX_OUTPUTS);
+    out_slot *s = &tx->out[tx->nout];
+    memset(s, 0, sizeof *s);
+    s->fd = s->lockfd = s->reg = -1;
+    for (int i = 0; i < MAX_NAMES; i++) s->reg_children[i] = -1;
+    if (!(s->what = strdup(what)) || !(s->path = strdup(path))) return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
+    *out = s;
+    return FALCON_OK;
+}
+
+falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const char *path, int *slot)
+{
+    out_slot *s;
+    falcon_status st = new_slot(tx, what, path, &s);
+    if (st) return st;
+    if ((st = resolve(s, 0))) return slot_fail(s, st);
+    if (!(s->canon = canonical(s->target)))
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
+                                        strerror(errno)));
+    if ((st = check_aliases(tx, s))) return slot_fail(s, st);
+    if (!(s->temp = cat3(s->target, ".tmp-XXXXXX", "")))
+        return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
+    s->fd = mkostemp(s->temp, O_CLOEXEC);
+    if (s->fd < 0) {
+        const int err = errno;
+        free(s->temp);
+        s->temp = NULL;
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
+                                        strerror(err)));
+    }
+    s->reg = reg_add(s->temp, REG_FILE);
+    /* mkstemp makes the file 0600. Reading the umask means setting it: set
+     * the strictest one meanwhile, so that a file another thread creates in
+     * that instant is never more open than it should be. */
+    const mode_t mask = umask(077);
+    umask(mask);
+    if (fchmod(s->fd, 0666 & ~mask) != 0)
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot set the mode of its temporary file: %s", path,
+                                        strerror(errno)));
+    *slot = tx->nout++;
+    return FALCON_OK;
+}
+
+/* An existing directory output may hold only its declared names. */
+static falcon_status check_dir_contents(const out_slot *s)
+{
+    DIR *d = opendir(s->target);
+    if (!d) return falcon_fail(FALCON_E_IO, "'%s': cannot read the directory: %s", s->path, strerror(errno));
+    falcon_status st = FALCON_OK;
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int known = 0;
+        for (int i = 0; i < s->nnames && !known; i++) known = !strcmp(e->d_name, s->names[i]);
+        if (!known)
+            st = falcon_fail(FALCON_E_IO, "'%s': holds '%.200s', which is not one of its files: the directory is "
+                             "replaced as a whole, so it must be new, empty or an earlier one", s->path, e->d_name);
+    }
+    closedir(d);
+    return st;
+}
+
+falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const char *path, const char *const *names,
+                                 int *slot)
+{
+    out_slot *s;
+    falcon_status st = new_slot(tx, what, path, &s);
+    if (st) return st;
+    s->is_dir = 1;
+    while (names && names[s->nnames]) {
+        if (s->nnames == MAX_NAMES) return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "outputs_dir: too many names"));
+        s->names[s->nnames] = names[s->nnames];
+        s->nnames++;
+    }
+    if ((st = resolve(s, 1))) return slot_fail(s, st);
+    if (!(s->canon = canonical(s->target)))
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create the directory: %s", path, strerror(errno)));
+    if ((st = check_aliases(tx, s))) return slot_fail(s, st);
+    if (s->exists && (st = check_dir_contents(s))) return slot_fail(s, st);
+    char *parent = parent_of(s->canon);
+    s->lockfd = parent ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(parent);
+    if (s->lockfd < 0)
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot open the directory it is in: %s", path,
+                                        strerror(errno)));
+    for (int i = 0; i < s->nnames; i++)
+        if (!(s->children[i] = malloc(strlen(s->target) + strlen(s->names[i]) + 16)))
+            return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
+    if (!(s->temp = cat3(s->target, ".tmp-XXXXXX", "")))
+        return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
+    if (!mkdtemp(s->temp)) {
+        const int err = errno;
+        free(s->temp);
+        s->temp = NULL;
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create the directory: %s", path, strerror(err)));
+    }
+    for (int i = 0; i < s->nnames; i++) {
+        sprintf(s->children[i], "%s/%s", s->temp, s->names[i]);
+        s->reg_children[i] = reg_add(s->children[i], REG_FILE);
+    }
+    s->reg = reg_add(s->temp, REG_DIR);
+    const mode_t mask = umask(077);
+    umask(mask);
+    if (chmod(s->temp, 0777 & ~mask) != 0)
+        return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot set the mode of its temporary directory: %s",
+                                        path, strerror(errno)));
+    *slot = tx->nout++;
+    return FALCON_OK;
+}
+
+static out_slot *get(const falcon_outputs *tx, int slot)
+{
+    return tx && slot >= 0 && slot < tx->nout ? (out_slot *)&tx->out[slot] : NULL;
+}
+
+const char *falcon_outputs_temp(const falcon_outputs *tx, int slot)
+{
+    const out_slot *s = get(tx, slot);
+    return s ? s->temp : NULL;
+}
+
+int falcon_outputs_fd(const falcon_outputs *tx, int slot)
+{
+    const out_slot *s = get(tx, slot);
+    return s && !s->is_dir ? s->fd : -1;
+}
+
+const char *falcon_outputs_path(const falcon_outputs *tx, int slot)
+{
+    const out_slot *s = get(tx, slot);
+    return s ? s->path : NULL;
+}
+
+static int fsync_path(const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const int r = fsync(fd);
+    const int err = errno;
+    close(fd);
+    errno = err;
+    return r;
+}
+
+/* A hard link of the target under a new name next to it; NULL if none could be made. */
+static char *make_backup(const char *target)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        char *name = cat3(target, ".old-XXXXXX", "");
+        if (!name) return NULL;
+        const int fd = mkstemp(name);
+        if (fd < 0) {
+            free(name);
+            return NULL;
+        }
+        close(fd);
+        unlink(name);
+        if (link(target, name) == 0) return name;
+        const int again = errno == EEXIST;
+        free(name);
+        if (!again) return NULL;
+    }
+    return NULL;
+}
+
+/* Swap two directories: renameat2(RENAME_EXCHANGE), or, where the file
+ * system lacks it, three renames through a name beside the first. */
+static int swap_dirs(const char *a, const char *b)
+{
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+    char *aside = cat3(a, ".swap", "");
+    int r = -1;
+    if (aside && rename(b, aside) == 0) {
+        if (rename(a, b) == 0) r = rename(aside, a);
+        else rename(aside, b);
+    }
+    const int err = errno;
+    free(aside);
+    errno = err;
+    return r;
+}
+
+/* Undo the renames of slots [0, upto), newest first. */
+static void roll_back(falcon_outputs *tx, int upto)
+{
+    for (int i = upto - 1; i >= 0; i--) {
+        out_slot *s = &tx->out[i];
+        if (s->done == 1 && !s->is_dir) {
+            if (s->backup) {
+                if (rename(s->backup, s->target) == 0) {
+                    free(s->backup);
+                    s->backup = NULL;
+                }
+            } else {
+                unlink(s->target);
+            }
+        } else if (!s->is_dir && s->backup) {
+            unlink(s->backup); /* its own rename failed or never came: the target is as it was */
+            free(s->backup);
+            s->backup = NULL;
+        } else if (s->done == 2) {
+            swap_dirs(s->temp, s->target);
+        } else if (s->done == 1 && s->is_dir) {
+            rename(s->target, s->temp); /* the new directory goes back to its temporary name */
+        }
+        s->done = 0;
+    }
+}
+
+static falcon_status commit_fail(falcon_outputs *tx, const out_slot *s, const char *what, int err)
+{
+    const falcon_status st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot %s: %s", s->what, s->path, what, strerror(err));
+    falcon_outputs_abort(tx);
+    return st;
+}
+
+falcon_status falcon_outputs_commit(falcon_outputs *tx)
+{
+    if (!tx) return falcon_fail(FALCON_E_ARGUMENT, "outputs_commit: NULL");
+    /* 1. Everything on disk before anything is renamed. */
+    for (int i = 0; i < tx->nout; i++) {
+        out_slot *s = &tx->out[i];
+        if (!s->is_dir) {
+            const int bad = fsync(s->fd) != 0 ? errno : 0;
+            const int closed = close(s->fd) != 0 ? errno : 0;
+            s->fd = -1;
+            if (bad || closed) return commit_fail(tx, s, "write it", bad ? bad : closed);
+        } else if (fsync_path(s->temp) != 0) {
+            return commit_fail(tx, s, "write it", errno);
+        }
+    }
+    /* 2. Directory outputs: one saver at a time per parent directory. */
+    for (int i = 0; i < tx->nout; i++) {
+        out_slot *s = &tx->out[i];
+        while (s->is_dir && flock(s->lockfd, LOCK_EX) != 0)
+            if (errno != EINTR) return commit_fail(tx, s, "lock the directory it is in", errno);
+    }
+    /* 3. The renames, with every signal blocked: files in order, then directories. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    falcon_status st = FALCON_OK;
+    int k = 0;
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (k = 0; k < tx->nout && !st; k++) {
+            out_slot *s = &tx->out[k];
+            if (s->is_dir != pass) continue;
+            struct stat sb;
+            const int exists = lstat(s->target, &sb) == 0;
+            if (!s->is_dir) {
+                if (exists) s->backup = make_backup(s->target);
+                if (rename(s->temp, s->target) == 0) s->done = 1;
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary file onto it: %s", s->what, s->path,
+                                      strerror(errno));
+            } else if (exists) {
+                if (swap_dirs(s->temp, s->target) == 0) s->done = 2;
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot swap the new directory in: %s", s->what, s->path,
+                                      strerror(errno));
+            } else {
+                if (rename(s->temp, s->target) == 0) s->done = 1;
+                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary directory onto it: %s",
+                                      s->what, s->path, strerror(errno));
+            }
+        }
+    if (st) {
+        roll_back(tx, tx->nout);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        falcon_outputs_abort(tx);
+        return st;
+    }
+    /* 4. Committed. The backups go; a replaced directory now sits at the
+     * temporary name and stays registered, so that a signal removes it. */
+    for (int i = 0; i < tx->nout; i++) {
+        out_slot *s = &tx->out[i];
+        if (s->backup) unlink(s->backup);
+        if (!s->is_dir || s->done == 1) {
+            for (int j = 0; j < s->nnames; j++) reg_drop(&s->reg_children[j]);
+            reg_drop(&s->reg);
+            free(s->temp);
+            s->temp = NULL;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* 5. Durable names, and the replaced directories removed. */
+    for (int i = 0; i < tx->nout; i++) {
+        out_slot *s = &tx->out[i];
+        char *parent = parent_of(s->canon);
+        if (parent) fsync_path(parent);
+        free(parent);
+    }
+    falcon_outputs_abort(tx); /* removes what is left at the temporary names, unlocks */
+    return FALCON_OK;
+}

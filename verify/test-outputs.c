@@ -1,0 +1,154 @@
+/*
+ * Output transactions (falcon_outputs, src/outputs.c) through the library
+ * API, as a command other than `falcon run` uses them: the path checks,
+ * abort and commit, and the checkpoint directory swapped as a whole.
+ * verify/test_outputs.sh tries the same through the CLI with signals,
+ * injected failures and a full disk.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "falcon.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/falcon-outputs-XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL);
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert(system(cmd) == 0);
+}
+
+/* dir/name in one of four rotating buffers (several live at once). */
+static const char *at(const char *name)
+{
+    static char p[4][160];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(p[i], sizeof p[i], "%s/%s", dir, name);
+    return p[i];
+}
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fputs(text, f);
+    cr_assert(fclose(f) == 0);
+}
+
+static const char *get(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    if (!f) return "(absent)";
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Entries in dir, besides . and .. */
+static int entries(void)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static void write_slot(const falcon_outputs *tx, int slot, const char *text)
+{
+    const int fd = falcon_outputs_fd(tx, slot);
+    cr_assert(fd >= 0);
+    cr_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+}
+
+Test(outputs, commit_replaces_all_abort_none, .init = make_dir, .fini = remove_dir)
+{
+    put(at("a.txt"), "old a");
+    put(at("b.txt"), "old b");
+    for (int commit = 0; commit < 2; commit++) {
+        falcon_outputs *tx;
+        int sa, sb;
+        cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+        cr_assert(falcon_outputs_file(tx, "a", at("a.txt"), &sa) == FALCON_OK, "%s", falcon_last_error());
+        cr_assert(falcon_outputs_file(tx, "b", at("b.txt"), &sb) == FALCON_OK, "%s", falcon_last_error());
+        write_slot(tx, sa, "new a");
+        write_slot(tx, sb, "new b");
+        cr_assert_eq(entries(), 4, "the two temporaries sit next to their targets");
+        if (commit) cr_assert(falcon_outputs_commit(tx) == FALCON_OK, "%s", falcon_last_error());
+        else falcon_outputs_abort(tx);
+        cr_assert_str_eq(get(at("a.txt")), commit ? "new a" : "old a");
+        cr_assert_str_eq(get(at("b.txt")), commit ? "new b" : "old b");
+        cr_assert_eq(entries(), 2, "no temporary or backup is left");
+    }
+}
+
+Test(outputs, refuses_aliases_devices_and_foreign_directories, .init = make_dir, .fini = remove_dir)
+{
+    put(at("in.txt"), "input");
+    cr_assert(symlink("in.txt", at("in_link")) == 0);
+    cr_assert(symlink("/dev/null", at("null_link")) == 0);
+    cr_assert(mkdir(at("ck"), 0777) == 0);
+    put(at("ck/mine.txt"), "not a checkpoint's");
+    falcon_outputs *tx;
+    int s;
+    cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+    cr_assert(falcon_outputs_input(tx, "--in", at("in.txt")) == FALCON_OK);
+    cr_assert(falcon_outputs_file(tx, "o", at("in_link"), &s) != FALCON_OK);
+    cr_assert(strstr(falcon_last_error(), "is also the input --in"), "%s", falcon_last_error());
+    cr_assert(falcon_outputs_file(tx, "o", at("null_link"), &s) != FALCON_OK);
+    cr_assert(strstr(falcon_last_error(), "not a regular file"), "%s", falcon_last_error());
+    cr_assert(falcon_outputs_file(tx, "o", "/dev/null", &s) != FALCON_OK);
+    cr_assert(falcon_outputs_file(tx, "o", dir, &s) != FALCON_OK);
+    cr_assert(falcon_outputs_checkpoint(tx, "ck", at("ck"), &s) != FALCON_OK);
+    cr_assert(strstr(falcon_last_error(), "holds 'mine.txt'"), "%s", falcon_last_error());
+    cr_assert(falcon_outputs_file(tx, "o", at("out.txt"), &s) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_outputs_file(tx, "p", at("out.txt"), &s) != FALCON_OK);
+    cr_assert(strstr(falcon_last_error(), "is also the output o"), "%s", falcon_last_error());
+    falcon_outputs_abort(tx);
+    cr_assert_str_eq(get(at("in.txt")), "input");
+    struct stat st;
+    cr_assert(lstat(at("null_link"), &st) == 0 && S_ISLNK(st.st_mode));
+    cr_assert_eq(entries(), 4, "in.txt, in_link, null_link, ck: nothing else");
+}
+
+/* A checkpoint save replaces the whole directory; a failed one (a foreign
+ * file) leaves it as it was. */
+Test(outputs, checkpoint_swapped_whole, .init = make_dir, .fini = remove_dir)
+{
+    falcon_state *a, *b, *back;
+    cr_assert(falcon_state_create(2, 3, 4, 1, &a) == FALCON_OK);
+    cr_assert(falcon_state_create(2, 3, 4, 1, &b) == FALCON_OK);
+    double Sa[2 * 4 * 3], Sb[2 * 4 * 3];
+    for (int i = 0; i < 24; i++) Sa[i] = i, Sb[i] = -i;
+    cr_assert(falcon_state_set_memory(a, Sa) == FALCON_OK);
+    cr_assert(falcon_state_set_memory(b, Sb) == FALCON_OK);
+    cr_assert(falcon_checkpoint_save(a, at("ck")) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_checkpoint_save(b, at("ck")) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert_eq(entries(), 1, "only ck: the replaced directory was removed");
+    cr_assert(falcon_checkpoint_load(at("ck"), &back) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(!memcmp(falcon_state_get_view(back).S, Sb, sizeof Sb));
+    falcon_state_free(back);
+    put(at("ck/extra.txt"), "x");
+    cr_assert(falcon_checkpoint_save(a, at("ck")) != FALCON_OK);
+    cr_assert(unlink(at("ck/extra.txt")) == 0);
+    cr_assert(falcon_checkpoint_load(at("ck"), &back) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(!memcmp(falcon_state_get_view(back).S, Sb, sizeof Sb), "the failed save changed nothing");
+    falcon_state_free(back);
+    falcon_state_free(a);
+    falcon_state_free(b);
+}
