@@ -117,6 +117,7 @@ check: deps
 	bash verify/test_stream.sh $(BUILD)/falcon
 	bash verify/test_outputs.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
+	bash verify/test_python.sh $(BUILD)/falcon
 	$(MAKE) fuzz-replay
 	$(MAKE) $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
@@ -135,7 +136,8 @@ report: deps
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
                 libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
-                pkg-config python3-numpy libxml2-utils strace
+                pkg-config python3-numpy libxml2-utils strace \
+                python3-pytest python3-torch
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

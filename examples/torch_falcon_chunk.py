@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Falcon-1 in the chunk form, in PyTorch, in the layout of the PyTorch
+linear-attention libraries (fla): q, k [B,T,H,K], v [B,T,H,V], beta and the
+decay [B,T,H], state h [B,H,K,V] (the transpose of the library's S [m,n]),
+reads o_t = scale * phi(q_t)^T h_t. Graded by `falcon check` like any kernel:
+
+    falcon cases export cases-fla --profile quick --layout fla
+    python3 examples/torch_falcon_chunk.py cases-fla results-fla
+    falcon check cases-fla --results results-fla --precision fp32
+
+It computes in float32 (decay exponents in float64) and also takes cases in
+the library's own layout and in ggml's (state [B,H,m,n]). Falcon-1A (no
+solve) comes for free; other variants are declared skipped in
+RESULTS/manifest.json. Exits 77 with "skipped: torch not installed" where
+torch is missing.
+
+The chunk form (one chunk of L steps starting from state h0; b_i = SUM_{r<=i}
+log alpha_r inside the chunk; D_ij = exp(b_i - b_j) for j <= i, else 0):
+    x_j   = phi(k_{j-1}) (prefix) or phi(k_j) (same); a step without example has x_j = 0
+    eta_j = beta_j / (eps + x_j.x_j)
+    Falcon-1:  (I + A) R = eta * (Y - exp(b) * X h0),  A = eta * strict_lower(D * X X^T)
+    Falcon-1A: R = eta * Y
+    O     = scale * ((Q X^T * D) R + exp(b) * Q h0)
+    h_L   = exp(b_L) h0 + (X * exp(b_L - b))^T R
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+try:
+    import falcon
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+    import falcon
+
+SUPPORTED = ("falcon1", "falcon1a")
+
+
+def phi_map(x, phi):
+    if phi == "identity":
+        return x
+    if phi == "relu":
+        return torch.clamp(x, min=0)
+    if phi == "elu1":
+        return torch.where(x > 0, x + 1, torch.exp(torch.clamp(x, max=0)))
+    if phi == "l2norm":
+        nrm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        return torch.where(nrm > 0, x / torch.where(nrm > 0, nrm, torch.ones_like(nrm)),
+                           torch.zeros_like(x))
+    raise ValueError("unknown phi %r" % phi)
+
+
+def chunk_falcon1(q, k, v, beta, log_alpha, h0, prev_key, has_prev, *, regression=True,
+                  align="prefix", phi="identity", eps=1e-6, scale=1.0, chunk=64):
+    """q, k [B,T,H,K]; v [B,T,H,V]; beta [B,T,H]; log_alpha [B,T,H] float64 or
+    None; h0 [B,H,K,V]; prev_key [B,H,K]; has_prev [B,H] bool.
+    Returns o [B,T,H,V], h [B,H,K,V] in q's dtype."""
+    dt = q.dtype
+    B, T, H, K = q.shape
+    if T == 0:  # no steps: no reads, the state as it was
+        return torch.empty(B, 0, H, v.shape[-1], dtype=dt), h0.to(dt).clone()
+    q, k, v, beta = (t.transpose(1, 2) for t in (q, k, v, beta))  # [B,H,T,*]
+    if align == "same":
+        xr = k
+        valid = torch.ones(B, H, T, dtype=torch.bool)
+    else:
+        xr = torch.cat([prev_key.unsqueeze(2).to(dt), k[:, :, :-1]], dim=2)
+        valid = torch.ones(B, H, T, dtype=torch.bool)
+        valid[:, :, 0] = has_prev
+    x = phi_map(xr, phi) * valid.unsqueeze(-1).to(dt)
+    qp = phi_map(q, phi)
+    eta = torch.where(valid, beta / (torch.tensor(eps, dtype=dt) + (x * x).sum(-1)),
+                      torch.zeros((), dtype=dt))
+    la = None if log_alpha is None else log_alpha.transpose(1, 2).to(torch.float64)
+    h = h0.to(dt).clone()
+    out = torch.empty(B, H, T, v.shape[-1], dtype=dt)
+    for s in range(0, T, chunk):
+        e = min(s + chunk, T)
+        L = e - s
+        xc, qc, yc, ec = x[:, :, s:e], qp[:, :, s:e], v[:, :, s:e], eta[:, :, s:e]
+        if la is None:
+            b = torch.zeros(B, H, L, dtype=torch.float64)
+        else:
+            b = torch.cumsum(la[:, :, s:e], dim=-1)
+        diff = b.unsqueeze(-1) - b.unsqueeze(-2)                       # b_i - b_j
+        lower = torch.ones(L, L, dtype=torch.bool).tril()
+        D = torch.where(lower, torch.exp(torch.where(lower, diff, torch.zeros((), dtype=torch.float64))),
+                        torch.zeros((), dtype=torch.float64)).to(dt)   # never exp of a positive
+        eb = torch.exp(b).to(dt).unsqueeze(-1)                          # [B,H,L,1]
+        if regression:
+            rhs = ec.unsqueeze(-1) * (yc - eb * (xc @ h))
+            A = ec.unsqueeze(-1) * (D * (xc @ xc.transpose(-1, -2))).tril(-1)
+            I = torch.eye(L, dtype=dt)
+            R = torch.linalg.solve_triangular(I + A, rhs, upper=False, unitriangular=True)
+        else:
+            R = ec.unsqueeze(-1) * yc
+        out[:, :, s:e] = scale * ((D * (qc @ xc.transpose(-1, -2))) @ R + eb * (qc @ h))
+        wL = torch.exp(b[:, :, -1:] - b).to(dt).unsqueeze(-1)           # exp(b_L - b_j)
+        h = eb[:, :, -1:] * h + (xc * wL).transpose(-1, -2) @ R
+    return out.transpose(1, 2).contiguous(), h
+
+
+def run_case(case, chunk=None):
+    st = case.state_in
+    B, T, H, K = case.q.shape
+    V = case.v.shape[-1]
+    f = torch.float32
+    q, k, v, beta = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+                     for a in (case.q, case.k, case.v, case.beta))
+    if getattr(case, "g", None) is not None:
+        log_alpha = torch.from_numpy(case.g.astype(np.float64))
+    elif case.alpha is not None:
+        log_alpha = torch.from_numpy(np.log(case.alpha.astype(np.float64)))
+    else:
+        log_alpha = None
+    S = torch.from_numpy(st["S"].reshape(B, H, V, K))                   # library layout [m,n]
+    h0 = S.transpose(-1, -2).to(f)
+    prev = torch.from_numpy(st["prev_key"].reshape(B, H, K))
+    has_prev = torch.from_numpy(st["has_prev"].reshape(B, H))
+    o, h = chunk_falcon1(q, k, v, beta, log_alpha, h0, prev, has_prev,
+                         regression=case.variant == "falcon1", align=case.align, phi=case.phi,
+                         eps=case.eps, scale=float(getattr(case, "scale", 1.0)),
+                         chunk=int(chunk or case.chunk or 64))
+    state = h if case.layout == "fla" else h.transpose(-1, -2)
+    return o.numpy(), state.contiguous().numpy()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cases")
+    ap.add_argument("results")
+    ap.add_argument("--chunk", type=int, default=0, help="chunk size (default: the case's)")
+    a = ap.parse_args(argv)
+    if torch is None:
+        print("skipped: torch not installed")
+        return 77
+    torch.set_num_threads(1)
+    with open(os.path.join(a.cases, "index.json")) as f:
+        index = json.load(f)
+    skip, ran = {}, 0
+    for entry in index["cases"]:
+        name = entry["name"]
+        if entry["variant"] not in SUPPORTED:
+            skip[name] = "torch_falcon_chunk.py implements falcon1 and falcon1a only"
+            continue
+        case = falcon.load_case(os.path.join(a.cases, entry.get("dir", name)))
+        if case.layout not in ("fla", "falcon", "ggml"):
+            skip[name] = "torch_falcon_chunk.py does not know the layout %s" % case.layout
+            continue
+        out, state = run_case(case, a.chunk)
+        falcon.write_result(a.results, name, out, state)
+        ran += 1
+    falcon.write_manifest(a.results, skip)
+    print("torch_falcon_chunk: %d cases computed in float32, %d skipped (manifest.json)"
+          % (ran, len(skip)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

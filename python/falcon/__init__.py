@@ -1,0 +1,28 @@
+"""falcon: Python access to libfalcon and to the suite's case sets.
+
+    import falcon
+    out, S = falcon.run(q, k, v, beta, alpha, variant="falcon1", precision="fp32")
+    ref, S_ref = falcon.reference(q, k, v, beta, alpha, variant="falcon1")
+    falcon.export_cases("cases", profile="quick")
+    ... run your kernel, falcon.write_result("results", name, out, state) ...
+    assert falcon.check("cases", "results", precision="fp32").passed
+
+The shared library is found through $FALCON_LIB, else build/libfalcon.so of
+the source tree this package lives in, else the system's libfalcon.so.0;
+libfalcon-grade.so ($FALCON_GRADE_LIB) is looked for next to it. Pure
+ctypes and numpy: nothing is compiled.
+"""
+from ._lib import FalconError, lib_path
+from .api import State, reference, run
+from .cases import (CheckInputError, CheckResult, check, export_cases, load_case,
+                    load_checkpoint, write_manifest, write_result)
+
+__version__ = "0.1.0"
+
+# Unit roundoff of each precision a result can be judged in.
+UNIT_ROUNDOFF = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -11,
+                 "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+
+__all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "reference",
+           "export_cases", "check", "load_case", "load_checkpoint", "write_result",
+           "write_manifest", "lib_path", "UNIT_ROUNDOFF"]

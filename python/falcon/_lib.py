@@ -1,0 +1,247 @@
+"""Loading libfalcon and mirroring include/falcon.h with ctypes.
+
+The structures below copy the C declarations field by field, in order; the
+enums are plain ints whose values come from the library's own name parsers
+(falcon_variant_parse and friends), so no enum value is duplicated here.
+"""
+import ctypes
+import ctypes.util
+import os
+
+__all__ = ["FalconError", "lib", "grade_lib", "Config", "Inputs", "StateView"]
+
+
+class FalconError(RuntimeError):
+    """A libfalcon call returned a non-zero status.
+
+    `status` is the falcon_status number, `status_name` its name
+    (e.g. "FALCON_E_RANGE"), and the message is falcon_last_error().
+    """
+
+    def __init__(self, message, status=None, status_name=None):
+        super().__init__(message)
+        self.status = status
+        self.status_name = status_name
+
+
+c_int64 = ctypes.c_int64
+c_int = ctypes.c_int
+c_void_p = ctypes.c_void_p
+c_double_p = ctypes.POINTER(ctypes.c_double)
+
+
+class Config(ctypes.Structure):
+    """struct falcon_config."""
+
+    _fields_ = [
+        ("variant", c_int),
+        ("align", c_int),
+        ("phi", c_int),
+        ("form", c_int),
+        ("backend", c_int),
+        ("precision", c_int),
+        ("eps", ctypes.c_double),
+        ("window", c_int64),
+        ("chunk", c_int64),
+        ("mpfr_bits", c_int),
+        ("threads", c_int),
+    ]
+
+
+class Inputs(ctypes.Structure):
+    """struct falcon_inputs."""
+
+    _fields_ = [
+        ("B", c_int64),
+        ("T", c_int64),
+        ("H", c_int64),
+        ("n", c_int64),
+        ("m", c_int64),
+        ("q", c_void_p),
+        ("k", c_void_p),
+        ("v", c_void_p),
+        ("beta", c_void_p),
+        ("alpha", c_void_p),
+        ("gain", c_void_p),
+    ]
+
+
+class StateView(ctypes.Structure):
+    """struct falcon_state_view."""
+
+    _fields_ = [
+        ("heads", c_int64),
+        ("n", c_int64),
+        ("m", c_int64),
+        ("window", c_int64),
+        ("keep", c_int64),
+        ("S", c_double_p),
+        ("prev_key", c_double_p),
+        ("has_prev", ctypes.POINTER(ctypes.c_uint8)),
+        ("hist_k", c_double_p),
+        ("hist_v", c_double_p),
+        ("hist_len", ctypes.POINTER(c_int64)),
+    ]
+
+
+def _package_build_dir():
+    """build/ of the source tree this package sits in (python/falcon/ -> ../../build)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, os.pardir, os.pardir, "build"))
+
+
+def _candidates(env, filename, sonames):
+    """Where to look for a library, in order: $ENV, the source tree's build/,
+    then the system's loader (ldconfig names, then the bare soname)."""
+    out = []
+    if os.environ.get(env):
+        return [os.environ[env]]  # an explicit choice is the only one tried
+    local = os.path.join(_package_build_dir(), filename)
+    if os.path.exists(local):
+        return [local]
+    found = ctypes.util.find_library(filename[3:].split(".so")[0])
+    if found:
+        out.append(found)
+    out.extend(sonames)
+    return out
+
+
+def _load(env, filename, sonames, mode):
+    errors = []
+    for path in _candidates(env, filename, sonames):
+        try:
+            return ctypes.CDLL(path, mode=mode), path
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    raise FalconError("cannot load %s (set %s to its path): %s" % (filename, env, "; ".join(errors)))
+
+
+_lib = None
+_lib_path = None
+_grade = None
+_grade_path = None
+
+
+def _declare(L):
+    L.falcon_config_default.argtypes = [ctypes.POINTER(Config)]
+    L.falcon_config_default.restype = None
+    L.falcon_run.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Inputs), c_void_p, c_void_p]
+    L.falcon_run.restype = c_int
+    L.falcon_validate.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Inputs), c_void_p]
+    L.falcon_validate.restype = c_int
+    L.falcon_state_create.argtypes = [c_int64, c_int64, c_int64, c_int64, ctypes.POINTER(c_void_p)]
+    L.falcon_state_create.restype = c_int
+    L.falcon_state_free.argtypes = [c_void_p]
+    L.falcon_state_free.restype = None
+    L.falcon_state_reset.argtypes = [c_void_p]
+    L.falcon_state_reset.restype = c_int
+    L.falcon_state_copy.argtypes = [c_void_p, ctypes.POINTER(c_void_p)]
+    L.falcon_state_copy.restype = c_int
+    L.falcon_state_get_view.argtypes = [c_void_p]
+    L.falcon_state_get_view.restype = StateView
+    L.falcon_state_set_memory.argtypes = [c_void_p, c_double_p]
+    L.falcon_state_set_memory.restype = c_int
+    L.falcon_checkpoint_save.argtypes = [c_void_p, ctypes.c_char_p]
+    L.falcon_checkpoint_save.restype = c_int
+    L.falcon_checkpoint_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(c_void_p)]
+    L.falcon_checkpoint_load.restype = c_int
+    L.falcon_last_error.argtypes = []
+    L.falcon_last_error.restype = ctypes.c_char_p
+    L.falcon_status_name.argtypes = [c_int]
+    L.falcon_status_name.restype = ctypes.c_char_p
+    L.falcon_backend_available.argtypes = [c_int]
+    L.falcon_backend_available.restype = c_int
+    L.falcon_backend_resolve.argtypes = [c_int]
+    L.falcon_backend_resolve.restype = c_int
+    L.falcon_backend_name.argtypes = [c_int]
+    L.falcon_backend_name.restype = ctypes.c_char_p
+    L.falcon_variant_has_window.argtypes = [c_int]
+    L.falcon_variant_has_window.restype = c_int
+    L.falcon_variant_has_gain.argtypes = [c_int]
+    L.falcon_variant_has_gain.restype = c_int
+    for what in ("variant", "align", "phi", "form", "backend", "precision"):
+        f = getattr(L, "falcon_%s_parse" % what)
+        f.argtypes = [ctypes.c_char_p]
+        f.restype = c_int
+
+
+def lib():
+    """The loaded libfalcon (FALCON_LIB, else build/libfalcon.so of this
+    source tree, else the system's libfalcon.so.0)."""
+    global _lib, _lib_path
+    if _lib is None:
+        # RTLD_GLOBAL: libfalcon-grade.so, loaded later, finds these symbols
+        # (and its DT_NEEDED libfalcon is then already satisfied by soname).
+        _lib, _lib_path = _load("FALCON_LIB", "libfalcon.so", ["libfalcon.so.0", "libfalcon.so"],
+                                ctypes.RTLD_GLOBAL)
+        _declare(_lib)
+    return _lib
+
+
+def lib_path():
+    lib()
+    return _lib_path
+
+
+def grade_lib():
+    """libfalcon-grade.so (FALCON_GRADE_LIB, else next to the libfalcon in
+    use, else build/ of this source tree, else the system loader)."""
+    global _grade, _grade_path
+    if _grade is None:
+        lib()
+        env = "FALCON_GRADE_LIB"
+        if os.environ.get(env):
+            cands = [os.environ[env]]
+        else:
+            cands = []
+            if os.path.dirname(_lib_path):
+                cands.append(os.path.join(os.path.dirname(_lib_path), "libfalcon-grade.so"))
+            cands.append(os.path.join(_package_build_dir(), "libfalcon-grade.so"))
+            cands += ["libfalcon-grade.so.0", "libfalcon-grade.so"]
+        errors = []
+        for path in cands:
+            if os.path.sep in path and not os.path.exists(path):
+                errors.append("%s: no such file" % path)
+                continue
+            try:
+                _grade = ctypes.CDLL(path)
+                _grade_path = path
+                break
+            except OSError as e:
+                errors.append("%s: %s" % (path, e))
+        if _grade is None:
+            raise FalconError("cannot load libfalcon-grade.so (set %s to its path): %s"
+                              % (env, "; ".join(errors)))
+        for name in ("falcon_grade_export_main", "falcon_grade_check_main"):
+            f = getattr(_grade, name)
+            f.argtypes = [c_int, ctypes.POINTER(ctypes.c_char_p)]
+            f.restype = c_int
+    return _grade
+
+
+def last_error():
+    msg = lib().falcon_last_error()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check_status(status, what=""):
+    """Raise FalconError carrying falcon_last_error() for a non-zero status."""
+    if status == 0:
+        return
+    L = lib()
+    name = L.falcon_status_name(status)
+    name = name.decode() if name else str(status)
+    msg = last_error() or name
+    raise FalconError("%s%s" % (what + ": " if what else "", msg), status, name)
+
+
+def parse_enum(kind, value):
+    """A CLI spelling ("falcon1", "prefix", "fp32" ...) -> the enum value, by
+    the library's own parser."""
+    if isinstance(value, int):
+        return value
+    v = lib()
+    r = getattr(v, "falcon_%s_parse" % kind)(str(value).encode())
+    if r < 0:
+        raise ValueError("unknown %s %r" % (kind, value))
+    return r

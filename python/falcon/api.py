@@ -1,0 +1,222 @@
+"""run() and reference(): numpy arrays through falcon_run."""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import FalconError
+
+__all__ = ["State", "run", "reference"]
+
+_DTYPES = {"fp32": np.float32, "fp64": np.float64}
+
+
+class State:
+    """The carried state of `heads` sequences (a falcon_state): the memory S
+    [heads, m, n], the previous raw key (prefix alignment) and the last W-1
+    raw examples (window variants). Heads of a [B,T,H,D] batch are numbered
+    b*H + h. Pass it to run(state=...) to carry it from one call to the next;
+    the call updates it in place."""
+
+    def __init__(self, heads, n, m, window=1, _handle=None):
+        L = _lib.lib()
+        self._L = L
+        if _handle is None:
+            h = ctypes.c_void_p()
+            _lib.check_status(L.falcon_state_create(heads, n, m, window, ctypes.byref(h)),
+                              "state_create")
+            _handle = h
+        self._h = _handle
+
+    @classmethod
+    def load(cls, directory):
+        """A state from a checkpoint directory (falcon_checkpoint_load)."""
+        L = _lib.lib()
+        h = ctypes.c_void_p()
+        _lib.check_status(L.falcon_checkpoint_load(os.fsencode(directory), ctypes.byref(h)),
+                          "checkpoint_load")
+        return cls(0, 0, 0, 0, _handle=h)
+
+    def save(self, directory):
+        """Write the whole state as a checkpoint directory."""
+        _lib.check_status(self._L.falcon_checkpoint_save(self._h, os.fsencode(directory)),
+                          "checkpoint_save")
+
+    def copy(self):
+        h = ctypes.c_void_p()
+        _lib.check_status(self._L.falcon_state_copy(self._h, ctypes.byref(h)), "state_copy")
+        return State(0, 0, 0, 0, _handle=h)
+
+    def reset(self):
+        _lib.check_status(self._L.falcon_state_reset(self._h), "state_reset")
+
+    def close(self):
+        if getattr(self, "_h", None) is not None and self._h.value:
+            self._L.falcon_state_free(self._h)
+        self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _view(self):
+        if self._h is None:
+            raise ValueError("the state is closed")
+        return self._L.falcon_state_get_view(self._h)
+
+    @property
+    def shape(self):
+        """(heads, n, m, window)."""
+        v = self._view()
+        return (v.heads, v.n, v.m, v.window)
+
+    @staticmethod
+    def _copy_out(ptr, shape, ctype=ctypes.c_double, dtype=np.float64):
+        count = int(np.prod(shape))
+        if count == 0:
+            return np.zeros(shape, dtype)
+        buf = ctypes.cast(ptr, ctypes.POINTER(ctype * count)).contents
+        return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape).copy()
+
+    @property
+    def memory(self):
+        """A copy of S, float64 [heads, m, n]."""
+        v = self._view()
+        return self._copy_out(v.S, (v.heads, v.m, v.n))
+
+    @memory.setter
+    def memory(self, S):
+        v = self._view()
+        S = np.ascontiguousarray(S, dtype=np.float64)
+        if S.size != v.heads * v.m * v.n:
+            raise ValueError("memory has %d elements, the state holds %d heads of %d x %d"
+                             % (S.size, v.heads, v.m, v.n))
+        _lib.check_status(self._L.falcon_state_set_memory(
+            self._h, S.ctypes.data_as(_lib.c_double_p)), "state_set_memory")
+
+    def contents(self):
+        """Copies of everything the state carries, as a dict of numpy arrays:
+        S [heads,m,n], prev_key [heads,n], has_prev [heads] (bool),
+        hist_k [heads,W-1,n], hist_v [heads,W-1,m], hist_len [heads]."""
+        v = self._view()
+        H, n, m, keep = v.heads, v.n, v.m, v.keep
+        return {
+            "S": self._copy_out(v.S, (H, m, n)),
+            "prev_key": self._copy_out(v.prev_key, (H, n)),
+            "has_prev": self._copy_out(v.has_prev, (H,), ctypes.c_uint8, np.uint8).astype(bool),
+            "hist_k": self._copy_out(v.hist_k, (H, keep, n)),
+            "hist_v": self._copy_out(v.hist_v, (H, keep, m)),
+            "hist_len": self._copy_out(v.hist_len, (H,), ctypes.c_int64, np.int64),
+        }
+
+
+def _arr(x, dtype, name, shape=None):
+    if x is None:
+        return None
+    a = np.ascontiguousarray(x, dtype=dtype)
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError("%s has shape %s, expected %s" % (name, a.shape, tuple(shape)))
+    return a
+
+
+def _ptr(a):
+    return None if a is None else a.ctypes.data_as(ctypes.c_void_p)
+
+
+def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
+        backend="auto", precision="fp32", align="prefix", phi="identity", eps=1e-6,
+        window=1, chunk=64, threads=0, state=None, mpfr_bits=256):
+    """Run a Falcon recurrence with libfalcon.
+
+    Shapes: one sequence q, k, gain [T,n], v [T,m], beta, alpha [T]; or a
+    batch [B,T,H,n] / [B,T,H,m] / [B,T,H]. Inputs are converted to the run's
+    precision (float32 for "fp32", float64 for "fp64").
+
+    state: None (a fresh state), a State (carried and updated in place), or an
+    array with the initial memory S ([m,n] or [B,H,m,n]; no previous key and
+    no history).
+
+    Returns (out, S): the reads [T,m] or [B,T,H,m] in the run's precision and
+    the final memory [m,n] or [B,H,m,n] in float64 (the state is kept in
+    double). Raises FalconError (with falcon_last_error()) on a non-zero status.
+    """
+    L = _lib.lib()
+    if precision not in _DTYPES:
+        raise ValueError("precision must be 'fp32' or 'fp64', not %r" % (precision,))
+    dt = _DTYPES[precision]
+    q = np.asarray(q)
+    if q.ndim == 2:
+        batched = False
+        T, n = q.shape
+        B = H = 1
+    elif q.ndim == 4:
+        batched = True
+        B, T, H, n = q.shape
+    else:
+        raise ValueError("q must be [T,n] or [B,T,H,n], got shape %s" % (q.shape,))
+    lead = (B, T, H) if batched else (T,)
+    v = np.asarray(v)
+    if v.ndim != q.ndim or v.shape[:-1] != q.shape[:-1]:
+        raise ValueError("v has shape %s, expected %s + (m,)" % (v.shape, lead))
+    m = v.shape[-1]
+    q = _arr(q, dt, "q")
+    k = _arr(k, dt, "k", q.shape)
+    v = _arr(v, dt, "v")
+    beta = _arr(beta, dt, "beta", lead)
+    alpha = _arr(alpha, dt, "alpha", lead)
+    gain = _arr(gain, dt, "gain", q.shape)
+
+    cfg = _lib.Config()
+    L.falcon_config_default(ctypes.byref(cfg))
+    cfg.variant = _lib.parse_enum("variant", variant)
+    cfg.form = _lib.parse_enum("form", form)
+    cfg.backend = _lib.parse_enum("backend", backend)
+    cfg.precision = _lib.parse_enum("precision", precision)
+    cfg.align = _lib.parse_enum("align", align)
+    cfg.phi = _lib.parse_enum("phi", phi)
+    cfg.eps = float(eps)
+    cfg.window = int(window)
+    cfg.chunk = int(chunk)
+    cfg.threads = int(threads)
+    cfg.mpfr_bits = int(mpfr_bits)
+
+    inp = _lib.Inputs(B, T, H, n, m, _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(alpha), _ptr(gain))
+
+    own = None
+    if state is None or not isinstance(state, State):
+        own = State(B * H, n, m, max(int(window), 1))
+        if state is not None:
+            own.memory = np.asarray(state, dtype=np.float64)
+        st = own
+    else:
+        st = state
+    out = np.empty(lead + (m,), dtype=dt)
+    try:
+        status = L.falcon_run(ctypes.byref(cfg), ctypes.byref(inp), st._h,
+                              out.ctypes.data_as(ctypes.c_void_p))
+        _lib.check_status(status, "falcon_run")
+        S = st.memory
+    finally:
+        if own is not None:
+            own.close()
+    S = S.reshape((B, H, m, n)) if batched else S.reshape((m, n))
+    return out, S
+
+
+def reference(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
+              align="prefix", phi="identity", eps=1e-6, window=1, chunk=64, threads=0,
+              state=None, mpfr_bits=256):
+    """run() through the MPFR backend (mpfr_bits of precision), inputs
+    converted exactly to float64, results rounded once to float64."""
+    return run(q, k, v, beta, alpha, gain, variant=variant, form=form, backend="mpfr",
+               precision="fp64", align=align, phi=phi, eps=eps, window=window, chunk=chunk,
+               threads=threads, state=state, mpfr_bits=mpfr_bits)

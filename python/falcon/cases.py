@@ -1,0 +1,270 @@
+"""Case sets and grading: export_cases(), check(), load_case(), write_result().
+
+export_cases() and check() call the entry points of `falcon cases export`
+and `falcon check` in libfalcon-grade.so, in this process; what they print
+is captured and shown again through sys.stdout / sys.stderr (so pytest's
+capture and notebooks see it). load_case() and write_result() are plain
+numpy and need no library.
+"""
+import ctypes
+import json
+import os
+import sys
+import tempfile
+import types
+
+import numpy as np
+
+from . import _lib
+from ._lib import FalconError
+
+__all__ = ["CheckResult", "CheckInputError", "export_cases", "check", "load_case",
+           "load_checkpoint", "write_result", "write_manifest"]
+
+
+class CheckInputError(FalconError):
+    """`falcon check` or `falcon cases export` exited with status 2: bad input
+    (a missing result, a wrong shape, NaN/Inf, an unreadable file). The
+    message is the "falcon: error: ..." line."""
+
+
+_libc = None
+
+
+def _flush_c_stdio():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+        _libc.fflush.argtypes = [ctypes.c_void_p]
+    _libc.fflush(None)
+
+
+def _call_main(fn_name, argv, quiet=False):
+    """Call int fn(int argc, char **argv) of libfalcon-grade.so with fds 1 and
+    2 captured (echoed unless quiet; stderr only when the call succeeded);
+    returns (status, stdout text, stderr text). Not for concurrent use from
+    several threads: it redirects the process's file descriptors."""
+    fn = getattr(_lib.grade_lib(), fn_name)
+    args = [os.fsencode(a) if not isinstance(a, bytes) else a for a in argv]
+    arr = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        saved = os.dup(1), os.dup(2)
+        try:
+            os.dup2(fo.fileno(), 1)
+            os.dup2(fe.fileno(), 2)
+            try:
+                status = fn(len(args), arr)
+            finally:
+                _flush_c_stdio()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        fo.seek(0)
+        fe.seek(0)
+        out = fo.read().decode("utf-8", "replace")
+        err = fe.read().decode("utf-8", "replace")
+    if not quiet:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    if err and status in (0, 1):  # a failure's message goes into the exception instead
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    return status, out, err
+
+
+def _error_line(err, status):
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("falcon: error:"):
+            return ln
+    return lines[-1] if lines else "exit status %d" % status
+
+
+def _option_args(filters):
+    """Keyword filters -> CLI options: variant="falcon1" -> --variant falcon1;
+    a list -> comma-separated; True -> a bare flag; None/False -> omitted."""
+    args = []
+    for key, val in filters.items():
+        if val is None or val is False:
+            continue
+        opt = "--" + key.replace("_", "-")
+        if val is True:
+            args.append(opt)
+        elif isinstance(val, (list, tuple, set)):
+            args += [opt, ",".join(str(x) for x in val)]
+        else:
+            args += [opt, str(val)]
+    return args
+
+
+def export_cases(directory, profile="quick", quiet=False, **filters):
+    """Export a case set into `directory` (`falcon cases export DIR --profile
+    PROFILE [options]`); keyword filters become options (layout="fla" ->
+    --layout fla). Returns the parsed index.json."""
+    argv = ["export", str(directory), "--profile", profile] + _option_args(filters)
+    status, out, err = _call_main("falcon_grade_export_main", argv, quiet)
+    if status != 0:
+        cls = CheckInputError if status == 2 else FalconError
+        raise cls(_error_line(err, status), status)
+    with open(os.path.join(str(directory), "index.json")) as f:
+        return json.load(f)
+
+
+class CheckResult:
+    """What `falcon check` decided. `passed` is True when every case not
+    skipped passed (exit 0); `cases` the per-case dicts of the JSON report
+    (name, variant, form, align, decay, status, out_u, state_u, thr_out_u,
+    thr_state_u, ratio), `failed` / `skipped` / `passed_cases` their names,
+    `groups` the per-(variant, form) summary, `report` the text printed,
+    `json` the whole JSON document, `status` the exit status (0 or 1)."""
+
+    def __init__(self, doc, status, report):
+        self.json = doc
+        self.status = status
+        self.report = report
+        self.passed = bool(doc.get("passed")) and status == 0
+        self.cases = list(doc.get("cases", []))
+        self.groups = list(doc.get("groups", []))
+        self.counts = dict(doc.get("counts", {}))
+        self.precision = doc.get("precision")
+        self.u = doc.get("u")
+        self.failed = [c["name"] for c in self.cases if c.get("status") == "fail"]
+        self.skipped = [c["name"] for c in self.cases if c.get("status") == "skip"]
+        self.passed_cases = [c["name"] for c in self.cases if c.get("status") == "pass"]
+
+    def __bool__(self):
+        return self.passed
+
+    def case(self, name):
+        for c in self.cases:
+            if c["name"] == name:
+                return c
+        raise KeyError(name)
+
+    def __repr__(self):
+        return "<CheckResult %s: %d pass, %d fail, %d skip (%s)>" % (
+            "passed" if self.passed else "FAILED", len(self.passed_cases), len(self.failed),
+            len(self.skipped), self.precision)
+
+    def summary(self):
+        """One line per failing case: name, errors and thresholds in units."""
+        lines = []
+        for c in self.cases:
+            if c.get("status") == "fail":
+                lines.append("%s: out %.3g u (limit %.3g), state %s u (limit %.3g)" % (
+                    c["name"], c.get("out_u") or 0.0, c.get("thr_out_u") or 0.0,
+                    "%.3g" % c["state_u"] if c.get("state_u") is not None else "-",
+                    c.get("thr_state_u") or 0.0))
+        return "\n".join(lines)
+
+
+def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, quiet=False):
+    """Grade the results in `results_dir` against the case set `cases_dir`
+    (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
+    bf16, fp16; None: the set's own). Returns a CheckResult:
+    `assert falcon.check(cases, results).passed`. `junit`: also write JUnit
+    XML there; `quiet`: do not echo the printed table (it is in .report).
+    Raises CheckInputError for bad input (exit status 2: a missing result, a
+    wrong shape, NaN/Inf ...), carrying the error line."""
+    fd, jpath = tempfile.mkstemp(prefix="falcon-check-", suffix=".json")
+    os.close(fd)
+    os.unlink(jpath)  # the command writes it
+    try:
+        argv = ["check", str(cases_dir), "--results", str(results_dir), "--json", jpath]
+        if precision:
+            argv += ["--precision", precision]
+        if junit:
+            argv += ["--junit", str(junit)]
+        if verbose:
+            argv.append("--verbose")
+        status, out, err = _call_main("falcon_grade_check_main", argv, quiet)
+        if status == 2:
+            raise CheckInputError(_error_line(err, status), status)
+        if status not in (0, 1):
+            raise FalconError("falcon check: exit status %d: %s" % (status, _error_line(err, status)),
+                              status)
+        with open(jpath) as f:
+            doc = json.load(f)
+    finally:
+        if os.path.exists(jpath):
+            os.unlink(jpath)
+    return CheckResult(doc, status, out)
+
+
+def load_checkpoint(directory):
+    """A checkpoint directory (see src/checkpoint.c) as a dict of float64
+    numpy arrays: S [H,m,n], prev_key [H,n], has_prev [H] (bool), hist_k
+    [H,W-1,n], hist_v [H,W-1,m], hist_len [H] (int), and heads, n, m, window."""
+    meta = {}
+    with open(os.path.join(directory, "falcon-checkpoint.txt")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] in ("heads", "n", "m", "window"):
+                meta[parts[0]] = int(parts[1])
+    d = dict(meta)
+    for name in ("S", "prev_key", "has_prev", "hist_k", "hist_v", "hist_len"):
+        d[name] = np.load(os.path.join(directory, name + ".npy")).astype(np.float64)
+    d["has_prev"] = d["has_prev"] != 0
+    d["hist_len"] = d["hist_len"].astype(np.int64)
+    return d
+
+
+def load_case(case_dir):
+    """One exported case as a namespace: the fields of case.json as attributes
+    (name, variant, form, align, phi, eps, window, chunk, B, T, H, n, m, decay,
+    layout, scale, precision, thresholds, expected ...), plus numpy arrays:
+    q, k, v, beta, alpha (None without decay), g (the log decay where the case
+    gives one instead of alpha), gain (or None), state0 (the layout's state
+    array), ref_out, ref_state, and `state_in`: load_checkpoint() of the
+    initial carried state (S, prev_key, has_prev, hist_k, hist_v, hist_len)."""
+    with open(os.path.join(case_dir, "case.json")) as f:
+        meta = json.load(f)
+    ns = types.SimpleNamespace(**meta)
+    ns.dir = case_dir
+    ns.case = meta
+    inputs = meta.get("inputs", {})
+    for key in ("q", "k", "v", "beta", "alpha", "g", "gain"):
+        fname = inputs.get(key)
+        setattr(ns, key, np.load(os.path.join(case_dir, fname)) if fname else None)
+    st = meta.get("state_in")
+    ns.state_in = load_checkpoint(os.path.join(case_dir, st)) if st else None
+    ns.state0 = None
+    if st and os.path.exists(os.path.join(case_dir, st + ".npy")):
+        ns.state0 = np.load(os.path.join(case_dir, st + ".npy"))
+    ref = meta.get("reference", {}) or {}
+    ns.ref_out = np.load(os.path.join(case_dir, ref["out"])) if ref.get("out") else None
+    ns.ref_state = np.load(os.path.join(case_dir, ref["state"])) if ref.get("state") else None
+    if not hasattr(ns, "scale"):
+        ns.scale = 1.0
+    return ns
+
+
+def write_result(results_dir, name, out, state=None):
+    """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`. Arrays
+    keep their float dtype (float16, float32 or float64), little-endian."""
+    d = os.path.join(str(results_dir), name)
+    os.makedirs(d, exist_ok=True)
+
+    def save(fname, a):
+        a = np.asarray(a)
+        if a.dtype.kind != "f":
+            a = a.astype(np.float64)
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        np.save(os.path.join(d, fname), a)
+
+    save("out.npy", out)
+    if state is not None:
+        save("state.npy", state)
+    return d
+
+
+def write_manifest(results_dir, skip):
+    """RDIR/manifest.json declaring skipped cases: {name: reason}."""
+    os.makedirs(str(results_dir), exist_ok=True)
+    with open(os.path.join(str(results_dir), "manifest.json"), "w") as f:
+        json.dump({"skip": dict(skip)}, f, indent=1, sort_keys=True)
+        f.write("\n")

@@ -1,0 +1,248 @@
+"""Tests of the python module, pytest-style; also runs without pytest:
+
+    python3 -m pytest -q python/tests          (or: python3 python/tests/test_falcon.py)
+
+Environment: FALCON_BIN, the falcon command (default build/falcon of this
+tree); FALCON_LIB / FALCON_GRADE_LIB, the libraries (default: build/);
+FALCON_CASES, an already exported quick case set to reuse (default: the
+tests export one into a temporary directory).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import falcon  # noqa: E402
+import numpy_falcon  # noqa: E402
+
+try:
+    import pytest
+except ImportError:
+    pytest = None
+
+
+class Skipped(Exception):
+    pass
+
+
+def skip(reason):
+    if pytest is not None:
+        pytest.skip(reason)
+    raise Skipped(reason)
+
+
+FALCON_BIN = os.environ.get("FALCON_BIN", os.path.join(ROOT, "build", "falcon"))
+_tmp = None
+
+
+def tmpdir():
+    global _tmp
+    if _tmp is None:
+        _tmp = tempfile.mkdtemp(prefix="falcon-py-")
+    return _tmp
+
+
+def rel_err(x, ref):
+    nrm = np.linalg.norm(ref)
+    d = np.linalg.norm(np.asarray(x, np.float64) - ref)
+    return d / nrm if nrm > 0 else d
+
+
+def inputs(rng, lead, n, m, decay=True, gain=False):
+    """Random inputs exact in fp32."""
+    f = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    d = dict(q=f(rng.standard_normal(lead + (n,))), k=f(rng.standard_normal(lead + (n,))),
+             v=f(rng.standard_normal(lead + (m,))), beta=f(rng.uniform(0.2, 1.5, lead)),
+             alpha=f(rng.uniform(0.6, 1.0, lead)) if decay else None)
+    d["gain"] = f(rng.uniform(0.5, 1.5, lead + (n,))) if gain else None
+    return d
+
+
+# ---- run() and reference() ----
+
+def test_run_matches_cli():
+    """falcon.run equals `falcon run` bit for bit (batch, fp32 and fp64)."""
+    if not os.path.exists(FALCON_BIN):
+        skip("no falcon command at %s" % FALCON_BIN)
+    rng = np.random.default_rng(11)
+    d = inputs(rng, (2, 17, 3), 5, 4, gain=True)
+    work = tempfile.mkdtemp(dir=tmpdir())
+    for key, a in d.items():
+        np.save(os.path.join(work, key + ".npy"), a)
+    for variant, window, form, prec in [("falcon1", 1, "recurrent", "fp32"), ("falcon2", 1, "chunk", "fp64"),
+                                        ("falcon3", 3, "chunk", "fp32"), ("falcon3a", 2, "recurrent", "fp64")]:
+        args = [FALCON_BIN, "run", "--variant", variant, "--form", form, "--precision", prec,
+                "--window", str(window), "--chunk", "8", "--threads", "1", "--phi", "elu1"]
+        for key in ("q", "k", "v", "beta", "alpha"):
+            args += ["--" + key, os.path.join(work, key + ".npy")]
+        if variant == "falcon2":
+            args += ["--gain", os.path.join(work, "gain.npy")]
+        args += ["--out", os.path.join(work, "o.npy"), "--state-out", os.path.join(work, "s.npy")]
+        subprocess.run(args, check=True)
+        out, S = falcon.run(d["q"], d["k"], d["v"], d["beta"], d["alpha"],
+                            d["gain"] if variant == "falcon2" else None, variant=variant, form=form,
+                            precision=prec, window=window, chunk=8, threads=1, phi="elu1")
+        assert out.dtype == (np.float32 if prec == "fp32" else np.float64)
+        assert np.array_equal(out, np.load(os.path.join(work, "o.npy"))), variant
+        assert np.array_equal(S, np.load(os.path.join(work, "s.npy"))), variant
+
+
+def test_reference_matches_numpy_example():
+    """The numpy example (float64) agrees with the MPFR reference to a few
+    units of roundoff, state carried through two calls (prefix key and window
+    history included)."""
+    rng = np.random.default_rng(12)
+    T, n, m, h = 14, 4, 3, 6
+    worst = 0.0
+    for variant, window in [("falcon1", 1), ("falcon1a", 1), ("falcon3", 3), ("falcon3a", 2)]:
+        for align in ("prefix", "same"):
+            for phi in ("identity", "l2norm"):
+                d = inputs(rng, (T,), n, m)
+                st = falcon.State(1, n, m, window)
+                part = lambda a, s: None if a is None else a[s]  # noqa: E731
+                outs = []
+                for sl in (slice(0, h), slice(h, T)):
+                    o, S = falcon.reference(*(part(d[x], sl) for x in ("q", "k", "v", "beta", "alpha")),
+                                            variant=variant, window=window, align=align, phi=phi,
+                                            state=st)
+                    outs.append(o)
+                c = st.contents()
+                assert c["has_prev"][0] and c["hist_len"][0] == window - 1
+                regression, _ = numpy_falcon.SUPPORTED[variant]
+                o_np, S_np = numpy_falcon.run_head(
+                    d["q"], d["k"], d["v"], d["beta"], d["alpha"], np.zeros((m, n)), None, [],
+                    regression=regression, window=window, align=align, phi=phi, eps=1e-6,
+                    scale=1.0, dt=np.float64)
+                err = max(rel_err(o_np, np.concatenate(outs)), rel_err(S_np, S)) / 2.0 ** -53
+                worst = max(worst, err)
+                assert err < 64, (variant, align, phi, err)
+    print("numpy example vs reference: worst %.2f u (fp64)" % worst)
+
+
+def test_bad_input_raises_with_the_library_message():
+    d = inputs(np.random.default_rng(13), (5,), 3, 2)
+    try:
+        falcon.run(d["q"], d["k"], d["v"], d["beta"] * 0 + 3.0, variant="falcon1")
+    except falcon.FalconError as e:
+        assert "beta" in str(e) and e.status != 0, str(e)
+    else:
+        raise AssertionError("beta = 3 was accepted")
+
+
+# ---- export, check ----
+
+_cases = None
+
+
+def cases_dir():
+    """The quick case set: $FALCON_CASES, else exported here once."""
+    global _cases
+    if _cases is None:
+        if os.environ.get("FALCON_CASES"):
+            _cases = os.environ["FALCON_CASES"]
+        else:
+            _cases = os.path.join(tmpdir(), "cases")
+            index = falcon.export_cases(_cases, profile="quick", quiet=True)
+            assert index["format"] == "falcon-cases" and index["count"] == len(index["cases"])
+    return _cases
+
+
+def numpy_results(dtype, bug=None):
+    rdir = tempfile.mkdtemp(dir=tmpdir())
+    args = [cases_dir(), rdir, "--dtype", dtype] + (["--bug", bug] if bug else [])
+    assert numpy_falcon.main(args) == 0
+    return rdir
+
+
+def test_load_case_reads_every_case():
+    import json
+    with open(os.path.join(cases_dir(), "index.json")) as f:
+        index = json.load(f)
+    for entry in index["cases"]:
+        c = falcon.load_case(os.path.join(cases_dir(), entry.get("dir", entry["name"])))
+        assert c.name == entry["name"] and c.q.ndim == 4
+        assert list(c.ref_out.shape) == list(c.expected["out"])
+        assert c.state_in["S"].shape[0] == c.B * c.H
+
+
+def test_numpy_example_passes_fp32():
+    result = falcon.check(cases_dir(), numpy_results("float32"), precision="fp32", quiet=True)
+    assert result.passed, result.summary()
+    assert result.failed == [] and len(result.passed_cases) > 0
+
+
+def test_numpy_example_passes_fp64():
+    result = falcon.check(cases_dir(), numpy_results("float64"), precision="fp64", quiet=True)
+    assert result.passed, result.summary()
+
+
+def test_decay_after_write_fails_on_decayed_cases_only():
+    result = falcon.check(cases_dir(), numpy_results("float32", "decay-after-write"), quiet=True)
+    assert not result.passed and result.failed
+    for name in result.failed:
+        assert result.case(name)["decay"] != "none", name
+
+
+def test_missing_result_is_bad_input():
+    rdir = numpy_results("float32")
+    victim = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))[0]
+    shutil.rmtree(os.path.join(rdir, victim))
+    try:
+        falcon.check(cases_dir(), rdir, quiet=True)
+    except falcon.CheckInputError as e:
+        assert e.status == 2 and victim in str(e), str(e)
+    else:
+        raise AssertionError("a missing result was not reported as bad input")
+
+
+def test_torch_chunk_example_passes():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        skip("torch not installed")
+    import torch_falcon_chunk
+    cdir = os.path.join(tmpdir(), "cases-fla")
+    falcon.export_cases(cdir, profile="quick", quiet=True, layout="fla")
+    rdir = tempfile.mkdtemp(dir=tmpdir())
+    assert torch_falcon_chunk.main([cdir, rdir]) == 0
+    result = falcon.check(cdir, rdir, precision="fp32", quiet=True)
+    assert result.passed, result.summary()
+
+
+def _main():
+    """Without pytest: run every test_* function, print a pytest-like line."""
+    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for name, fn in tests:
+        try:
+            fn()
+        except Skipped as e:
+            counts["skipped"] += 1
+            print("SKIP %s: %s" % (name, e))
+        except Exception as e:  # an assertion or an error: both fail the test
+            counts["failed"] += 1
+            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+        else:
+            counts["passed"] += 1
+            print("ok   %s" % name)
+    print("%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % counts)
+    return 1 if counts["failed"] else 0
+
+
+def teardown_module(module=None):
+    if _tmp is not None:
+        shutil.rmtree(_tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    rc = _main()
+    teardown_module()
+    sys.exit(rc)

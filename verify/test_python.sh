@@ -1,0 +1,255 @@
+#!/bin/bash
+# The python side of case grading, end to end: `falcon cases export`, the
+# worked examples in examples/ as outside implementations, `falcon check`
+# on them, and the python module (python/falcon) over libfalcon.
+#
+#   verify/test_python.sh build/falcon
+#
+# Checks, in order:
+#   - the quick case set exports, and its index.json is well formed;
+#   - examples/numpy_falcon.py computed in float64 passes `falcon check
+#     --precision fp64`, computed in float32 passes `--precision fp32`
+#     (exit 0), with a valid --json report (json.load) and --junit XML
+#     (xmllint --noout, one testcase per case);
+#   - each wrong twin of it fails (exit 1) and fails the right cases:
+#       --bug same-step          every failing case has prefix alignment, and
+#                                every prefix case with a step (T > 0) fails;
+#       --bug decay-after-write  every failing case has a decay, and some fails;
+#       --bug state-fp16         every case whose reference state is non-zero fails;
+#     and the report's text names every failing case;
+#   - a results directory with a case missing is bad input (exit 2, one line
+#     "falcon: error: ..." naming the case);
+#   - python/tests/test_falcon.py (with pytest when it is installed, else as
+#     a plain script): falcon.run against the command, falcon.reference
+#     against the numpy example, `assert falcon.check(...).passed`;
+#   - examples/torch_falcon_chunk.py on the case set exported with --layout
+#     fla, graded in fp32; "skipped: torch not installed" without torch.
+# Environment: PYTHON, the interpreter (default /usr/bin/python3; it needs
+# numpy; pytest and torch are optional). The libraries are taken next to the
+# falcon binary (libfalcon.so, libfalcon-grade.so) unless FALCON_LIB /
+# FALCON_GRADE_LIB are set.
+# Ends with "N passed, M failed" (", K skipped" when some were); exits
+# non-zero if any failed.
+set -eu
+
+. "$(dirname "$0")/lib.sh"
+test_begin "${1:-}" "verify/test_python.sh path/to/falcon"
+ROOT=$(cd "$HERE/.." && pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+BIN_DIR=$(dirname "$FALCON")
+export FALCON_BIN=$FALCON
+export FALCON_LIB=${FALCON_LIB:-$BIN_DIR/libfalcon.so}
+export FALCON_GRADE_LIB=${FALCON_GRADE_LIB:-$BIN_DIR/libfalcon-grade.so}
+export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONDONTWRITEBYTECODE=1   # leave nothing in the source tree
+skipped=0
+skip() { skipped=$((skipped + 1)); echo "skip $1: $2"; }
+
+finish() {
+    if [ "$skipped" -gt 0 ]; then
+        echo "$passed passed, $failed failed, $skipped skipped"
+    else
+        echo "$passed passed, $failed failed"
+    fi
+    [ "$failed" -eq 0 ]
+}
+
+if ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    bad "python" "$PYTHON cannot import numpy (set PYTHON to an interpreter that has it)"
+    finish
+    exit 1
+fi
+
+# indent FILE: a command's report, shifted right under the test's line.
+indent() { sed 's/^/     | /' "$1"; }
+
+# ---- export ----
+rc=0
+"$FALCON" cases export cases --profile quick >export.txt 2>&1 || rc=$?
+if [ $rc -ne 0 ]; then
+    bad "cases export --profile quick" "status $rc: $(cat export.txt)"
+    finish
+    exit 1
+fi
+if msg=$("$PYTHON" - cases <<'EOF'
+import json, os, sys
+d = sys.argv[1]
+ix = json.load(open(os.path.join(d, "index.json")))
+assert ix["format"] == "falcon-cases" and ix["version"] == 1, "format/version"
+assert ix["count"] == len(ix["cases"]) > 0, "count"
+for c in ix["cases"]:
+    cj = json.load(open(os.path.join(d, c.get("dir", c["name"]), "case.json")))
+    assert cj["name"] == c["name"], c["name"]
+print("%d cases, layout %s" % (ix["count"], ix["layout"]))
+EOF
+); then ok "cases export: $msg"; else bad "cases export" "index.json: $msg"; fi
+
+# numpy_run RDIR ARGS...: the numpy example on the case set into RDIR.
+numpy_run() {
+    local rdir=$1
+    shift
+    "$PYTHON" "$ROOT/examples/numpy_falcon.py" cases "$rdir" "$@" >np.txt 2>&1
+}
+
+# check_json FILE: the --json report is well formed; prints "P pass, F fail, S skip".
+check_json() {
+    "$PYTHON" - "$1" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["format"] == "falcon-check" and j["version"] == 1, "format/version"
+c = j["counts"]
+st = [x["status"] for x in j["cases"]]
+assert (c["pass"], c["fail"], c["skip"]) == (st.count("pass"), st.count("fail"), st.count("skip")), "counts"
+assert j["passed"] == (c["fail"] == 0), "passed flag"
+for x in j["cases"]:
+    if x["status"] == "skip":
+        assert x.get("reason"), "skip without reason: " + x["name"]
+print("%d pass, %d fail, %d skip" % (c["pass"], c["fail"], c["skip"]))
+EOF
+}
+
+# check_junit FILE JSON: valid XML (xmllint), one testcase per case, as many
+# failures and skips as the JSON report says.
+check_junit() {
+    if ! command -v xmllint >/dev/null; then echo "xmllint not installed"; return 1; fi
+    xmllint --noout "$1" 2>&1 || return 1
+    "$PYTHON" - "$1" "$2" <<'EOF'
+import json, sys
+import xml.etree.ElementTree as ET
+j = json.load(open(sys.argv[2]))
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall(".//testcase")
+fails = [c for c in cases if c.find("failure") is not None or c.find("error") is not None]
+skips = [c for c in cases if c.find("skipped") is not None]
+assert len(cases) == len(j["cases"]), "%d testcases for %d cases" % (len(cases), len(j["cases"]))
+assert len(fails) == j["counts"]["fail"], "%d failures, the JSON says %d" % (len(fails), j["counts"]["fail"])
+assert len(skips) == j["counts"]["skip"], "%d skipped, the JSON says %d" % (len(skips), j["counts"]["skip"])
+print("%d testcases" % len(cases))
+EOF
+}
+
+# ---- the numpy example passes, in fp64 and in fp32 units ----
+for pair in float64:fp64 float32:fp32; do
+    dtype=${pair%%:*} prec=${pair#*:}
+    name="numpy example ($dtype) passes check --precision $prec"
+    if ! numpy_run "r_$dtype" --dtype "$dtype"; then bad "$name" "the example failed: $(cat np.txt)"; continue; fi
+    rc=0
+    "$FALCON" check cases --results "r_$dtype" --precision "$prec" --json "c_$prec.json" \
+        --junit "c_$prec.xml" >check.txt 2>&1 || rc=$?
+    if [ $rc -eq 0 ]; then ok "$name"; else bad "$name" "status $rc"; fi
+    indent check.txt
+    if msg=$(check_json "c_$prec.json" 2>&1); then ok "check --json ($prec) is valid: $msg"
+    else bad "check --json ($prec)" "$msg"; fi
+    if msg=$(check_junit "c_$prec.xml" "c_$prec.json" 2>&1); then ok "check --junit ($prec) is valid: $msg"
+    else bad "check --junit ($prec)" "$msg"; fi
+done
+
+# ---- the wrong twins fail, on the right cases ----
+# twin_cases BUG JSON: the failing cases are the ones this bug must break.
+twin_cases() {
+    "$PYTHON" - "$@" <<'EOF'
+import json, os, sys
+import numpy as np
+bug, jpath, cases, report = sys.argv[1:5]
+j = json.load(open(jpath))
+text = open(report).read()
+failed = [c for c in j["cases"] if c["status"] == "fail"]
+graded = [c for c in j["cases"] if c["status"] != "skip"]
+names = sorted(c["name"] for c in failed)
+assert failed, "no case failed"
+unnamed = [n for n in names if n not in text]
+assert not unnamed, "the report does not name %s" % unnamed
+
+dirs = {c["name"]: c.get("dir", c["name"]) for c in json.load(open(os.path.join(cases, "index.json")))["cases"]}
+
+def meta(name):
+    return json.load(open(os.path.join(cases, dirs[name], "case.json")))
+
+if bug == "same-step":
+    wrong = [c["name"] for c in failed if c["align"] != "prefix"]
+    assert not wrong, "cases without prefix alignment failed: %s" % wrong
+    missed = [c["name"] for c in graded if c["align"] == "prefix" and c["status"] != "fail"
+              and meta(c["name"])["T"] > 0]
+    assert not missed, "prefix cases passed: %s" % missed
+elif bug == "decay-after-write":
+    wrong = [c["name"] for c in failed if c["decay"] == "none"]
+    assert not wrong, "cases without decay failed: %s" % wrong
+elif bug == "state-fp16":
+    def nonzero(name):
+        m = meta(name)
+        return np.any(np.load(os.path.join(cases, dirs[name], m["reference"]["state"])) != 0)
+    missed = [c["name"] for c in graded if c["status"] != "fail" and nonzero(c["name"])]
+    assert not missed, "cases with a non-zero state passed: %s" % missed
+def tally(key, label):
+    return label + " " + ", ".join(
+        "%s %d/%d" % (k, sum(c["status"] == "fail" for c in graded if key(c) == k), sum(key(c) == k for c in graded))
+        for k in sorted(set(key(c) for c in graded)))
+print("%d of %d fail (%s; %s)" % (len(failed), len(graded), tally(lambda c: c["align"], "align"),
+                                  tally(lambda c: "none" if c["decay"] == "none" else "decayed", "decay")))
+EOF
+}
+for bug in same-step decay-after-write state-fp16; do
+    name="wrong twin --bug $bug fails check --precision fp32"
+    if ! numpy_run "r_$bug" --dtype float32 --bug "$bug"; then bad "$name" "the example failed: $(cat np.txt)"; continue; fi
+    rc=0
+    "$FALCON" check cases --results "r_$bug" --precision fp32 --json "c_$bug.json" \
+        --junit "c_$bug.xml" >check.txt 2>&1 || rc=$?
+    if [ $rc -ne 1 ]; then bad "$name" "status $rc, expected 1: $(tail -n 3 check.txt)"; continue; fi
+    if msg=$(twin_cases "$bug" "c_$bug.json" cases check.txt 2>&1); then ok "$name: $msg"
+    else bad "$name" "$msg"; fi
+    if msg=$(check_junit "c_$bug.xml" "c_$bug.json" 2>&1); then ok "check --junit ($bug) is valid: $msg"
+    else bad "check --junit ($bug)" "$msg"; fi
+done
+
+# ---- bad input: a result missing ----
+cp -r r_float32 r_missing
+victim=$(cd r_missing && ls -d */ | head -n 1)
+victim=${victim%/}
+rm -rf "r_missing/$victim"
+rc=0
+"$FALCON" check cases --results r_missing >stdout.txt 2>stderr.txt || rc=$?
+if [ $rc -ne 2 ]; then bad "missing result is bad input" "status $rc, expected 2"
+elif [ "$(wc -l <stderr.txt)" -ne 1 ] || ! grep -q "^falcon: error: .*$victim" stderr.txt; then
+    bad "missing result is bad input" "expected one 'falcon: error:' line naming $victim: $(cat stderr.txt)"
+else ok "missing result is bad input -> $(cat stderr.txt)"
+fi
+
+# ---- the python module's tests ----
+if "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    runner=(-m pytest -q -rs -p no:cacheprovider "$ROOT/python/tests/test_falcon.py")
+    how=pytest
+else
+    runner=("$ROOT/python/tests/test_falcon.py")
+    how="plain python (pytest not installed)"
+fi
+rc=0
+FALCON_CASES=$WORK/cases "$PYTHON" "${runner[@]}" >pytest.txt 2>&1 || rc=$?
+indent pytest.txt
+if [ $rc -eq 0 ]; then ok "python module tests ($how)"; else bad "python module tests ($how)" "status $rc"; fi
+
+# ---- the torch example, in the fla layout ----
+if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+    skip "torch chunk example" "torch not installed"
+    echo "skipped: torch not installed"
+else
+    rc=0
+    "$FALCON" cases export cases-fla --profile quick --layout fla >export.txt 2>&1 || rc=$?
+    if [ $rc -ne 0 ]; then bad "cases export --layout fla" "status $rc: $(cat export.txt)"
+    else
+        rc=0
+        "$PYTHON" "$ROOT/examples/torch_falcon_chunk.py" cases-fla r_torch >torch.txt 2>&1 || rc=$?
+        if [ $rc -eq 77 ]; then skip "torch chunk example" "$(cat torch.txt)"
+        elif [ $rc -ne 0 ]; then bad "torch chunk example" "status $rc: $(tail -n 5 torch.txt)"
+        else
+            rc=0
+            "$FALCON" check cases-fla --results r_torch --precision fp32 --json c_torch.json \
+                >check.txt 2>&1 || rc=$?
+            indent check.txt
+            if [ $rc -eq 0 ] && msg=$(check_json c_torch.json 2>&1); then
+                ok "torch chunk example (fla layout) passes check --precision fp32: $msg"
+            else bad "torch chunk example (fla layout) passes check --precision fp32" "status $rc"; fi
+        fi
+    fi
+fi
+
+finish
