@@ -10,6 +10,8 @@
  * never as passed.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -232,6 +234,23 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     return rc;
 }
 
+/* Text into a report's temporary (the transaction commits it). */
+static int write_report(falcon_outputs *tx, int slot, const char *what, char *text)
+{
+    if (!text) return grade_error("check: %s: out of memory", what);
+    const int fd = falcon_outputs_fd(tx, slot);
+    size_t done = 0, len = strlen(text);
+    while (done < len) {
+        const ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    free(text);
+    return done == len ? 0 : grade_error("check: %s: cannot write '%s': %s", what, falcon_outputs_path(tx, slot),
+                                         strerror(errno));
+}
+
 int falcon_grade_check_main(int argc, char **argv)
 {
     check_opts o;
@@ -243,14 +262,33 @@ int falcon_grade_check_main(int argc, char **argv)
     }
     if (!is_dir(o.cases)) return grade_error("check: '%s': not a directory (a case set from falcon cases export)", o.cases);
     if (!is_dir(o.results)) return grade_error("check: --results '%s': not a directory", o.results);
+    /* The reports are outputs of one transaction, checked before anything is
+     * read: never a directory, a device, the case set, the results or each
+     * other (src/outputs.c). */
+    falcon_outputs *tx = NULL;
+    int json_slot = -1, junit_slot = -1;
+    const char *what = "";
+    if ((o.json || o.junit) &&
+        (falcon_outputs_begin(&tx) || falcon_outputs_input_tree(tx, "(the case set)", o.cases) ||
+         falcon_outputs_input_tree(tx, "--results", o.results) ||
+         (o.json && (what = "--json", falcon_outputs_file(tx, "--json", o.json, &json_slot))) ||
+         (o.junit && (what = "--junit", falcon_outputs_file(tx, "--junit", o.junit, &junit_slot))))) {
+        rc = grade_error("check: %s%s%s", what, *what ? ": " : "", falcon_last_error());
+        falcon_outputs_abort(tx);
+        return rc;
+    }
     char path[4400];
     snprintf(path, sizeof path, "%s/index.json", o.cases);
     json_t *index = load_json(path, "check");
-    if (!index) return 2;
+    if (!index) {
+        falcon_outputs_abort(tx);
+        return 2;
+    }
     json_t *cases = json_object_get(index, "cases");
     if (strcmp(get_str(index, "format"), "falcon-cases") || json_integer_value(json_object_get(index, "version")) != 1 ||
         !json_is_array(cases)) {
         json_decref(index);
+        falcon_outputs_abort(tx);
         return grade_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
     const int set_unit = grade_unit_parse(get_str(index, "precision"));
@@ -284,10 +322,13 @@ int falcon_grade_check_main(int argc, char **argv)
     if (!rc) {
         check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
         check_print(stdout, &rep, o.verbose);
-        if (o.json) rc = check_write_json(o.json, &rep);
-        if (!rc && o.junit) rc = check_write_junit(o.junit, &rep);
+        if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
+        if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
+        if (!rc && tx && falcon_outputs_commit(tx)) rc = grade_error("check: %s", falcon_last_error());
+        tx = NULL; /* committed (or freed by the failed commit) */
         if (!rc) rc = check_failed(&rep) ? 1 : 0;
     }
+    falcon_outputs_abort(tx);
     free(results);
     json_decref(manifest);
     json_decref(index);

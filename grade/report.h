@@ -26,8 +26,8 @@ int check_failed(const check_report *r);
 /* Failing cases (every case with verbose), the per variant and form table
  * (the columns of `falcon verify`), and a summary line. */
 void check_print(FILE *f, const check_report *r, int verbose);
-/* 0, or 2 after an error line. Written through a temporary file. */
-int check_write_json(const char *path, const check_report *r);
-int check_write_junit(const char *path, const check_report *r);
+/* The report as JSON and as JUnit XML; NULL when out of memory (free it). */
+char *check_json_text(const check_report *r);
+char *check_junit_text(const check_report *r);
 
 #endif

@@ -288,6 +288,8 @@ falcon_status falcon_outputs_begin(falcon_outputs **tx);
 /* An input file (or input directory) that no output may be (or be inside). */
 falcon_status falcon_outputs_input(falcon_outputs *tx, const char *what, const char *path);
 falcon_status falcon_outputs_input_dir(falcon_outputs *tx, const char *what, const char *path);
+/* An input directory tree: no output may be anywhere below it. */
+falcon_status falcon_outputs_input_tree(falcon_outputs *tx, const char *what, const char *path);
 /* A file output; `what` names it in messages ("--out"). *slot: its number. */
 falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const char *path, int *slot);
 /* A directory output replaced as a whole; `names` (NULL-terminated) are the

@@ -289,6 +289,18 @@ falcon_status falcon_outputs_input_dir(falcon_outputs *tx, const char *what, con
     return add_input(tx, what, path, 1);
 }
 
+falcon_status falcon_outputs_input_tree(falcon_outputs *tx, const char *what, const char *path)
+{
+    return add_input(tx, what, path, 2);
+}
+
+/* Is `canon` anywhere below the directory `dir`? */
+static int below(const char *canon, const char *dir)
+{
+    const size_t n = dir ? strlen(dir) : 0;
+    return canon && n && !strncmp(canon, dir, n) && (canon[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
 static falcon_status slot_fail(out_slot *s, falcon_status st)
 {
     if (s->temp && s->is_dir) rmdir(s->temp);
@@ -316,7 +328,9 @@ static falcon_status check_aliases(const falcon_outputs *tx, const out_slot *s)
         if (same && !(s->is_dir && e->is_dir)) /* a checkpoint may be read and then replaced */
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the input %s: an output never replaces an input",
                                s->path, e->what);
-        if (!s->is_dir && e->is_dir && inside(s->canon, e->canon))
+        if (!s->is_dir && e->is_dir && (inside(s->canon, e->canon) || (e->is_dir == 2 && below(s->canon, e->canon))))
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
+        if (s->is_dir && e->is_dir == 2 && below(s->canon, e->canon))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
     }
     for (int i = 0; i < tx->nout; i++) {

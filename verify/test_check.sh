@@ -156,11 +156,23 @@ expect "malformed manifest" 2 "manifest" "$FALCON" check cs --results rb
 expect "not a case set" 2 "not a directory" "$FALCON" check nowhere --results r32
 expect "no --results" 2 "--results RDIR is required" "$FALCON" check cs
 expect "unknown precision" 2 "--precision fp8" "$FALCON" check cs --results r32 --precision fp8
+# The reports never replace what is not theirs, and are checked before any
+# case is read.
 mkdir adir
-expect "--json onto a directory is refused" 2 "is a directory" "$FALCON" check cs --results r32 --json adir
+expect "--json onto a directory is refused" 2 "--json" "$FALCON" check cs --results r32 --json adir
 ln -s /dev/null devlink
-expect "--junit onto a symlink is refused" 2 "symbolic link" "$FALCON" check cs --results r32 --junit devlink
+expect "--junit onto a symlink to a device is refused" 2 "--junit" "$FALCON" check cs --results r32 --junit devlink
 [ -L devlink ] && ok "the symlink is still a symlink" || bad "symlink" "replaced"
+cp cs/index.json index.keep
+expect "--json onto the case set's index is refused" 2 "--json" "$FALCON" check cs --results r32 --json cs/index.json
+expect "--junit inside the results is refused" 2 "--junit" "$FALCON" check cs --results r32 --junit "r32/$one/out.npy"
+expect "--json and --junit on one file is refused" 2 "same" "$FALCON" check cs --results r32 --json same.x --junit same.x
+cmp -s index.keep cs/index.json && [ ! -e same.x ] && ok "the index is unchanged, no report written" ||
+    bad "refused reports" "a file changed"
+echo old >rep.json && ln -s rep.json replink
+expect "--json through a symlink to a file: the file is updated" 0 "passed" "$FALCON" check cs --results r32 --json replink
+[ -L replink ] && "$PY" -c "import json; json.load(open('rep.json'))" && ok "the link stays, its target holds the report" ||
+    bad "symlink followed" "link replaced or target not written"
 
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet
