@@ -63,7 +63,10 @@ int main(int argc, char **argv)
         return falcon_grade_check_main(argc - 1, argv + 1);
     }
     if (!strcmp(cmd, "cases")) {
-        if (argc > 2 && !strcmp(argv[2], "export")) return falcon_grade_export_main(argc - 2, argv + 2);
+        if (argc > 2 && !strcmp(argv[2], "export")) {
+            falcon_grade_export_catch_signals();
+            return falcon_grade_export_main(argc - 2, argv + 2);
+        }
         if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
             printf("usage: falcon cases export DIR [options] (falcon cases export --help)\n");
             return 0;

@@ -11,6 +11,7 @@
  */
 #include <ftw.h>
 #include <getopt.h>
+#include <signal.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -381,6 +382,35 @@ static int write_case(const char *root, int index, const export_case *e, const c
     return 0;
 }
 
+/* ---- signals ---- */
+
+/* A terminating signal is noted, the export stops between two cases, removes
+ * its temporary directory and then terminates as the signal would: nothing
+ * of a killed export is left behind (a SIGKILL leaves DIR.tmp-*, never a
+ * partial DIR). Installed by the falcon command, not by a library caller. */
+static volatile sig_atomic_t stop_signal;
+static void note_signal(int sig) { stop_signal = sig; }
+static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGXCPU,
+                             SIGVTALRM};
+static int catching;
+
+void falcon_grade_export_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = note_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) sigaction(caught[i], &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG and is reported */
+    catching = 1;
+}
+
+static void die_of_signal(int sig)
+{
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* ---- options ---- */
 
 static int parse_enum(const char *opt, const char *arg, int (*parse)(const char *), int *out)
@@ -524,6 +554,10 @@ int falcon_grade_export_main(int argc, char **argv)
     json_t *list = json_array();
     int written = 0, skipped = 0;
     for (int i = 0; i < ncase && !rc; i++) {
+        if (stop_signal) {
+            rc = grade_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o.dir);
+            break;
+        }
         if (!keep(&cases[i], &o)) continue;
         case_data k;
         const int made = case_data_make(&cases[i], o.precision, &k);
@@ -559,6 +593,8 @@ int falcon_grade_export_main(int argc, char **argv)
         json_decref(index);
     }
     json_decref(list);
+    if (!rc && stop_signal) rc = grade_error("cases export: interrupted by signal %d: '%s' was not written",
+                                             (int)stop_signal, o.dir);
     if (!rc && rename(tmp, o.dir))
         rc = grade_error("cases export: cannot rename the finished set onto '%s' (it appeared meanwhile?)", o.dir);
     if (rc) remove_tree(tmp);
@@ -570,5 +606,6 @@ int falcon_grade_export_main(int argc, char **argv)
                skipped ? "; some cases were left out: their values do not fit the inputs' format" : "");
     free(tmp);
     free(cases);
+    if (catching && stop_signal) die_of_signal(stop_signal);
     return rc;
 }

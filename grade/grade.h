@@ -55,6 +55,9 @@ int grade_layout_parse(const char *s);
  * failed, 2 bad usage or bad input, with one "falcon: error:" line. */
 int falcon_grade_export_main(int argc, char **argv);
 int falcon_grade_check_main(int argc, char **argv);
+/* For the falcon program: a terminating signal during an export removes its
+ * temporary directory, then ends the process as the signal would. */
+void falcon_grade_export_catch_signals(void);
 
 /* ---- shared by export and check ---- */
 

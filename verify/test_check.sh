@@ -45,6 +45,18 @@ expect "export refuses a non-empty directory" 2 "is not empty" "$FALCON" cases e
 if [ "$(cat keep/file)" = mine ] && [ "$(ls keep)" = file ]; then ok "the existing directory is untouched"
 else bad "existing directory" "changed: $(ls keep)"; fi
 if ls -d cs.tmp-* keep.tmp-* 2>/dev/null; then bad "temporaries" "left behind"; else ok "no temporary directory left"; fi
+# A killed export leaves neither the set nor its temporary directory.
+for sig in TERM INT HUP; do
+    "$FALCON" cases export killed --profile full --quiet 2>/dev/null &
+    pid=$!
+    sleep 1
+    kill -"$sig" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    if [ ! -e killed ] && ! ls -d killed.tmp-* >/dev/null 2>&1 && [ "$rc" -gt 128 ]; then
+        ok "SIG$sig during an export: nothing left, status $rc"
+    else bad "SIG$sig during an export" "status $rc, left: $(ls -d killed* 2>/dev/null)"; rm -rf killed killed.tmp-*; fi
+done
 expect "export filters" 0 "" "$FALCON" cases export f1 --variant falcon3 --form chunk --quiet --align prefix
 [ ! -s stdout.txt ] || bad "--quiet" "printed $(cat stdout.txt)"
 if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sys.exit(not (c and all(
