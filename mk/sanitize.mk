@@ -4,8 +4,8 @@
 #   the gate (falcon-verify) minus $(SANITIZE_SKIP): the 10^6-step decay test
 #     takes most of the time under ASan and adds no code path the 3000-step
 #     decay tests do not take;
-#   verify/test_cli.sh, verify/test_rules.sh, verify/test_stream.sh and
-#     verify/test_outputs.sh on the sanitized CLI (the stream and output tests
+#   verify/test_cli.sh, verify/test_rules.sh, verify/test_stream.sh,
+#     verify/test_outputs.sh and verify/test_check.sh on the sanitized CLI (the stream and output tests
 #     without their address-space limits, which ASan's shadow memory cannot
 #     live under);
 #   the fuzzing corpora and regressions replayed through the sanitized harnesses.
@@ -45,6 +45,7 @@ sanitize: sanitize-build
 	$(SANITIZE_ENV) bash verify/test_rules.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_stream.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_outputs.sh $(ASAN_BUILD)/falcon
+	$(SANITIZE_ENV) bash verify/test_check.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) $(MAKE) BUILD=$(ASAN_BUILD) NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" fuzz-replay
 	@echo "sanitize: clean (ASan + UBSan)"
 
