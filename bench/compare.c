@@ -293,6 +293,22 @@ static void usage(FILE *f)
  * file has (and none failed), so that every mean is over the same cases.
  * --out: the same as columns for gnuplot (plots/bench-machines.gp); the
  * file is written under a temporary name and renamed. 0, or 2. */
+/* Close the --out stream and commit its transaction (or abort it): 0 or 2. */
+static int finish_out(FILE *dat, falcon_outputs *tx)
+{
+    const int bad = ferror(dat), closed = fclose(dat);
+    if (bad || closed != 0) {
+        fprintf(stderr, "falcon: error: --out: cannot write it: %s\n", strerror(errno));
+        falcon_outputs_abort(tx);
+        return 2;
+    }
+    if (falcon_outputs_commit(tx)) {
+        fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
+        return 2;
+    }
+    return 0;
+}
+
 static int compare_many(const bench_run *run, int n, const char *const *file, falcon_outputs *tx, int slot)
 {
     size_t cap = 1, total = 0, width = 14, ncommon = 0;
@@ -392,18 +408,7 @@ static int compare_many(const bench_run *run, int n, const char *const *file, fa
         for (int f = 1; f < n; f++)
             fprintf(dat, "# geomean %d %.6g\n", f + 1, ncommon ? exp((logsum[f] - logsum[0]) / (double)ncommon) : NAN);
     }
-    int rc = 0;
-    if (dat) {
-        const int bad = ferror(dat), closed = fclose(dat);
-        if (bad || closed != 0) {
-            fprintf(stderr, "falcon: error: --out: cannot write it: %s\n", strerror(errno));
-            falcon_outputs_abort(tx);
-            rc = 2;
-        } else if (falcon_outputs_commit(tx)) {
-            fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
-            rc = 2;
-        }
-    }
+    const int rc = dat ? finish_out(dat, tx) : 0;
     free(names), free(logsum);
     return rc;
 }
@@ -550,18 +555,7 @@ int falcon_compare_main(int argc, char **argv)
     if (only) printf("%d case(s) in only one file\n", only);
     if (failed) printf("%d case(s) failed in a run\n", failed);
 
-    int rc = 0;
-    if (dat) {
-        const int bad = ferror(dat), closed = fclose(dat);
-        if (bad || closed != 0) {
-            fprintf(stderr, "falcon: error: --out: '%s': cannot write it: %s\n", out, strerror(errno));
-            falcon_outputs_abort(tx);
-            rc = 2;
-        } else if (falcon_outputs_commit(tx)) {
-            fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
-            rc = 2;
-        }
-    }
+    const int rc = dat ? finish_out(dat, tx) : 0;
     free(pa), free(pb);
     run_free(&run[0]), run_free(&run[1]);
     return rc;
