@@ -26,7 +26,7 @@ REPORT_DIR ?= report
 STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/bench/json.o
+STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(BUILD)/obj/bench/json.o
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -346,6 +346,36 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     return fclose(f) ? -1 : 0;
 }
 
+/* thresholds.dat: the gate's thresholds (verify/gate-thresholds.c) for the
+ * study's sizes, per variant and form, for the plots: the memory's, and the
+ * outputs' at a read condition number of 1 (the gate multiplies it by the
+ * case's condition number, >= 1). The parallel form's depth grows with the
+ * block, so its value is for its longest block here. */
+static int write_thresholds(const params *P)
+{
+    char path[4096];
+    FILE *f = study_open(P->out, "thresholds.dat", path, sizeof path);
+    if (!f) return -1;
+    fprintf(f, "# the gate's thresholds (units of u) for n = %lld, m = %lld, W = %lld (window variants), C = %lld:\n"
+               "# variant form threshold_S threshold_out_at_read_cond_1\n",
+            (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C);
+    for (int v = 0; v < 6; v++)
+        for (int fm = 0; fm < 3; fm++) {
+            gate_case c;
+            memset(&c, 0, sizeof c);
+            c.variant = (falcon_variant)v;
+            c.n = P->n, c.m = P->m, c.B = c.H = 1;
+            c.window = falcon_variant_has_window(c.variant) ? P->W : 1;
+            c.chunk = P->C;
+            c.T = fm == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
+            if (fm == FALCON_FORM_PARALLEL && c.T > falcon_parallel_block(c.window)) c.T = falcon_parallel_block(c.window);
+            fprintf(f, "%s %s %.4g %.4g\n", falcon_variant_name(c.variant), falcon_form_name((falcon_form)fm),
+                    gate_threshold(&c, (falcon_form)fm, FALCON_FP32),
+                    gate_threshold_out(&c, (falcon_form)fm, FALCON_FP32, 1.0));
+        }
+    return fclose(f) ? -1 : 0;
+}
+
 /* One file per curve (index 0: the points; index 1: the fitted lines from
  * T = 100 to 10^9), fits.dat (one row per curve) and refcheck.dat. */
 static int write_dat(const params *P, const stream *ss, int ns)
@@ -404,6 +434,7 @@ static int write_dat(const params *P, const stream *ss, int ns)
     }
     rc |= fclose(fits) ? -1 : 0;
     rc |= fclose(chk) ? -1 : 0;
+    rc |= write_thresholds(P);
     return rc;
 }
 
