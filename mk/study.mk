@@ -5,7 +5,8 @@
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
-#                                   `make report` runs (quick: a few minutes on 2 cores;
+#                                   `make report` runs (quick: about 10 minutes on 2
+#                                   quiet vCPUs, 8.5 of them the stability study;
 #                                   full: T to 1e7, about an hour; its stability
 #                                   study alone took 45 min on 2 cores)
 # COMPARE: a bench.json from another machine, drawn against this run's; by

@@ -506,8 +506,9 @@ static void usage(FILE *f)
             "Error of every CPU kernel (backend x form x precision x variant x decay regime) against a\n"
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
-            "report/stability). quick: falcon1, falcon1a, falcon3, T to 1e6, about 2.5 minutes on 2 cores;\n"
-            "full: every variant, T to 1e7, about 45 minutes.\n");
+            "report/stability). quick: falcon1, falcon1a, falcon3, T to 1e6 (parallel form to 2000),\n"
+            "about 8.5 minutes on 2 quiet vCPUs; full: every variant, T to 1e7 (parallel 20000),\n"
+            "about 45 minutes.\n");
 }
 
 int falcon_stability_main(int argc, char **argv)
