@@ -196,9 +196,11 @@ static void warn_protocols(const bench_run *run, int n)
     size_t used = (size_t)snprintf(msg, sizeof msg, "the files were measured with different protocols (");
     for (int i = 0; i < n && used < sizeof msg; i++)
         used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%c: %s", i ? "; " : "", 'A' + i, run[i].protocol);
+    int single = 0; /* a file of one repetition: its "median" is one sample */
+    for (int i = 0; i < n; i++) single |= strncmp(run[i].protocol, "1 repetition ", 13) == 0;
     if (used < sizeof msg)
-        snprintf(msg + used, sizeof msg - used, "): their medians are not measured alike (a median of one "
-                 "repetition is a single sample); compare runs made with the same BENCH_REPS and BENCH_MIN_TIME");
+        snprintf(msg + used, sizeof msg - used, "): their medians are not measured alike%s; compare runs made "
+                 "with the same BENCH_REPS and BENCH_MIN_TIME", single ? " (a median of one repetition is a single sample)" : "");
     printf("warning: %s\n", msg);
     fprintf(stderr, "falcon: warning: %s\n", msg);
 }

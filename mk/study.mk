@@ -5,7 +5,8 @@
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
-#                                   `make report` runs (quick: a few minutes on 2 cores;
+#                                   `make report` runs (quick: about 10 minutes on 2
+#                                   quiet vCPUs, 8.5 of them the stability study;
 #                                   full: T to 1e7, about an hour; its stability
 #                                   study alone took 45 min on 2 cores)
 # COMPARE: a bench.json from another machine, drawn against this run's; by
@@ -26,7 +27,7 @@ REPORT_DIR ?= report
 STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/bench/json.o
+STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(BUILD)/obj/bench/json.o
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

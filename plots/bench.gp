@@ -14,16 +14,32 @@ pat = which eq 'C' ? 'chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat' : \
 list = system(sprintf("cd %s/%s && ls %s 2>/dev/null | sed 's|^|%s/%s/|'", dir, which, pat, dir, which))
 # Fallback for another sweep: every series of this axis.
 if (words(list) == 0) { list = system(sprintf("ls %s/%s/*.dat", dir, which)) }
-# Series title: form and backend (fields 1 and 3 of the file name); colour: backend.
+# Series title: form and backend (fields 1 and 3 of the file name); colour:
+# backend; point shape and line style: form (recurrent filled circles, solid;
+# chunk open squares, dashed; parallel open triangles, dotted), so that two
+# forms measured at one point stay visible where they coincide. A series of
+# one point (the backends measured only at the base point) is drawn and keyed
+# as a point, not as a line.
 bcol(f) = strstrt(f, '_avx512-simde_') ? 4 : strstrt(f, '_avx512_') ? 3 : strstrt(f, '_avx2_') ? 2 : \
           strstrt(f, '_scalar_') ? 1 : strstrt(f, '_cuda_') ? 5 : 6
+form(f) = strstrt(f, '/recurrent_') ? 1 : strstrt(f, '/chunk_') ? 2 : 3
+fpt(f) = word('7 4 8', form(f)) + 0
+fps(f) = word('1.3 2.2 2.2', form(f)) + 0
+fdt(f) = form(f)
 stitle(f) = system(sprintf("basename %s .dat | cut -d_ -f1,3 | tr _ ' '", f))
+nl = words(list)
+array NPTS[nl > 0 ? nl : 1]
+do for [i = 1:nl] {
+    stats word(list, i) using 1 nooutput
+    NPTS[i] = STATS_records
+}
 set logscale x 2
 set offsets graph 0.03, graph 0.03, 0, 0
 set key outside right top Left reverse samplen 3 font ',11'
 set grid mxtics
+best_note = ''
 if (which eq 'T') {
-    set title 'Throughput vs sequence length (Falcon-1, fp32, n = m = 128, 8 heads, 1 thread; medians)'
+    set title "Throughput vs sequence length (Falcon-1, fp32, n = m = 128, 8 heads, 1 thread; medians)\nlines: the T sweep (best backend); single points: backends measured at T = 4096 only"
     set logscale y
     set format y '10^{%T}'
     set format x '2^{%L}'
@@ -39,13 +55,30 @@ if (which eq 'n') {
     col = 4
 }
 if (which eq 'C') {
-    set title 'Chunk-size sweep (chunk form, Falcon-1, fp32, T = 4096, n = m = 128, 8 heads, 1 thread)'
+    # The default chunk size and, per series, the best one measured.
+    cdef = 64
+    do for [i = 1:nl] {
+        stats word(list, i) using 2 nooutput
+        cbest = system(sprintf("awk '!/^#/ && $2 > b { b = $2; c = $1 } END { print c }' %s", word(list, i)))
+        tdef = system(sprintf("awk '!/^#/ && $1 == %d { print $2 }' %s", cdef, word(list, i)))
+        tbest = STATS_max
+        best_note = best_note . sprintf("%s%s: best C = %s, %s", i > 1 ? '; ' : '', stitle(word(list, i)), cbest, \
+            tdef eq '' ? 'the default C = 64 not measured' : \
+            (cbest + 0 == cdef ? 'the default' : sprintf('%.2fx the throughput of the default C = %d', tbest / real(tdef), cdef)))
+    }
+    set title sprintf("Chunk-size sweep (chunk form, Falcon-1, fp32, T = 4096, n = m = 128, 8 heads, 1 thread; medians)\n%s\n(the default sweep measures C on the best backend here only)", best_note) noenhanced
     set xlabel 'chunk size C (steps)'
     set ylabel 'throughput (tokens/s, all heads)'
-    set yrange [0:*]
+    set logscale y
+    set format y '%.0s%c'
+    do for [e = 3:7] { do for [k in '2 3 5'] { set ytics add (k * 10.0**e) } }
+    set arrow 1 from cdef, graph 0 to cdef, graph 1 nohead dt 3 lc rgb 'gray40'
+    set label 1 'default C = 64' at cdef, graph 0.04 offset 0.5, 0 textcolor rgb 'gray40'
     col = 2
 }
-plot for [i = 1:words(list)] word(list, i) using 1:(col == 4 ? 100 * column(col) : column(col)) \
-     with linespoints lw 2 pt 7 lc (bcol(word(list, i))) \
-     dt 3 - 2 * (strstrt(word(list, i), '/recurrent_') > 0) - (strstrt(word(list, i), '/chunk_') > 0) \
-     title stitle(word(list, i))
+plot for [i = 1:nl] word(list, i) using 1:(NPTS[i] > 1 ? (col == 4 ? 100 * column(col) : column(col)) : NaN) \
+         with linespoints lw 2 pt fpt(word(list, i)) ps fps(word(list, i)) lc (bcol(word(list, i))) \
+         dt fdt(word(list, i)) title (NPTS[i] > 1 ? stitle(word(list, i)) : ''), \
+     for [i = 1:nl] word(list, i) using 1:(NPTS[i] == 1 ? (col == 4 ? 100 * column(col) : column(col)) : NaN) \
+         with points pt fpt(word(list, i)) ps fps(word(list, i)) lw 2 lc (bcol(word(list, i))) \
+         title (NPTS[i] == 1 ? stitle(word(list, i)) . ' (one point)' : '')

@@ -357,11 +357,21 @@ static int write_out(const lparams *P, const tuned *slot, const lrun *runs, int 
         snprintf(file, sizeof file, "curves/%.15s_%.63s.dat", runs[i].family, runs[i].name);
         if (!(f = study_open(P->out, file, path, sizeof path))) return -1;
         describe(&runs[i], d, sizeof d);
-        /* A header row: gnuplot takes the key title from column 4. */
-        char label[128];
-        tuned_label(&runs[i], label, sizeof label);
-        fprintf(f, "# %s (%s): T_lo T_hi T_mid nmse\nT_lo T_hi T_mid \"%s\"\n", runs[i].name, d,
-                strcmp(runs[i].family, "tuned") ? runs[i].name : label);
+        /* A header row: gnuplot takes the key title from column 4. The
+         * alignment family's curves say their hyper-parameters, which are
+         * those tuned for prefix alignment also on the same-step curves. */
+        char label[256];
+        if (!strcmp(runs[i].family, "alignment")) {
+            char hp[128];
+            tuned_label(&runs[i], hp, sizeof hp);
+            snprintf(label, sizeof label, "%.127s, %.15s alignment%s", hp, falcon_align_name(runs[i].a),
+                     runs[i].a == FALCON_ALIGN_SAME ? " (parameters tuned for prefix)" : "");
+        } else if (!strcmp(runs[i].family, "tuned")) {
+            tuned_label(&runs[i], label, sizeof label);
+        } else {
+            snprintf(label, sizeof label, "%.63s", runs[i].name);
+        }
+        fprintf(f, "# %s (%s): T_lo T_hi T_mid nmse\nT_lo T_hi T_mid \"%s\"\n", runs[i].name, d, label);
         for (int b = 0; b < nbin; b++) {
             const double lo = b ? (double)edge[b - 1] : 1.0;
             fprintf(f, "%.0f %lld %.6g %.6g\n", lo, (long long)edge[b], sqrt(lo * (double)edge[b]), nmse(&runs[i], b));

@@ -104,15 +104,20 @@ bench_section() {
     if [ -f "$dir/bench-compare.png" ]; then
         echo "Hardware comparison: $(sed -n 's/^# falcon compare: //p' "$dir/compare.dat" 2>/dev/null | head -1)."
         sed -n 's/^geometric mean/Geometric mean/p' "$dir/compare.txt" 2>/dev/null | sed 's/$/./'
-        sed -n 's/^\([AB]\): \(.*\)/\1: `\2`./p' "$dir/compare.txt" 2>/dev/null
+        echo
+        sed -n 's/^\([AB]\): \(.*\)/- \1: `\2`/p' "$dir/compare.txt" 2>/dev/null
+        echo
         sed -n 's/^warning: /**Warning:** /p' "$dir/compare.txt" 2>/dev/null
         echo
         img bench-compare.png "Hardware comparison"
     fi
     if [ -f "$dir/bench-machines.png" ]; then
         echo "Hardware comparison of $(sed -n 's/^# machines //p' "$dir/compare-machines.dat" 2>/dev/null) machines:"
-        sed -n 's/^  \([A-Z]\): \(.*\)/\1: `\2`./p' "$dir/compare-machines.txt" 2>/dev/null
+        echo
+        sed -n 's/^  \([A-Z]\): \(.*\)/- \1: `\2`/p' "$dir/compare-machines.txt" 2>/dev/null
+        echo
         sed -n 's/^geometric mean of/Geometric mean of/p' "$dir/compare-machines.txt" 2>/dev/null | sed 's/$/./'
+        echo
         sed -n 's/^warning: /**Warning:** /p' "$dir/compare-machines.txt" 2>/dev/null
         echo
         img bench-machines.png "Hardware comparison, N machines"
