@@ -160,16 +160,30 @@ int falcon_gate_main(int argc, char **argv)
                 falcon_backend_name((falcon_backend)only), falcon_backend_describe((falcon_backend)only));
         return 2;
     }
+    /* --json is an output transaction, checked before any case runs: never a
+     * directory, a device or a symlink to one, which a symlink to a file is
+     * followed (src/outputs.c). */
+    falcon_outputs *tx = NULL;
+    int js_slot = -1;
+    if (json && (falcon_outputs_begin(&tx) || falcon_outputs_file(tx, "--json", json, &js_slot))) {
+        fprintf(stderr, "falcon: error: --json: %s\n", falcon_last_error());
+        falcon_outputs_abort(tx);
+        return 2;
+    }
     gate_case *cases;
     int ncase = shape[0] ? gate_cases_shape(shape[0], shape[1], shape[2], &cases) : gate_cases(profile, &cases);
     if (ncase < 0) {
         fprintf(stderr, "falcon: error: verify: out of memory for the case table\n");
+        falcon_outputs_abort(tx);
         return 2;
     }
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
     int skipped[NB] = {0};
-    if (gate_backend_count > NB) return 2;
+    if (gate_backend_count > NB) {
+        falcon_outputs_abort(tx);
+        return 2;
+    }
     for (int b = 0; b < gate_backend_count; b++)
         skipped[b] = (only >= 0 && (int)gate_backends[b] != only) || !falcon_backend_available(gate_backends[b]);
 
@@ -187,12 +201,14 @@ int falcon_gate_main(int argc, char **argv)
                             "out of memory\n", (long long)c.T, (long long)c.n, (long long)c.m,
                             falcon_precision_name((falcon_precision)p));
                     free(cases);
+                    falcon_outputs_abort(tx);
                     return 2;
                 }
                 if (gate_reference(&c, &d, &ref)) {
                     fprintf(stderr, "falcon: error: reference failed: %s\n", falcon_last_error());
                     gate_data_free(&d);
                     free(cases);
+                    falcon_outputs_abort(tx);
                     return 2;
                 }
                 for (int b = 0; b < gate_backend_count; b++) {
@@ -233,15 +249,14 @@ int falcon_gate_main(int argc, char **argv)
         }
     free(cases);
 
-    /* The JSON goes to a temporary name, renamed when complete. */
+    /* The JSON goes to the transaction's temporary, committed when complete. */
     FILE *js = NULL;
-    char *js_tmp = NULL;
     if (json) {
-        const size_t len = strlen(json) + 32;
-        if ((js_tmp = malloc(len))) snprintf(js_tmp, len, "%s.tmp.%ld", json, (long)getpid());
-        if (!js_tmp || !(js = fopen(js_tmp, "w"))) {
+        const int fd = dup(falcon_outputs_fd(tx, js_slot));
+        if (fd < 0 || !(js = fdopen(fd, "w"))) {
             fprintf(stderr, "falcon: error: --json: '%s': cannot write it: %s\n", json, strerror(errno));
-            free(js_tmp);
+            if (fd >= 0) close(fd);
+            falcon_outputs_abort(tx);
             return 2;
         }
         fprintf(js, "{\n  \"profile\": \"%s\",\n  \"seeds\": %d,\n  \"filters\": {",
@@ -320,13 +335,16 @@ int falcon_gate_main(int argc, char **argv)
             fputc('}', js);
         }
         fprintf(js, "%s],\n  \"passed\": %s\n}\n", nskip ? "\n  " : "", failed ? "false" : "true");
-        if (fclose(js) != 0 || rename(js_tmp, json) != 0) {
+        const int bad = ferror(js), closed = fclose(js);
+        if (bad || closed != 0) {
             fprintf(stderr, "falcon: error: --json: '%s': cannot write it: %s\n", json, strerror(errno));
-            remove(js_tmp);
-            free(js_tmp);
+            falcon_outputs_abort(tx);
             return 2;
         }
-        free(js_tmp);
+        if (falcon_outputs_commit(tx)) {
+            fprintf(stderr, "falcon: error: --json: %s\n", falcon_last_error());
+            return 2;
+        }
     }
     return failed ? 1 : 0;
 }

@@ -74,6 +74,10 @@ one_error "verify --variant unknown" "--variant: unknown value 'x' (choose one o
 one_error "verify --form without value" "--form needs a value" "$FALCON" verify --form
 one_error "verify --json into a missing directory" "--json: 'nodir/v.json'" "$FALCON" verify --variant falcon1 \
     --form recurrent --precision fp64 --backend scalar --json nodir/v.json
+ln -s /dev/null vnull
+one_error "verify --json onto a symlink to a device is refused before any case runs" "--json: 'vnull'" \
+    "$FALCON" verify --json vnull
+[ -L vnull ] && ok "the symlink to /dev/null is still a symlink" || bad "verify --json" "replaced vnull"
 
 rc=0
 "$FALCON" verify --variant falcon1 --form recurrent --precision fp64 --backend scalar --json v.json > verify.txt 2>&1 || rc=$?
