@@ -1,7 +1,7 @@
 # SIMD micro-kernels (kernels/avx2, kernels/avx512), x86-64 only.
 #
 # Only these objects get ISA flags; everything else stays baseline x86-64,
-# so the library runs on any x86-64 CPU and src/dispatch.c picks a table at
+# so the library runs on any x86-64 CPU and src/backends.c picks a table at
 # run time (__builtin_cpu_supports). Tables:
 #   falcon_uk_avx2_{f32,f64}       -mavx2 -mfma                 FALCON_BACKEND_AVX2
 #   falcon_uk_avx512_{f32,f64}     -mavx512f -mavx2 -mfma       FALCON_BACKEND_AVX512
@@ -28,7 +28,7 @@ SIMD_EMU_OBJ    := $(if $(SIMD_SIMDE),$(BUILD)/obj/kernels/avx512/f32-avx512-sim
                                       $(BUILD)/obj/kernels/avx512/f64-avx512-simde.o)
 # The framework (kernels/framework, the variant logic) compiled again for each
 # native backend's ISA, so its own O(m), O(n) loops vectorize; same sources,
-# driver tables falcon_fw_{avx2,avx512}_{f32,f64}, chosen in src/run_cpu.inc.c
+# driver tables falcon_fw_{avx2,avx512}_{f32,f64}, paired with the kernels in src/backends.c
 # (reached, like the kernel tables, only after the CPU check). -O3 (unless OPT was changed): GCC's -O2 vectorizer
 # leaves loops that need a remainder or an alias check scalar.
 SIMD_FW_AVX2_OBJ   := $(BUILD)/obj/kernels/framework/framework-f32-avx2.o \
@@ -48,12 +48,11 @@ $(SIMD_EMU_OBJ):    CFLAGS += -mavx2 -mfma -Wno-psabi
 $(SIMD_FW_AVX2_OBJ):   CFLAGS += -mavx2 -mfma $(SIMD_FW_OPT)
 $(SIMD_FW_AVX512_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_FW_OPT)
 
-# dispatch.c refers to the native tables; it checks the CPU before use. It
-# is rebuilt when this file changes, so an existing build picks the flags up.
+# The registry (src/backends.c) refers to the tables this build has; it
+# checks the CPU before use. It is rebuilt when this file changes, so an
+# existing build picks the flags up.
 CFLAGS += -DFALCON_HAVE_AVX2 -DFALCON_HAVE_AVX512 $(if $(SIMD_SIMDE),-DFALCON_HAVE_AVX512_SIMDE)
-$(BUILD)/obj/src/dispatch.o: mk/simd.mk
-# run.o's choice of drivers depends on which ones exist.
-$(BUILD)/obj/src/run.o: mk/simd.mk
+$(BUILD)/obj/src/backends.o: mk/simd.mk
 EXTRA_LIB_OBJ += $(SIMD_AVX2_OBJ) $(SIMD_AVX512_OBJ) $(SIMD_EMU_OBJ) $(SIMD_FW_AVX2_OBJ) $(SIMD_FW_AVX512_OBJ)
 
 .DEFAULT_GOAL := $(SIMD_SAVED_GOAL)

@@ -37,4 +37,11 @@
 #include "recurrent.inc.c"
 #include "blocked.inc.c"
 
-const RS(falcon_drivers) FW(falcon_fw) = {FW(falcon_recurrent), FW(falcon_blocked)};
+#ifdef FALCON_FW_ISA
+#define FW_STR_(x) #x
+#define FW_STR(x) FW_STR_(x)
+#define FW_ISA_NAME FW_STR(FALCON_FW_ISA)
+#else
+#define FW_ISA_NAME "baseline"
+#endif
+const RS(falcon_drivers) FW(falcon_fw) = {FW_ISA_NAME, FW(falcon_recurrent), FW(falcon_blocked)};
