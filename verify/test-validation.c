@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include "falcon.h"
+#include "../src/backends.h"
 
 #define TT 6
 #define NN 3
@@ -217,16 +218,32 @@ Test(validation, batched_index_names_b_t_h)
     for (int i = 0; i < 2 * 3 * 2 * MM; i++) cr_expect_eq(out[i], 12345.0);
 }
 
+/* Every backend in turn made unavailable (as on a machine that lacks it):
+ * asking for it is an error naming it, never a crash or a run on another
+ * backend, and auto picks another one. Where the machine lacks a backend
+ * anyway, the same without hiding it. */
 Test(validation, missing_backend_is_an_error_not_a_crash)
 {
-    static const falcon_backend all[] = {FALCON_BACKEND_AVX2, FALCON_BACKEND_AVX512, FALCON_BACKEND_CUDA};
-    for (int i = 0; i < 3; i++) {
-        if (falcon_backend_available(all[i])) continue;
-        fixture f;
-        setup(&f, FALCON_1);
-        f.cfg.backend = all[i];
-        expect_error(&f, FALCON_E_UNAVAILABLE, falcon_backend_name(all[i]));
+    int checked = 0;
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+        const int had = falcon_backend_available((falcon_backend)b);
+        for (int hide = 0; hide < 2; hide++) {
+            if (!hide && had) continue;
+            falcon_backend_hide((falcon_backend)b, hide);
+            cr_expect(!falcon_backend_available((falcon_backend)b), "%s still available", falcon_backend_name(b));
+            const falcon_backend chosen = falcon_backend_resolve(FALCON_BACKEND_AUTO);
+            cr_expect(chosen != (falcon_backend)b || b == FALCON_BACKEND_SCALAR,
+                      "auto chose the unavailable %s", falcon_backend_name(b));
+            fixture f;
+            setup(&f, FALCON_1);
+            f.cfg.backend = (falcon_backend)b;
+            expect_error(&f, FALCON_E_UNAVAILABLE, falcon_backend_name(b));
+            falcon_backend_hide((falcon_backend)b, 0);
+            checked++;
+        }
+        cr_expect_eq(falcon_backend_available((falcon_backend)b), had, "%s not restored", falcon_backend_name(b));
     }
+    cr_expect_geq(checked, FALCON_BACKEND_COUNT - 1);
 }
 
 /* Finite inputs can still overflow an inner-product memory: the call
