@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "falcon.h"
 #include "../src/backends.h"
@@ -182,11 +183,13 @@ Test(validation, state_must_match)
     falcon_state *st;
     cr_assert(falcon_state_create(1, NN + 1, MM, 3, &st) == FALCON_OK);
     cr_expect_eq(falcon_run(&f.cfg, &f.in, st, f.out), FALCON_E_SHAPE);
-    cr_expect(strstr(falcon_last_error(), "state") != NULL);
+    cr_expect(strstr(falcon_last_error(), "state is [1 heads][m=2][n=4] but the inputs have 1 x 1 heads, m = 2, n = 3"),
+              "%s", falcon_last_error());
     falcon_state_free(st);
     cr_assert(falcon_state_create(1, NN, MM, 2, &st) == FALCON_OK);
     cr_expect_eq(falcon_run(&f.cfg, &f.in, st, f.out), FALCON_E_SHAPE);
-    cr_expect(strstr(falcon_last_error(), "window") != NULL);
+    cr_expect(strstr(falcon_last_error(), "state was created for window 2, the run uses window 3"), "%s",
+              falcon_last_error());
     falcon_state_free(st);
     for (int i = 0; i < TT * MM; i++) cr_expect_eq(f.out[i], 12345.0);
 }
@@ -196,10 +199,16 @@ Test(validation, unknown_enums)
     fixture f;
     setup(&f, FALCON_1);
     f.cfg.variant = (falcon_variant)17;
-    expect_error(&f, FALCON_E_ARGUMENT, "variant");
+    expect_error(&f, FALCON_E_ARGUMENT, "config.variant = 17: unknown variant");
     setup(&f, FALCON_1);
     f.cfg.form = (falcon_form)-1;
-    expect_error(&f, FALCON_E_ARGUMENT, "form");
+    expect_error(&f, FALCON_E_ARGUMENT, "config.form = -1: unknown form");
+    /* The first value past the registry's backends. */
+    setup(&f, FALCON_1);
+    f.cfg.backend = FALCON_BACKEND_COUNT;
+    char want[64];
+    snprintf(want, sizeof want, "config.backend = %d: unknown backend", (int)FALCON_BACKEND_COUNT);
+    expect_error(&f, FALCON_E_ARGUMENT, want);
 }
 
 Test(validation, batched_index_names_b_t_h)
