@@ -357,7 +357,8 @@ static void add_context(const char *sweep, int simde)
                  falcon_backend_name(cpu_backends[b]), falcon_backend_describe(cpu_backends[b]));
     ctx("falcon_backends", "%s; cuda=%s", buf, falcon_backend_describe(FALCON_BACKEND_CUDA));
     ctx("falcon_flop_model", "%s: dense products as the kernels run them, FMA = 2 flops, triangular "
-        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)", fb_flops_source());
+        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)",
+        "kernels/framework/flops.h");
     if (!g.probe_ok) {
         ctx("falcon_probe", "skipped (--no-probe): no peak or roofline counters");
         return;
