@@ -14,6 +14,7 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
            $(wildcard reference/*.c)
+# Set before the includes: a rule in mk/*.mk never becomes the default goal.
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
 

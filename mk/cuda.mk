@@ -9,9 +9,6 @@
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 
 ifneq ($(wildcard $(NVCC)),)
-# This file is included before the Makefile's own targets: keep `all` the
-# default goal (restored at the end).
-cuda_saved_goal := $(.DEFAULT_GOAL)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib) $(CUDA_HOME)/lib64)
 CUDA_ARCH   ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
@@ -48,14 +45,12 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 # The check program: CPU emulation of the kernels, the no-GPU behaviour, and
 # on a GPU machine the device check and benchmark.
 CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cuda/cuda_emulate.o
-# (LIB is defined after this file is included: name the archive directly.)
-$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a $(LDLIBS)
+$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB) $(LDLIBS)
 
 cuda-test: $(BUILD)/cuda-check
 	$(BUILD)/cuda-check emulate
 	$(BUILD)/cuda-check auto
 
 -include $(CUDA_CHECK_OBJ:.o=.d)
-.DEFAULT_GOAL := $(cuda_saved_goal)
 endif

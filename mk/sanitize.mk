@@ -16,8 +16,6 @@
 # The CUDA objects are left out (NVCC=/nonexistent: src/cuda_stub.c), as nvcc
 # does not take the sanitizer flags and the CUDA runtime trips ASan.
 
-sanitize_saved_goal := $(.DEFAULT_GOAL)
-
 ASAN_BUILD     ?= build-asan
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SANITIZE_SKIP  ?= decay/million_steps
@@ -45,5 +43,3 @@ sanitize: sanitize-build
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_stream.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) $(MAKE) BUILD=$(ASAN_BUILD) NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" fuzz-replay
 	@echo "sanitize: clean (ASan + UBSan)"
-
-.DEFAULT_GOAL := $(sanitize_saved_goal)

@@ -18,9 +18,6 @@ SIMDE_HEADER ?= /usr/include/simde/x86/avx512.h
 SIMD_SIMDE := $(if $(wildcard $(SIMDE_HEADER)),1,)
 
 ifeq ($(SIMD)$(SIMD_X86),11)
-# This file is included before the Makefile's `all`: its one rule below must
-# not become the default goal.
-SIMD_SAVED_GOAL := $(.DEFAULT_GOAL)
 
 SIMD_AVX2_OBJ   := $(BUILD)/obj/kernels/avx2/f32-avx2.o $(BUILD)/obj/kernels/avx2/f64-avx2.o
 SIMD_AVX512_OBJ := $(BUILD)/obj/kernels/avx512/f32-avx512.o $(BUILD)/obj/kernels/avx512/f64-avx512.o
@@ -54,7 +51,5 @@ $(SIMD_FW_AVX512_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_FW_OPT)
 CFLAGS += -DFALCON_HAVE_AVX2 -DFALCON_HAVE_AVX512 $(if $(SIMD_SIMDE),-DFALCON_HAVE_AVX512_SIMDE)
 $(BUILD)/obj/src/backends.o: mk/simd.mk
 EXTRA_LIB_OBJ += $(SIMD_AVX2_OBJ) $(SIMD_AVX512_OBJ) $(SIMD_EMU_OBJ) $(SIMD_FW_AVX2_OBJ) $(SIMD_FW_AVX512_OBJ)
-
-.DEFAULT_GOAL := $(SIMD_SAVED_GOAL)
 
 endif

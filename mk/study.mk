@@ -15,9 +15,6 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
 # it links anyway) for `falcon stability` and `falcon bench-dat`.
 
-# Included before the Makefile's `all`: keep `all` the default goal.
-study_saved_goal := $(.DEFAULT_GOAL)
-
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
@@ -71,4 +68,3 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	! awk '$$2 != "-" && $$2 != 0 { bad = 1 } END { exit !bad }' $(REPORT_DIR)/status
 
 -include $(STUDY_OBJ:.o=.d) $(BUILD)/obj/study/study-main.d
-.DEFAULT_GOAL := $(study_saved_goal)
