@@ -34,7 +34,7 @@ GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
-.PHONY: all lib cli test check report mutants clean deps
+.PHONY: all lib cli test check report mutants clean deps golden golden-check
 all: $(LIB) $(BUILD)/falcon
 
 lib: $(LIB)
@@ -59,6 +59,7 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
+	$(MAKE) golden-check
 	$(MAKE) all $(BUILD)/falcon-verify
 	$(MAKE) test
 	bash verify/test_cli.sh $(BUILD)/falcon
@@ -68,6 +69,21 @@ check: deps
 	$(MAKE) $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
+
+# verify/golden-data.c is generated from verify/data/falcon-golden.json and
+# committed, so a build needs no Python: `make golden` writes it again after
+# the JSON (or the script) changed; `make golden-check` fails when the
+# committed file is not what the script writes.
+GOLDEN_GEN := verify/tools/golden_to_c.py
+golden:
+	python3 $(GOLDEN_GEN)
+
+golden-check:
+	@if ! command -v python3 >/dev/null 2>&1; then echo "golden-check: skipped (no python3)"; exit 0; fi; \
+	tmp=$$(mktemp); python3 $(GOLDEN_GEN) $$tmp >/dev/null || { rm -f $$tmp; exit 1; }; \
+	if cmp -s $$tmp verify/golden-data.c; then rm -f $$tmp; echo "golden-check: verify/golden-data.c is up to date"; \
+	else diff $$tmp verify/golden-data.c | head -5; rm -f $$tmp; \
+	  echo "golden-check: verify/golden-data.c differs from what $(GOLDEN_GEN) writes (make golden)" >&2; exit 1; fi
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
 mutants: deps
