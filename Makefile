@@ -13,7 +13,16 @@ LDFLAGS += -fopenmp $(SANITIZE)
 LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
-           $(wildcard reference/*.c)
+           $(wildcard reference/*.c) src/stubs/cuda.c
+# src/stubs/ stands in for a backend the build leaves out (it reports it
+# unavailable): cuda's unless mk/cuda.mk finds nvcc; mpfr's with MPFR=0, a
+# library without MPFR and the reference (kernels/cuda/device-check.sh on a
+# GPU machine without libmpfr-dev; the gate and the CLI need MPFR).
+MPFR ?= 1
+ifeq ($(MPFR),0)
+LIB_SRC := $(filter-out src/mpfr_backend.c reference/%,$(LIB_SRC)) src/stubs/mpfr.c
+LDLIBS  := -lm
+endif
 # Set before the includes: a rule in mk/*.mk never becomes the default goal.
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a

@@ -1,5 +1,5 @@
 # The CUDA backend (kernels/cuda). Built when nvcc exists; otherwise this file
-# does nothing and src/cuda_stub.c stays in the library.
+# does nothing and src/stubs/cuda.c stays in the library.
 #   make                 library + CLI with the cuda backend
 #   make cuda-report     registers, spills, stack and shared memory per kernel
 #   make cuda-test       the CPU checks: kernels emulated on the CPU against the
@@ -17,7 +17,7 @@ NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) -Xptxas -v --Werror all-warnings \
                -Xcompiler -Wall,-Wextra,-Werror -Iinclude
 
 CUDA_OBJ := $(BUILD)/obj/kernels/cuda/cuda_host.o $(BUILD)/obj/kernels/cuda/cuda_kernels.o
-LIB_SRC  := $(filter-out src/cuda_stub.c,$(LIB_SRC))
+LIB_SRC  := $(filter-out src/stubs/cuda.c,$(LIB_SRC))
 EXTRA_LIB_OBJ += $(CUDA_OBJ)
 # The CUDA runtime is linked statically: the binaries start (and report the
 # cuda backend unavailable) on machines with no GPU and no driver.

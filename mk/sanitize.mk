@@ -13,7 +13,7 @@
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #
-# The CUDA objects are left out (NVCC=/nonexistent: src/cuda_stub.c), as nvcc
+# The CUDA objects are left out (NVCC=/nonexistent: src/stubs/cuda.c), as nvcc
 # does not take the sanitizer flags and the CUDA runtime trips ASan.
 
 ASAN_BUILD     ?= build-asan
