@@ -27,9 +27,11 @@ endif
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
 
-# Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
+# Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk,
+# then each backend folder's build rules from kernels/<isa>/backend.mk.
 EXTRA_LIB_OBJ :=
 -include $(sort $(wildcard mk/*.mk))
+-include $(sort $(wildcard kernels/*/backend.mk))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
 

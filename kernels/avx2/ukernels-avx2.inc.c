@@ -1,5 +1,5 @@
 /* The AVX2+FMA backend's table for one precision (see real.h). This file
- * and the kernels it includes are compiled with -mavx2 -mfma (mk/simd.mk)
+ * and the kernels it includes are compiled with -mavx2 -mfma (backend.mk)
  * and reached only through src/backends.c, after a CPU check. */
 #include <stdint.h>
 #include "../ukernel.h"
