@@ -60,7 +60,7 @@ static int tables_here(table *t)
 /* ---- matrices in one precision, with poisoned padding and guards ---- */
 typedef struct mat {
     int f32;
-    int64_t rows, cols, ld, count; /* count: elements from base, guards included */
+    int64_t rows, cols, ld, off, count; /* count: elements from base, guards included */
     unsigned char *base, *saved;
     void *p; /* element [0][0] */
 } mat;
@@ -82,7 +82,7 @@ static double mat_get(const mat *a, int64_t i, int64_t j)
  * 64-byte boundary; every cell NaN. */
 static mat mat_new(int f32, int64_t rows, int64_t cols, int64_t pad, int64_t off)
 {
-    mat a = {f32, rows, cols, cols + pad, 0, NULL, NULL, NULL};
+    mat a = {f32, rows, cols, cols + pad, off, 0, NULL, NULL, NULL};
     const size_t es = esize(f32);
     a.count = GUARD + off + rows * a.ld + GUARD;
     const size_t bytes = (es * (size_t)a.count + 63) / 64 * 64;
@@ -104,6 +104,15 @@ static void mat_free(mat *a)
 }
 
 static void mat_save(mat *a) { memcpy(a->saved, a->base, esize(a->f32) * (size_t)a->count); }
+
+/* A copy, poison included, saved (for an output each table starts from). */
+static mat mat_clone(const mat *a)
+{
+    mat c = mat_new(a->f32, a->rows, a->cols, a->ld - a->cols, a->off);
+    memcpy(c.base, a->base, esize(a->f32) * (size_t)a->count);
+    mat_save(&c);
+    return c;
+}
 
 /* Elements outside the rows x cols cells (all of them if !out) that changed. */
 static int64_t mat_changed_outside(const mat *a, int out)
@@ -238,9 +247,7 @@ static void gemm_shape(int f32, const int64_t dim[3], int64_t idx, const table *
         mat_save(&A);
         mat_save(&B);
         for (int ti = 0; ti < nt; ti++) {
-            mat C = mat_new(f32, M, N, C0.ld - N, offset_of(f32, idx, 11));
-            memcpy(C.base, C0.base, esize(f32) * (size_t)C.count);
-            mat_save(&C);
+            mat C = mat_clone(&C0);
             if (f32) {
                 void (*fn)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t, float,
                            float *, int64_t) = transposed ? t[ti].f32->gemm_nt : t[ti].f32->gemm_nn;
@@ -306,9 +313,7 @@ static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const 
     mat_save(&E);
     mat_save(&Z);
     for (int ti = 0; ti < nt; ti++) {
-        mat S = mat_new(f32, m, n, S0.ld - n, offset_of(f32, idx, 13));
-        memcpy(S.base, S0.base, esize(f32) * (size_t)S.count);
-        mat_save(&S);
+        mat S = mat_clone(&S0);
         if (f32) t[ti].f32->rank_update(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld);
         else t[ti].f64->rank_update(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld);
         verdict v = {0};
@@ -362,9 +367,7 @@ static void trsm_shape(int f32, const int64_t dim[3], int64_t idx, const table *
     cr_assert(bound);
     long double *w = bound + P * m;
     for (int ti = 0; ti < nt; ti++) {
-        mat X = mat_new(f32, P, m, X0.ld - m, offset_of(f32, idx, 9));
-        memcpy(X.base, X0.base, esize(f32) * (size_t)X.count);
-        mat_save(&X);
+        mat X = mat_clone(&X0);
         if (f32) t[ti].f32->trsm_unit_lower(P, m, L.p, L.ld, X.p, X.ld);
         else t[ti].f64->trsm_unit_lower(P, m, L.p, L.ld, X.p, X.ld);
         /* gamma(P) |T^-1| (|T| |X|), with X the computed result. */
