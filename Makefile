@@ -15,7 +15,17 @@ LDFLAGS += -fopenmp $(SANITIZE)
 LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
-           $(wildcard reference/*.c)
+           $(wildcard reference/*.c) src/stubs/cuda.c
+# src/stubs/ stands in for a backend the build leaves out (it reports it
+# unavailable): cuda's unless mk/cuda.mk finds nvcc; mpfr's with MPFR=0, a
+# library without MPFR and the reference (kernels/cuda/device-check.sh on a
+# GPU machine without libmpfr-dev; the gate and the CLI need MPFR).
+MPFR ?= 1
+ifeq ($(MPFR),0)
+LIB_SRC := $(filter-out src/mpfr_backend.c reference/%,$(LIB_SRC)) src/stubs/mpfr.c
+LDLIBS  := -lm
+endif
+# Set before the includes: a rule in mk/*.mk never becomes the default goal.
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
 
@@ -27,12 +37,14 @@ SO_MAJOR := $(firstword $(subst ., ,$(FALCON_VERSION)))
 SONAME   := libfalcon.so.$(SO_MAJOR)
 SHLIB    := $(BUILD)/libfalcon.so.$(FALCON_VERSION)
 
-# Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk.
+# Optional parts (SIMD backends, CUDA, benchmarks) add to these from mk/*.mk,
+# then each backend folder's build rules from kernels/<isa>/backend.mk.
 EXTRA_LIB_OBJ :=
 # What a program linking libfalcon.a needs besides MPFR and GMP (falcon.pc's
 # Libs.private; mk/cuda.mk adds the CUDA runtime).
 PC_LIBS_PRIVATE := -fopenmp -lm
 -include $(sort $(wildcard mk/*.mk))
+-include $(sort $(wildcard kernels/*/backend.mk))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
 
@@ -51,7 +63,7 @@ GRADE_SHLIB := $(BUILD)/libfalcon-grade.so
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
 
-.PHONY: all lib cli test check report mutants clean deps install
+.PHONY: all lib cli test check report mutants clean deps install golden golden-check
 all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon $(GRADE_SHLIB)
 
 lib: $(LIB) $(BUILD)/libfalcon.so
@@ -107,6 +119,7 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
+	$(MAKE) golden-check
 	$(MAKE) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
 	$(MAKE) test
 	bash verify/test_shlib.sh $(BUILD)
@@ -122,6 +135,21 @@ check: deps
 	$(MAKE) $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
+
+# verify/golden-data.c is generated from verify/data/falcon-golden.json and
+# committed, so a build needs no Python: `make golden` writes it again after
+# the JSON (or the script) changed; `make golden-check` fails when the
+# committed file is not what the script writes.
+GOLDEN_GEN := verify/tools/golden_to_c.py
+golden:
+	python3 $(GOLDEN_GEN)
+
+golden-check:
+	@if ! command -v python3 >/dev/null 2>&1; then echo "golden-check: skipped (no python3)"; exit 0; fi; \
+	tmp=$$(mktemp); python3 $(GOLDEN_GEN) $$tmp >/dev/null || { rm -f $$tmp; exit 1; }; \
+	if cmp -s $$tmp verify/golden-data.c; then rm -f $$tmp; echo "golden-check: verify/golden-data.c is up to date"; \
+	else diff $$tmp verify/golden-data.c | head -5; rm -f $$tmp; \
+	  echo "golden-check: verify/golden-data.c differs from what $(GOLDEN_GEN) writes (make golden)" >&2; exit 1; fi
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
 mutants: deps

@@ -194,16 +194,16 @@ static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precisi
 }
 
 /* The CPU backends to measure, the best one (what auto resolves to), and cuda. */
-static falcon_backend cpu_backends[4];
+static falcon_backend cpu_backends[FALCON_BACKEND_COUNT];
 static int ncpu_backends;
 
+/* Every backend available here but auto, cuda and mpfr, in the enum's order. */
 static void find_backends(int simde)
 {
-    static const falcon_backend all[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2, FALCON_BACKEND_AVX512,
-                                         FALCON_BACKEND_AVX512_SIMDE};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (falcon_backend_available(all[i]) && (simde || all[i] != FALCON_BACKEND_AVX512_SIMDE))
-            cpu_backends[ncpu_backends++] = all[i];
+    for (int b = 0; b < FALCON_BACKEND_COUNT; b++)
+        if (b != FALCON_BACKEND_AUTO && b != FALCON_BACKEND_CUDA && b != FALCON_BACKEND_MPFR &&
+            falcon_backend_available((falcon_backend)b) && (simde || b != FALCON_BACKEND_AVX512_SIMDE))
+            cpu_backends[ncpu_backends++] = (falcon_backend)b;
 }
 
 static const falcon_precision precs[] = {FALCON_FP32, FALCON_FP64};
@@ -274,7 +274,7 @@ static int register_default(void)
 static int register_full(void)
 {
     int rc = 0;
-    falcon_backend bs[5];
+    falcon_backend bs[FALCON_BACKEND_COUNT];
     int nb = 0;
     for (int b = 0; b < ncpu_backends; b++) bs[nb++] = cpu_backends[b];
     if (falcon_backend_available(FALCON_BACKEND_CUDA)) bs[nb++] = FALCON_BACKEND_CUDA;
@@ -357,7 +357,8 @@ static void add_context(const char *sweep, int simde)
                  falcon_backend_name(cpu_backends[b]), falcon_backend_describe(cpu_backends[b]));
     ctx("falcon_backends", "%s; cuda=%s", buf, falcon_backend_describe(FALCON_BACKEND_CUDA));
     ctx("falcon_flop_model", "%s: dense products as the kernels run them, FMA = 2 flops, triangular "
-        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)", fb_flops_source());
+        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)",
+        "kernels/framework/flops.h");
     if (!g.probe_ok) {
         ctx("falcon_probe", "skipped (--no-probe): no peak or roofline counters");
         return;

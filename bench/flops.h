@@ -1,7 +1,7 @@
 /*
  * flops.h: the work and the compulsory memory traffic of one falcon_run call,
  * the denominators of the benchmark's GFLOPS, peak and roofline counters.
- * The counts are documented in flops.c.
+ * The flop counts are documented in kernels/framework/flops.h.
  */
 #ifndef FALCON_BENCH_FLOPS_H
 #define FALCON_BENCH_FLOPS_H
@@ -16,8 +16,5 @@ double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64
 /* Bytes that must cross memory at least once: the inputs read, the outputs
  * written, each head's state read and written (in double). */
 double fb_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
-
-/* Which count is compiled in (for the report's context). */
-const char *fb_flops_source(void);
 
 #endif

@@ -49,8 +49,6 @@ extern "C" int fb_register(const char *name, fb_fn fn, void *user)
 }
 
 extern "C" int fb_state_keep_running(fb_state *st) { return S(st).KeepRunning(); }
-extern "C" void fb_state_pause_timing(fb_state *st) { S(st).PauseTiming(); }
-extern "C" void fb_state_resume_timing(fb_state *st) { S(st).ResumeTiming(); }
 
 extern "C" int64_t fb_state_iterations(const fb_state *st)
 {
@@ -68,7 +66,6 @@ extern "C" void fb_state_set_counter(fb_state *st, const char *name, double valu
     S(st).counters[name] = benchmark::Counter(value, static_cast<benchmark::Counter::Flags>(f));
 }
 
-extern "C" void fb_state_set_label(fb_state *st, const char *label) { S(st).SetLabel(label); }
 extern "C" void fb_state_skip_with_error(fb_state *st, const char *msg) { S(st).SkipWithError(msg); }
 extern "C" void fb_add_context(const char *key, const char *value) { benchmark::AddCustomContext(key, value); }
 

@@ -41,11 +41,8 @@ int fb_register(const char *name, fb_fn fn, void *user);
 /* The timing loop: true while more iterations are wanted. The clock starts at
  * the first call, so work done before it is not timed. */
 int fb_state_keep_running(fb_state *st);
-void fb_state_pause_timing(fb_state *st);  /* around per-iteration setup */
-void fb_state_resume_timing(fb_state *st);
 int64_t fb_state_iterations(const fb_state *st);
 void fb_state_set_counter(fb_state *st, const char *name, double value, unsigned flags);
-void fb_state_set_label(fb_state *st, const char *label);
 /* Mark the run failed (reported with the message, no timings); leave the loop. */
 void fb_state_skip_with_error(fb_state *st, const char *msg);
 

@@ -30,8 +30,8 @@
 FALCON_UK_DECLARE(float, f32)
 FALCON_UK_DECLARE(double, f64)
 
-/* Each backend defines falcon_uk_<backend>_<f32|f64>; src/dispatch.c
- * refers only to the ones the build compiled in. */
+/* Each backend defines falcon_uk_<backend>_<f32|f64>; src/backends.c
+ * (the registry) refers only to the ones the build compiled in. */
 extern const falcon_uk_f32 falcon_uk_scalar_f32;
 extern const falcon_uk_f64 falcon_uk_scalar_f64;
 

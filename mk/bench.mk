@@ -8,9 +8,6 @@
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
 # only the compare objects are built.
 
-# This file is included before the Makefile's `all`: keep `all` the default.
-bench_saved_goal := $(.DEFAULT_GOAL)
-
 # `falcon compare` needs no Google Benchmark: the CLI links these.
 CLI_EXTRA_OBJ := $(BUILD)/obj/bench/compare.o $(BUILD)/obj/bench/json.o
 
@@ -80,4 +77,3 @@ scaling: $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling $(SCALING_ARGS)
 
 -include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d $(BUILD)/obj/bench/inputs.d
-.DEFAULT_GOAL := $(bench_saved_goal)

@@ -1,5 +1,5 @@
 # The CUDA backend (kernels/cuda). Built when nvcc exists; otherwise this file
-# does nothing and src/cuda_stub.c stays in the library.
+# does nothing and src/stubs/cuda.c stays in the library.
 #   make                 library + CLI with the cuda backend
 #   make cuda-report     registers, spills, stack and shared memory per kernel
 #   make cuda-test       the CPU checks: kernels emulated on the CPU against the
@@ -9,9 +9,6 @@
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 
 ifneq ($(wildcard $(NVCC)),)
-# This file is included before the Makefile's own targets: keep `all` the
-# default goal (restored at the end).
-cuda_saved_goal := $(.DEFAULT_GOAL)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib) $(CUDA_HOME)/lib64)
 CUDA_ARCH   ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
@@ -20,7 +17,7 @@ NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) -Xptxas -v --Werror all-warnings \
                -Xcompiler -Wall,-Wextra,-Werror -Iinclude
 
 CUDA_OBJ := $(BUILD)/obj/kernels/cuda/cuda_host.o $(BUILD)/obj/kernels/cuda/cuda_kernels.o
-LIB_SRC  := $(filter-out src/cuda_stub.c,$(LIB_SRC))
+LIB_SRC  := $(filter-out src/stubs/cuda.c,$(LIB_SRC))
 EXTRA_LIB_OBJ += $(CUDA_OBJ)
 # The CUDA runtime is linked statically: the binaries start (and report the
 # cuda backend unavailable) on machines with no GPU and no driver.
@@ -49,18 +46,16 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 # The check program: CPU emulation of the kernels, the no-GPU behaviour, and
 # on a GPU machine the device check and benchmark.
 # Its accuracy checks run the gate's cases and thresholds (the gate's engine
-# objects; LIB and GATE_OBJ are defined after this file is included, so the
-# archive and objects are named directly).
+# objects, named directly: GATE_OBJ is defined after this file is included).
 CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cuda/cuda-check-gate.o \
                   $(BUILD)/obj/kernels/cuda/cuda_emulate.o $(BUILD)/obj/verify/gate.o \
                   $(BUILD)/obj/verify/gate-cases.o $(BUILD)/obj/verify/gate-thresholds.o
-$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(BUILD)/libfalcon.a $(LDLIBS)
+$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB) $(LDLIBS)
 
 cuda-test: $(BUILD)/cuda-check
 	$(BUILD)/cuda-check emulate
 	$(BUILD)/cuda-check auto
 
 -include $(CUDA_CHECK_OBJ:.o=.d)
-.DEFAULT_GOAL := $(cuda_saved_goal)
 endif

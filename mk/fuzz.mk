@@ -20,8 +20,6 @@
 # Needs clang and its runtime libraries (Debian: clang, libclang-rt-14-dev;
 # `make deps` installs them).
 
-fuzz_saved_goal := $(.DEFAULT_GOAL)
-
 FUZZ_HARNESSES  ?= npy cli_args api checkpoint
 FUZZ_BUILD      ?= build-fuzz
 FUZZ_CC         ?= clang
@@ -86,4 +84,3 @@ fuzz-ci:
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_CI_SECONDS)
 
 -include $(FUZZ_OBJ:.o=.d)
-.DEFAULT_GOAL := $(fuzz_saved_goal)

@@ -14,10 +14,8 @@
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #
-# The CUDA objects are left out (NVCC=/nonexistent: src/cuda_stub.c), as nvcc
+# The CUDA objects are left out (NVCC=/nonexistent: src/stubs/cuda.c), as nvcc
 # does not take the sanitizer flags and the CUDA runtime trips ASan.
-
-sanitize_saved_goal := $(.DEFAULT_GOAL)
 
 ASAN_BUILD     ?= build-asan
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -48,5 +46,3 @@ sanitize: sanitize-build
 	$(SANITIZE_ENV) bash verify/test_check.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) $(MAKE) BUILD=$(ASAN_BUILD) NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" fuzz-replay
 	@echo "sanitize: clean (ASan + UBSan)"
-
-.DEFAULT_GOAL := $(sanitize_saved_goal)

@@ -18,9 +18,6 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # it links anyway) for `falcon stability`; build/falcon-study runs the same
 # study and `falcon-study bench-dat` (the benchmark plots' data, plots/plot-all.sh).
 
-# Included before the Makefile's `all`: keep `all` the default goal.
-study_saved_goal := $(.DEFAULT_GOAL)
-
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
@@ -76,4 +73,3 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	! awk '$$2 != "-" && $$2 != 0 { bad = 1 } END { exit !bad }' $(REPORT_DIR)/status
 
 -include $(STUDY_OBJ:.o=.d) $(BUILD)/obj/study/study-main.d
-.DEFAULT_GOAL := $(study_saved_goal)

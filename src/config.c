@@ -34,7 +34,7 @@ static const char *const variant_names[] = {"falcon1", "falcon2", "falcon3",
 static const char *const align_names[] = {"prefix", "same"};
 static const char *const phi_names[] = {"identity", "relu", "elu1", "l2norm"};
 static const char *const form_names[] = {"recurrent", "chunk", "parallel"};
-static const char *const backend_names[] = {"auto", "scalar", "avx2", "avx512", "cuda", "mpfr", "avx512-simde"};
+/* (The backends' names are in their registry, src/backends.c.) */
 static const char *const precision_names[] = {"fp32", "fp64"};
 static const char *const status_names[] = {
     "ok", "invalid argument", "shape error", "value out of range", "non-finite input",
@@ -58,14 +58,12 @@ const char *falcon_variant_name(falcon_variant v) { return name_of(variant_names
 const char *falcon_align_name(falcon_align a) { return name_of(align_names, COUNT(align_names), (int)a); }
 const char *falcon_phi_name(falcon_phi p) { return name_of(phi_names, COUNT(phi_names), (int)p); }
 const char *falcon_form_name(falcon_form f) { return name_of(form_names, COUNT(form_names), (int)f); }
-const char *falcon_backend_name(falcon_backend b) { return name_of(backend_names, COUNT(backend_names), (int)b); }
 const char *falcon_precision_name(falcon_precision p) { return name_of(precision_names, COUNT(precision_names), (int)p); }
 const char *falcon_status_name(falcon_status s) { return name_of(status_names, COUNT(status_names), (int)s); }
 int falcon_variant_parse(const char *s) { return parse(variant_names, COUNT(variant_names), s); }
 int falcon_align_parse(const char *s) { return parse(align_names, COUNT(align_names), s); }
 int falcon_phi_parse(const char *s) { return parse(phi_names, COUNT(phi_names), s); }
 int falcon_form_parse(const char *s) { return parse(form_names, COUNT(form_names), s); }
-int falcon_backend_parse(const char *s) { return parse(backend_names, COUNT(backend_names), s); }
 int falcon_precision_parse(const char *s) { return parse(precision_names, COUNT(precision_names), s); }
 
 int falcon_variant_is_regression(falcon_variant v) { return v == FALCON_1 || v == FALCON_2 || v == FALCON_3; }

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <omp.h>
 #include "internal.h"
-#include "dispatch.h"
-#include "../kernels/framework/head.h"
+#include "backends.h"
 
 int falcon_threads(const falcon_config *cfg)
 {
@@ -71,14 +70,15 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
               : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);
     if (s) return s;
 
-    if (backend == FALCON_BACKEND_MPFR)
-        s = falcon_mpfr_run(cfg, in, work, out);
-    else if (backend == FALCON_BACKEND_CUDA)
-        s = falcon_cuda_run(cfg, in, work, out);
+    /* The backend's row: a whole-call function, or the micro-kernels and
+     * drivers of a CPU backend for the run's precision. */
+    const falcon_backend_info *be = falcon_backend_info_of(backend);
+    if (be->run)
+        s = be->run(cfg, in, work, out);
     else if (cfg->precision == FALCON_FP32)
-        s = run_cpu_f32(cfg, in, work, out, falcon_uk_table_f32(backend));
+        s = run_cpu_f32(cfg, in, work, out, &be->f32);
     else
-        s = run_cpu_f64(cfg, in, work, out, falcon_uk_table_f64(backend));
+        s = run_cpu_f64(cfg, in, work, out, &be->f64);
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     int64_t bad;

@@ -2,24 +2,6 @@
  * parallel. Each head is independent and runs the same code whatever the
  * thread count, so results are bitwise reproducible across thread counts. */
 
-/* The drivers that go with a backend's micro-kernels: the framework compiled
- * for the same ISA where the build has it (kernels/framework/framework.inc.c),
- * else the baseline build. The SIMDe-emulated AVX-512 table keeps the
- * baseline drivers (it exists to test kernel logic, not speed), so the gate
- * runs both the baseline and the ISA builds of the framework. */
-static const RS(falcon_drivers) *RS(drivers_for)(falcon_backend b)
-{
-    switch (b) {
-#ifdef FALCON_HAVE_AVX2
-    case FALCON_BACKEND_AVX2: return &RS(falcon_fw_avx2);
-#endif
-#ifdef FALCON_HAVE_AVX512
-    case FALCON_BACKEND_AVX512: return &RS(falcon_fw_avx512);
-#endif
-    default: return &RS(falcon_fw);
-    }
-}
-
 /* Head hh = b * H + h: views into the [B][T][H][D] tensors and its state. */
 static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs *in,
                                    falcon_state *st, void *out, const RS(falcon_uk) *uk,
@@ -56,10 +38,13 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
     return hd;
 }
 
+/* cpu: the backend's micro-kernels and the framework build that drives them
+ * (one row of src/backends.c). */
 static falcon_status RS(run_cpu)(const falcon_config *cfg, const falcon_inputs *in,
-                                 falcon_state *st, void *out, const RS(falcon_uk) *uk)
+                                 falcon_state *st, void *out, const RS(falcon_cpu) *cpu)
 {
-    const RS(falcon_drivers) *fw = RS(drivers_for)(falcon_backend_resolve(cfg->backend));
+    const RS(falcon_uk) *uk = cpu->uk;
+    const RS(falcon_drivers) *fw = cpu->fw;
     const int64_t heads = in->B * in->H;
     const int threads = falcon_threads(cfg);
     falcon_status result = FALCON_OK;

@@ -102,7 +102,7 @@ static falcon_status check_config(const falcon_config *cfg)
         return falcon_fail(FALCON_E_ARGUMENT, "config.phi = %d: unknown feature map", (int)cfg->phi);
     if ((unsigned)cfg->form > FALCON_FORM_PARALLEL)
         return falcon_fail(FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
-    if ((unsigned)cfg->backend > FALCON_BACKEND_AVX512_SIMDE)
+    if ((unsigned)cfg->backend >= FALCON_BACKEND_COUNT)
         return falcon_fail(FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
     if ((unsigned)cfg->precision > FALCON_FP64)
         return falcon_fail(FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);

@@ -14,7 +14,7 @@ typedef struct cell {
     double out_u, state_u, worst_ratio; /* max errors; max error/threshold */
 } cell;
 
-#define NB 8 /* >= gate_backend_count */
+#define NB FALCON_BACKEND_COUNT /* >= gate_backend_count */
 #define NF 3
 #define NP 2
 #define NV 6
@@ -180,10 +180,6 @@ int falcon_gate_main(int argc, char **argv)
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
     int skipped[NB] = {0};
-    if (gate_backend_count > NB) {
-        falcon_outputs_abort(tx);
-        return 2;
-    }
     for (int b = 0; b < gate_backend_count; b++)
         skipped[b] = (only >= 0 && (int)gate_backends[b] != only) || !falcon_backend_available(gate_backends[b]);
 

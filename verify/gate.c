@@ -20,10 +20,16 @@ static double uniform(uint64_t *s, double lo, double hi)
     return lo + (hi - lo) * ((double)(next_u64(s) >> 11) * 0x1.0p-53);
 }
 
-const falcon_backend gate_backends[] = {FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2,
-                                        FALCON_BACKEND_AVX512, FALCON_BACKEND_AVX512_SIMDE,
-                                        FALCON_BACKEND_CUDA};
-const int gate_backend_count = (int)(sizeof gate_backends / sizeof gate_backends[0]);
+falcon_backend gate_backends[FALCON_BACKEND_COUNT];
+int gate_backend_count;
+
+/* Every backend of the library's list but auto and mpfr, in the enum's order
+ * (filled before main: the list has no other copy to keep in step). */
+__attribute__((constructor)) static void gate_backends_init(void)
+{
+    for (int b = 0; b < FALCON_BACKEND_COUNT; b++)
+        if (b != FALCON_BACKEND_AUTO && b != FALCON_BACKEND_MPFR) gate_backends[gate_backend_count++] = (falcon_backend)b;
+}
 
 int gate_backend_runs(falcon_backend b, falcon_precision p)
 {

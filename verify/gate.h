@@ -59,10 +59,11 @@ typedef struct gate_result {
     double read_cond;
 } gate_result;
 
-/* Every kernel backend the gate knows (not mpfr, the reference); a test runs
- * those falcon_backend_available() reports and names the others skipped. */
-extern const falcon_backend gate_backends[];
-extern const int gate_backend_count;
+/* Every kernel backend: every backend but auto and mpfr (the reference); a
+ * test runs those falcon_backend_available() reports and names the others
+ * skipped. Read-only (set up before main). */
+extern falcon_backend gate_backends[FALCON_BACKEND_COUNT];
+extern int gate_backend_count;
 /* 1 if backend b runs here in precision p (the cuda backend is fp32 only). */
 int gate_backend_runs(falcon_backend b, falcon_precision p);
 

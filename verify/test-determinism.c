@@ -10,6 +10,7 @@
  * the previous key and the window history take part.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +113,14 @@ static void check_backend(falcon_backend backend)
            falcon_backend_name(backend), compared);
 }
 
-Test(determinism, scalar) { check_backend(FALCON_BACKEND_SCALAR); }
-Test(determinism, avx2) { check_backend(FALCON_BACKEND_AVX2); }
-Test(determinism, avx512) { check_backend(FALCON_BACKEND_AVX512); }
-Test(determinism, avx512_simde) { check_backend(FALCON_BACKEND_AVX512_SIMDE); }
-Test(determinism, mpfr, .timeout = 600) { check_backend(FALCON_BACKEND_MPFR); }
-/* Not a CPU backend (threads do not apply), but runs must repeat there too. */
-Test(determinism, cuda) { check_backend(FALCON_BACKEND_CUDA); }
+/* Every backend of the registry but auto (cuda runs where a GPU is: not a
+ * CPU backend, threads do not apply, but runs must repeat there too). */
+ParameterizedTestParameters(determinism, backend)
+{
+    static falcon_backend all[FALCON_BACKEND_COUNT - 1];
+    for (int b = 1; b < FALCON_BACKEND_COUNT; b++) all[b - 1] = (falcon_backend)b;
+    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_COUNT - 1);
+}
+
+/* (The mpfr backend needs the long timeout.) */
+ParameterizedTest(falcon_backend *b, determinism, backend, .timeout = 600) { check_backend(*b); }

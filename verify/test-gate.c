@@ -5,9 +5,12 @@
  * and precision; each case prints its errors in units of roundoff.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gate.h"
+#include "../src/backends.h"
 
 static void run_variant(falcon_variant v, falcon_precision prec)
 {
@@ -68,16 +71,42 @@ GATE_TEST(2A, FP64)
 GATE_TEST(3A, FP32)
 GATE_TEST(3A, FP64)
 
-/* Backends that cannot run here are reported as skipped, with the reason,
- * never as passed: one Criterion test per such backend. */
-static void skip_unless_available(falcon_backend b)
+/* Every backend of the registry but auto. One that cannot run here is
+ * reported as skipped, with the reason, never as passed. One that can must be
+ * in the gate's loops above, and a CPU backend's row must hold its own
+ * micro-kernels and a framework build of its own ISA or the baseline: a row
+ * that pointed at another backend's tables would pass every numeric test
+ * while leaving this backend's kernels untested. */
+ParameterizedTestParameters(gate, backend)
 {
-    if (!falcon_backend_available(b))
-        cr_skip_test("backend %s not run: %s", falcon_backend_name(b), falcon_backend_describe(b));
-    printf("gate: backend %s ran: %s\n", falcon_backend_name(b), falcon_backend_describe(b));
+    static falcon_backend all[FALCON_BACKEND_COUNT - 1];
+    for (int b = 1; b < FALCON_BACKEND_COUNT; b++) all[b - 1] = (falcon_backend)b;
+    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_COUNT - 1);
 }
 
-Test(gate, backend_avx512_native) { skip_unless_available(FALCON_BACKEND_AVX512); }
-Test(gate, backend_avx512_simde) { skip_unless_available(FALCON_BACKEND_AVX512_SIMDE); }
-Test(gate, backend_avx2) { skip_unless_available(FALCON_BACKEND_AVX2); }
-Test(gate, backend_cuda) { skip_unless_available(FALCON_BACKEND_CUDA); }
+ParameterizedTest(falcon_backend *bp, gate, backend)
+{
+    const falcon_backend b = *bp;
+    const char *name = falcon_backend_name(b);
+    if (!falcon_backend_available(b))
+        cr_skip_test("backend %s not run: %s", name, falcon_backend_describe(b));
+    printf("gate: backend %s ran: %s\n", name, falcon_backend_describe(b));
+    const falcon_backend_info *be = falcon_backend_info_of(b);
+    cr_assert(be && !strcmp(be->name, name));
+    if (be->run) {
+        cr_assert(!be->f32.uk && !be->f64.uk, "%s: both a run function and kernels", name);
+    } else {
+        cr_assert(be->f32.uk && be->f64.uk && be->f32.fw && be->f64.fw, "%s: kernels or drivers missing", name);
+        cr_expect_str_eq(be->f32.uk->name, name, "%s runs the fp32 kernels of %s", name, be->f32.uk->name);
+        cr_expect_str_eq(be->f64.uk->name, name, "%s runs the fp64 kernels of %s", name, be->f64.uk->name);
+        cr_expect(!strcmp(be->f32.fw->isa, "baseline") || !strcmp(be->f32.fw->isa, name),
+                  "%s drives its fp32 kernels with the framework built for %s", name, be->f32.fw->isa);
+        cr_expect(!strcmp(be->f64.fw->isa, "baseline") || !strcmp(be->f64.fw->isa, name),
+                  "%s drives its fp64 kernels with the framework built for %s", name, be->f64.fw->isa);
+    }
+    if (b == FALCON_BACKEND_MPFR) return; /* the reference, not a gated kernel */
+    int listed = 0;
+    for (int i = 0; i < gate_backend_count; i++) listed += gate_backends[i] == b;
+    cr_expect_eq(listed, 1, "backend %s is in the gate's list %d times", name, listed);
+    cr_expect(gate_backend_runs(b, FALCON_FP32), "backend %s is available but the gate skips it in fp32", name);
+}

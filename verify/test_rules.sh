@@ -10,8 +10,8 @@
 # "falcon: error: ...", that contains the row's error text, prints nothing on
 # stdout, and leaves no output (out*, state*, ck*, nor a temporary *.tmp-*).
 # A row whose case is `api:SUITE/TEST` is a rule no file or option can break
-# (only the library API can): the Criterion test must exist and contain the
-# error text. The table and the recipes must match one to one: a row without a
+# (only the library API can): the Criterion test must exist and a string
+# literal in its body must contain the error text. The table and the recipes must match one to one: a row without a
 # recipe, a recipe without a row, a row without error text all fail.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
@@ -200,8 +200,11 @@ for row in "${ROWS[@]}"; do
         suite=${case#api:}; suite=${suite%%/*}; test=${case##*/}
         file=$(grep -lE "^Test\\($suite, $test[,)]" "$ROOT"/verify/test-*.c | head -1 || true)
         if [ -z "$file" ]; then bad "$name" "no Criterion test $suite/$test"; continue; fi
-        body=$(awk -v s="Test($suite, $test" 'index($0, s) == 1 { on = 1 } on && /^}/ { print; exit } on' "$file")
-        if grep -qF -- "$text" <<<"$body"; then ok "$name (checked by $suite/$test)"
+        # Only the string literals of the body, after the Test( line: the text
+        # must be one the test checks, not a word of its name or its code.
+        body=$(awk -v s="Test($suite, $test" 'on && /^}/ { exit } on { print } index($0, s) == 1 { on = 1 }' "$file")
+        literals=$(grep -o '"\([^"\\]\|\\.\)*"' <<<"$body" || true)
+        if grep -qF -- "$text" <<<"$literals"; then ok "$name (checked by $suite/$test)"
         else bad "$name" "test $suite/$test does not check '$text'"; fi
         continue
     fi

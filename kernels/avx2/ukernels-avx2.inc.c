@@ -1,6 +1,6 @@
 /* The AVX2+FMA backend's table for one precision (see real.h). This file
- * and the kernels it includes are compiled with -mavx2 -mfma (mk/simd.mk)
- * and reached only through src/dispatch.c, after a CPU check. */
+ * and the kernels it includes are compiled with -mavx2 -mfma (backend.mk)
+ * and reached only through src/backends.c, after a CPU check. */
 #include <stdint.h>
 #include "../ukernel.h"
 #include "../framework/real.h"

@@ -1,18 +1,16 @@
 /* The AVX-512F backend's table for one precision (see real.h). The kernels
  * are the AVX2 backend's sources (the *-avx2.inc.c files of kernels/avx2,
  * written against the vec-*.h abstraction) compiled over vec-avx512.h's
- * 512-bit vectors and tile sizes. Built twice (mk/simd.mk):
+ * 512-bit vectors and tile sizes. Built twice (backend.mk):
  *   f32-avx512.c, f64-avx512.c: native, -mavx512f -mavx2 -mfma, the tables
- *     falcon_uk_avx512_f32/_f64 that src/dispatch.c selects after a CPU check;
+ *     falcon_uk_avx512_f32/_f64 that src/backends.c selects after a CPU check;
  *   f32-avx512-simde.c, f64-avx512-simde.c: FALCON_AVX512_SIMDE, SIMDe
  *     emulation under -mavx2 -mfma, the tables falcon_uk_avx512emu_f32/_f64
- *     ("avx512-simde", declared in avx512-emu.h) that the tests run on any
- *     AVX2 machine. */
+ *     ("avx512-simde") that the tests run on any AVX2 machine. */
 #include <stdint.h>
 #include "../ukernel.h"
 #include "../framework/real.h"
 #include "vec-avx512.h"
-#include "avx512-emu.h"
 
 #include "../avx2/gemm-nt-avx2.inc.c"
 #include "../avx2/axpy-avx2.inc.c"
@@ -21,6 +19,7 @@
 #include "../avx2/trsm-avx2.inc.c"
 
 #ifdef FALCON_AVX512_SIMDE
+extern const RS(falcon_uk) RS(falcon_uk_avx512emu);
 const RS(falcon_uk) RS(falcon_uk_avx512emu) = {
     "avx512-simde",
 #else

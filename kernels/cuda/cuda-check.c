@@ -26,6 +26,7 @@
 #include "cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_emulate.h"
+#include "../framework/flops.h"
 
 #define GATE_FLOOR 32.0
 #define GATE_FACTOR 4.0
@@ -79,18 +80,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* FLOPs of the algorithm as implemented (multiply-add = 2) per head. */
-static double bench_flops(falcon_form form, int64_t T, int64_t n, int64_t m, int64_t L)
-{
-    if (form == FALCON_FORM_RECURRENT) /* P = S [x q] (2 dots), update (1 rank-1 + scale) */
-        return (double)T * (2.0 * 2 * m * n + 2.0 * m * n + m * n);
-    const double blocks = (double)T / L, G = (double)L, P = (double)L;
-    /* QZ, S0q, KZ, U, solve, outputs, end-state update */
-    const double per = 2 * L * G * n + 2.0 * L * m * n + 2 * G * G * n + 2 * G * m * n + P * P * m +
-                       L * P * m * 2 + 2 * m * n * G;
-    return blocks * per;
 }
 
 static int mode_bench(int64_t Tmax)
@@ -152,13 +141,14 @@ static int mode_bench(int64_t Tmax)
                            (long long)T, (long long)d, falcon_last_error());
                     continue;
                 }
-                const double fl = bench_flops(form, T, d, d, cfg.chunk) * H;
+                const double fl = falcon_flops(form, 1, T, d, d, 1, cfg.chunk) * H; /* Falcon-1, W = 1 */
                 printf("%-10s %5lld %7lld %5lld %10.2f %10.1f %12.3e %10.1f %7.2f%%\n", falcon_form_name(form),
                        (long long)H, (long long)T, (long long)d, ms, wall, H * T / (ms * 1e-3),
                        fl / (ms * 1e-3) * 1e-9, peak > 0 ? 100.0 * fl / (ms * 1e-3) / peak : 0.0);
             }
     printf("(kernel ms: prep + main kernels by CUDA events, no copies; wall ms includes the host<->device copies;\n"
-           " GFLOP/s counts the algorithm's multiply-adds as 2; %%peak against the measured FMA peak)\n");
+           " GFLOP/s: the nominal count of kernels/framework/flops.h, multiply-add = 2; %%peak against the measured\n"
+           " FMA peak)\n");
     free(q); free(k); free(v); free(o); free(beta); free(alpha);
     return 0;
 }

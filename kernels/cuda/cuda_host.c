@@ -3,7 +3,7 @@
  * falcon_cuda_available, falcon_cuda_describe), the conversion of the carried
  * state to fp32 and back, and the plan (threads per block, workspace layout)
  * shared by the GPU and the CPU emulation. Compiled only when nvcc exists
- * (mk/cuda.mk); otherwise src/cuda_stub.c stands in.
+ * (mk/cuda.mk); otherwise src/stubs/cuda.c stands in.
  *
  * Policy: the backend computes in fp32 with fp32 accumulation. An fp64 run
  * is refused with FALCON_E_UNAVAILABLE rather than silently computed in

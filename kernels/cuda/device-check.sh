@@ -48,12 +48,9 @@ if [ -z "${NO_MPFR:-}" ] && echo '#include <mpfr.h>' | gcc -E -x c - >/dev/null 
   BUILD_RC=$?
 else
   MPFR=no
-  # The library's sources as the Makefile computes them, less the mpfr backend
-  # and the MPFR reference, plus a stub that reports mpfr unavailable.
-  SRC=$(make -pn BUILD="$B" NVCC="$NVCC" 2>/dev/null | sed -n 's/^LIB_SRC := //p' | head -1 |
-        tr ' ' '\n' | grep -v -e '^src/mpfr_backend\.c$' -e '^reference/' -e '^$' | tr '\n' ' ')
-  make BUILD="$B-nompfr" NVCC="$NVCC" -j"$JOBS" "LIB_SRC=$SRC kernels/cuda/no-mpfr-stub.c" \
-       "LDLIBS=-lm -lcudart_static -ldl -lrt -lpthread -lstdc++" lib "$B-nompfr/cuda-check" >"$LOG/build.log" 2>&1
+  # The library without the mpfr backend and the MPFR reference; src/stubs/mpfr.c
+  # reports mpfr unavailable.
+  make BUILD="$B-nompfr" NVCC="$NVCC" MPFR=0 -j"$JOBS" lib "$B-nompfr/cuda-check" >"$LOG/build.log" 2>&1
   BUILD_RC=$?
   B="$B-nompfr"
 fi

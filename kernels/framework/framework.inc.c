@@ -3,10 +3,11 @@
  *
  * Compiled once per precision for the baseline ISA (framework-f32.c,
  * framework-f64.c: the driver table falcon_fw_f32, _f64) and, on x86-64,
- * once more per SIMD backend with that backend's flags (framework-f32-avx2.c,
- * ...: falcon_fw_avx2_f32, ...; mk/simd.mk), so that the framework's own
- * O(m) and O(n) loops are vectorized for the CPU the backend's micro-kernels
- * run on. src/run_cpu.inc.c picks the table that goes with the backend.
+ * once more per SIMD backend with that backend's flags (in its folder:
+ * kernels/avx2/framework-f32-avx2.c, ...: falcon_fw_avx2_f32, ...), so that
+ * the framework's own O(m) and O(n) loops are vectorized for the CPU the
+ * backend's micro-kernels run on. The registry (src/backends.c) pairs each
+ * backend's kernels with its drivers.
  * The sources are the same: plain C, compiled without reassociation or
  * contraction (-ffp-contract=off), so every instantiation does the same
  * arithmetic, and the reductions all go through the micro-kernels.
@@ -37,4 +38,11 @@
 #include "recurrent.inc.c"
 #include "blocked.inc.c"
 
-const RS(falcon_drivers) FW(falcon_fw) = {FW(falcon_recurrent), FW(falcon_blocked)};
+#ifdef FALCON_FW_ISA
+#define FW_STR_(x) #x
+#define FW_STR(x) FW_STR_(x)
+#define FW_ISA_NAME FW_STR(FALCON_FW_ISA)
+#else
+#define FW_ISA_NAME "baseline"
+#endif
+const RS(falcon_drivers) FW(falcon_fw) = {FW_ISA_NAME, FW(falcon_recurrent), FW(falcon_blocked)};

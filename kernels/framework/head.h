@@ -36,8 +36,9 @@
     } falcon_head_##SFX;                                                               \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
-    /* (falcon_fw_avx2_<prec>, falcon_fw_avx512_<prec>; mk/simd.mk).        */       \
+    /* (falcon_fw_<isa>_<prec>, paired with its kernels in src/backends.c). */       \
     typedef struct falcon_drivers_##SFX {                                              \
+        const char *isa; /* "baseline", or the ISA (a backend's name) */               \
         /* Recurrent form: `count` (<= FALCON_RECURRENT_GROUP_MAX) heads of */         \
         /* the same T, run together in time blocks.                        */         \
         falcon_status (*recurrent)(const falcon_head_##SFX *heads, int64_t count);    \
@@ -45,9 +46,7 @@
         /* is the same equations with one block over the whole call.       */         \
         falcon_status (*blocked)(const falcon_head_##SFX *h, int64_t L);              \
     } falcon_drivers_##SFX;                                                            \
-    extern const falcon_drivers_##SFX falcon_fw_##SFX;                                 \
-    extern const falcon_drivers_##SFX falcon_fw_avx2_##SFX;                            \
-    extern const falcon_drivers_##SFX falcon_fw_avx512_##SFX;
+    extern const falcon_drivers_##SFX falcon_fw_##SFX;
 
 /* Most heads one recurrent call runs together. */
 #define FALCON_RECURRENT_GROUP_MAX 16

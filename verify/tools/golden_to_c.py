@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Turn verify/data/falcon-golden.json (independently computed cases with
 exact inputs and 50-digit results rounded to float64) into verify/golden-data.c,
-so the gate needs no JSON parser. Run after the JSON changes; the output is
-committed."""
+so the gate needs no JSON parser. The output is committed: `make golden`
+regenerates it after the JSON changes, and `make golden-check` (part of
+`make check`) fails when the committed file is not what this script writes.
+Usage: golden_to_c.py [OUTPUT] (default verify/golden-data.c)."""
 import json, sys, os
 
 here = os.path.dirname(os.path.abspath(__file__))
 src = os.path.join(here, '..', 'data', 'falcon-golden.json')
-dst = os.path.join(here, '..', 'golden-data.c')
+dst = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, '..', 'golden-data.c')
 cases = json.load(open(src))['cases']
 
 def arr(name, vals):

@@ -1,7 +1,7 @@
-/* The mpfr backend when MPFR is not installed: used only by
- * kernels/cuda/device-check.sh on GPU machines without libmpfr-dev, where the
- * CUDA check then compares against the scalar fp64 backend instead. */
-#include "../../src/internal.h"
+/* The mpfr backend when the library is built without MPFR (make MPFR=0):
+ * used by kernels/cuda/device-check.sh on GPU machines without libmpfr-dev,
+ * where the CUDA check then compares against the scalar fp64 backend. */
+#include "../internal.h"
 
 int falcon_mpfr_available(void) { return 0; }
 

@@ -1,5 +1,6 @@
-/* The cuda backend when the library is built without CUDA. */
-#include "internal.h"
+/* The cuda backend when the library is built without CUDA (no nvcc, or
+ * NVCC=/nonexistent as the sanitizer and fuzzing builds do; mk/cuda.mk). */
+#include "../internal.h"
 
 int falcon_cuda_available(void) { return 0; }
 const char *falcon_cuda_describe(void) { return "cuda (not compiled in)"; }

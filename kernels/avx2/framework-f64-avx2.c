@@ -1,0 +1,2 @@
+#define FALCON_FW_ISA avx2
+#include "../framework/framework.inc.c"

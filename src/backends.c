@@ -1,0 +1,148 @@
+/*
+ * The backend registry: the one list of backends. Each row names the
+ * backend, its CPU check, its micro-kernel tables with the framework drivers
+ * that go with them (CPU backends), or the function that runs a call (cuda,
+ * mpfr). A backend the build leaves out keeps its row with only its name, so
+ * asking for it is an "unavailable" error, never a crash or a wrong table.
+ * Adding a backend: its enum value in include/falcon.h, its row here, its
+ * folder under kernels/ (README, "Adding a backend").
+ */
+#include <string.h>
+#include "internal.h"
+#include "backends.h"
+
+/* Declares backend ID's tables falcon_uk_ID_{f32,f64}; CPU(ID, FW) fills a
+ * row's two pairs with them and the framework build FW_{f32,f64}. */
+#define DECLARE_UK(ID)                        \
+    extern const falcon_uk_f32 falcon_uk_##ID##_f32; \
+    extern const falcon_uk_f64 falcon_uk_##ID##_f64;
+#define DECLARE_FW(FW)                               \
+    extern const falcon_drivers_f32 FW##_f32;        \
+    extern const falcon_drivers_f64 FW##_f64;
+#define CPU(ID, FW) .f32 = {&falcon_uk_##ID##_f32, &FW##_f32}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64}
+
+static int always(void) { return 1; }
+
+/* Under an ISA check: the backend's code may not run before it said yes. */
+static __attribute__((unused)) int cpu_has_avx2(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+static __attribute__((unused)) int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+DECLARE_FW(falcon_fw)
+#ifdef FALCON_HAVE_AVX2
+DECLARE_UK(avx2)
+DECLARE_FW(falcon_fw_avx2)
+#endif
+#ifdef FALCON_HAVE_AVX512
+DECLARE_UK(avx512)
+DECLARE_FW(falcon_fw_avx512)
+#endif
+#ifdef FALCON_HAVE_AVX512_SIMDE
+DECLARE_UK(avx512emu)
+#endif
+
+static const falcon_backend_info registry[] = {
+    [FALCON_BACKEND_AUTO] = {.name = "auto", .usable = always},
+    [FALCON_BACKEND_SCALAR] = {.name = "scalar", .usable = always, .what = "scalar (portable C)",
+                               .auto_rank = 1, CPU(scalar, falcon_fw)},
+#ifdef FALCON_HAVE_AVX2
+    [FALCON_BACKEND_AVX2] = {.name = "avx2", .usable = cpu_has_avx2, .what = "avx2+fma (native)",
+                             .lacking = "avx2+fma (compiled in; this CPU lacks it)", .auto_rank = 2,
+                             CPU(avx2, falcon_fw_avx2)},
+#else
+    [FALCON_BACKEND_AVX2] = {.name = "avx2"},
+#endif
+#ifdef FALCON_HAVE_AVX512
+    [FALCON_BACKEND_AVX512] = {.name = "avx512", .usable = cpu_has_avx512, .what = "avx512f (native)",
+                               .lacking = "avx512f (compiled in; this CPU lacks it)", .auto_rank = 3,
+                               CPU(avx512, falcon_fw_avx512)},
+#else
+    [FALCON_BACKEND_AVX512] = {.name = "avx512"},
+#endif
+    [FALCON_BACKEND_CUDA] = {.name = "cuda", .usable = falcon_cuda_available,
+                             .describe = falcon_cuda_describe, .run = falcon_cuda_run},
+    [FALCON_BACKEND_MPFR] = {.name = "mpfr", .usable = falcon_mpfr_available, .what = "mpfr reference",
+                             .lacking = "mpfr (not compiled in)", .run = falcon_mpfr_run},
+    /* The AVX-512 kernels emulated on AVX2 test their logic, not speed: the
+     * baseline drivers (so the gate runs both builds of the framework), and
+     * never chosen by auto. */
+#ifdef FALCON_HAVE_AVX512_SIMDE
+    [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde", .usable = cpu_has_avx2,
+                                     .what = "avx512f kernels emulated by SIMDe on avx2",
+                                     .lacking = "avx512-simde (needs avx2; this CPU lacks it)",
+                                     CPU(avx512emu, falcon_fw)},
+#else
+    [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde"},
+#endif
+};
+_Static_assert(sizeof registry / sizeof registry[0] == FALCON_BACKEND_COUNT,
+               "one row in the registry per falcon_backend value");
+
+static unsigned hidden_mask; /* tests only: falcon_backend_hide */
+
+const falcon_backend_info *falcon_backend_info_of(falcon_backend b)
+{
+    return (unsigned)b < FALCON_BACKEND_COUNT ? &registry[b] : NULL;
+}
+
+void falcon_backend_hide(falcon_backend b, int hidden)
+{
+    if ((unsigned)b >= FALCON_BACKEND_COUNT) return;
+    hidden_mask = hidden ? hidden_mask | 1u << b : hidden_mask & ~(1u << b);
+}
+
+int falcon_backend_available(falcon_backend b)
+{
+    const falcon_backend_info *be = falcon_backend_info_of(b);
+    return be && be->usable && !(hidden_mask >> b & 1) && be->usable();
+}
+
+falcon_backend falcon_backend_resolve(falcon_backend b)
+{
+    if (b != FALCON_BACKEND_AUTO) return b;
+    falcon_backend best = FALCON_BACKEND_SCALAR;
+    for (int i = 0; i < FALCON_BACKEND_COUNT; i++)
+        if (registry[i].auto_rank > registry[best].auto_rank && falcon_backend_available((falcon_backend)i))
+            best = (falcon_backend)i;
+    return best;
+}
+
+const char *falcon_backend_describe(falcon_backend b)
+{
+    if (b == FALCON_BACKEND_AUTO) return falcon_backend_describe(falcon_backend_resolve(b));
+    const falcon_backend_info *be = falcon_backend_info_of(b);
+    if (!be || !be->usable) return "not compiled in";
+    if (hidden_mask >> b & 1) return "hidden (a test made it unavailable)";
+    if (be->describe) return be->describe();
+    return be->usable() || !be->lacking ? be->what : be->lacking;
+}
+
+const char *falcon_backend_name(falcon_backend b)
+{
+    const falcon_backend_info *be = falcon_backend_info_of(b);
+    return be ? be->name : "unknown";
+}
+
+int falcon_backend_parse(const char *s)
+{
+    for (int i = 0; s && i < FALCON_BACKEND_COUNT; i++)
+        if (!strcmp(s, registry[i].name)) return i;
+    return -1;
+}

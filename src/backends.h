@@ -1,0 +1,47 @@
+/*
+ * The backend registry (src/backends.c): one row per value of
+ * falcon_backend says everything the library knows about that backend: its
+ * name, whether this build and machine can run it, how it is built, and what
+ * runs a call: for a CPU backend the micro-kernel tables together with the
+ * build of the framework that drives them, one pair per precision; for the
+ * others a function that runs the whole call.
+ */
+#ifndef FALCON_BACKENDS_H
+#define FALCON_BACKENDS_H
+#include "../kernels/framework/head.h"
+#include "falcon.h"
+
+/* A CPU backend in one precision: its micro-kernels and the framework's
+ * drivers compiled for the same ISA (or the baseline build). */
+typedef struct falcon_cpu_f32 {
+    const falcon_uk_f32 *uk;
+    const falcon_drivers_f32 *fw;
+} falcon_cpu_f32;
+typedef struct falcon_cpu_f64 {
+    const falcon_uk_f64 *uk;
+    const falcon_drivers_f64 *fw;
+} falcon_cpu_f64;
+
+typedef struct falcon_backend_info {
+    const char *name;          /* the CLI spelling */
+    int (*usable)(void);       /* built in and this machine can run it; NULL: not built in */
+    const char *what;          /* falcon_backend_describe when usable ... */
+    const char *lacking;       /* ... and when built in but not usable here */
+    const char *(*describe)(void); /* instead of the two strings, where the backend says */
+    int auto_rank;             /* auto picks the usable backend of highest rank; 0: never */
+    falcon_cpu_f32 f32;        /* CPU backends (uk NULL for the others) */
+    falcon_cpu_f64 f64;
+    /* The other backends run a whole call on the working copy of the state. */
+    falcon_status (*run)(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
+                         void *out);
+} falcon_backend_info;
+
+/* The row of backend b; NULL for a value that names no backend. */
+const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
+
+/* For tests: hide backend b (falcon_backend_available then says 0 and auto
+ * skips it) or show it again, so the unavailable paths can be tested on a
+ * machine that has every backend. Not thread-safe; tests run it alone. */
+void falcon_backend_hide(falcon_backend b, int hidden);
+
+#endif

@@ -1,0 +1,418 @@
+/*
+ * The micro-kernels alone: every table of the registry that runs here (each
+ * CPU backend, fp32 and fp64, the scalar one included) against the
+ * operation evaluated in long double, outside the library.
+ *
+ * Sizes: each dimension in turn takes every value from 1 to 2 x tile + 1
+ * while the other two take 1, 3 and their largest value. The largest tiles
+ * of any table are those of fp32 AVX-512 (kernels/avx512/vec-avx512.h): a
+ * vectorized dimension (gemm_nt's K, gemm_nn's and rank_update's columns,
+ * trsm's columns) is tiled by up to 4 vectors of 16 lanes, so it runs to
+ * 2 x 64 + 1; a row dimension by up to 4 x NT_MR = 16 rows, so it runs to
+ * 2 x 16 + 1. Every leading dimension is wider than its rows by 0 to 3
+ * elements, and every matrix starts at each element offset of a 64-byte
+ * line in turn (every alignment a vector load can meet).
+ *
+ * Poison: everything a kernel may not read (padding between rows, the guard
+ * cells around each matrix, C when beta = 0, the diagonal and upper part of
+ * trsm's L) is NaN, so a tail that reads one element too many makes a NaN;
+ * everything it may not write is compared bitwise before and after. A tail
+ * that drops an element leaves out one term of at least 1/4 (fp32 inputs of
+ * magnitude in [1/2, 1]) for gemm and rank_update, and of at least 1/(48 P)
+ * for trsm (below), far above the error bound.
+ *
+ * Error bounds (Higham, Accuracy and Stability of Numerical Algorithms,
+ * 3.1 and 8.1), with gamma(k) = k u / (1 - k u), whatever the order of the
+ * sums and with or without FMA:
+ *   gemm: |C - C*| <= gamma(K + 2) (|beta| |C0| + sum_k |A_ik| |B_kj|);
+ *   rank_update: |S - S*| <= gamma(k + 2) (|a| |S0| + sum_i |E_ir| |Z_ic|);
+ *   trsm: (I + L + dT) X = X0 with |dT| <= gamma(P) |I + L|, so
+ *         |X - X*| <= gamma(P) |(I + L)^-1| |I + L| |X|.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "falcon.h"
+#include "../src/backends.h"
+
+enum { LV = 2 * 64 + 1, LR = 2 * 16 + 1, GUARD = 64 };
+
+/* ---- the tables that run here ---- */
+typedef struct table {
+    const char *name;
+    const falcon_uk_f32 *f32;
+    const falcon_uk_f64 *f64;
+} table;
+
+static int tables_here(table *t)
+{
+    int n = 0;
+    for (int b = 0; b < FALCON_BACKEND_COUNT; b++) {
+        const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
+        if (be->f32.uk && falcon_backend_available((falcon_backend)b))
+            t[n++] = (table){be->name, be->f32.uk, be->f64.uk};
+    }
+    return n;
+}
+
+/* ---- matrices in one precision, with poisoned padding and guards ---- */
+typedef struct mat {
+    int f32;
+    int64_t rows, cols, ld, off, count; /* count: elements from base, guards included */
+    unsigned char *base, *saved;
+    void *p; /* element [0][0] */
+} mat;
+
+static size_t esize(int f32) { return f32 ? sizeof(float) : sizeof(double); }
+
+static void mat_set(mat *a, int64_t i, int64_t j, double x)
+{
+    if (a->f32) ((float *)a->p)[i * a->ld + j] = (float)x;
+    else ((double *)a->p)[i * a->ld + j] = x;
+}
+
+static double mat_get(const mat *a, int64_t i, int64_t j)
+{
+    return a->f32 ? (double)((const float *)a->p)[i * a->ld + j] : ((const double *)a->p)[i * a->ld + j];
+}
+
+/* rows x cols, leading dimension cols + pad, starting `off` elements past a
+ * 64-byte boundary; every cell NaN. */
+static mat mat_new(int f32, int64_t rows, int64_t cols, int64_t pad, int64_t off)
+{
+    mat a = {f32, rows, cols, cols + pad, off, 0, NULL, NULL, NULL};
+    const size_t es = esize(f32);
+    a.count = GUARD + off + rows * a.ld + GUARD;
+    const size_t bytes = (es * (size_t)a.count + 63) / 64 * 64;
+    a.base = aligned_alloc(64, bytes);
+    a.saved = malloc(bytes);
+    cr_assert(a.base && a.saved);
+    for (int64_t i = 0; i < a.count; i++) {
+        if (f32) ((float *)a.base)[i] = NAN;
+        else ((double *)a.base)[i] = NAN;
+    }
+    a.p = a.base + es * (size_t)(GUARD + off);
+    return a;
+}
+
+static void mat_free(mat *a)
+{
+    free(a->base);
+    free(a->saved);
+}
+
+static void mat_save(mat *a) { memcpy(a->saved, a->base, esize(a->f32) * (size_t)a->count); }
+
+/* A copy, poison included, saved (for an output each table starts from). */
+static mat mat_clone(const mat *a)
+{
+    mat c = mat_new(a->f32, a->rows, a->cols, a->ld - a->cols, a->off);
+    memcpy(c.base, a->base, esize(a->f32) * (size_t)a->count);
+    mat_save(&c);
+    return c;
+}
+
+/* Elements outside the rows x cols cells (all of them if !out) that changed. */
+static int64_t mat_changed_outside(const mat *a, int out)
+{
+    const size_t es = esize(a->f32);
+    const int64_t start = ((unsigned char *)a->p - a->base) / (int64_t)es;
+    int64_t changed = 0;
+    for (int64_t e = 0; e < a->count; e++) {
+        const int64_t rel = e - start;
+        if (out && rel >= 0 && rel / a->ld < a->rows && rel % a->ld < a->cols) continue;
+        changed += memcmp(a->base + es * (size_t)e, a->saved + es * (size_t)e, es) != 0;
+    }
+    return changed;
+}
+
+/* ---- inputs: magnitudes in [1/2, 1], random signs, exact in fp32 ---- */
+static uint64_t rng_state;
+
+static double draw(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double mag = 0.5 + (double)(z >> 41) * 0x1p-24; /* 23 bits: exact in fp32 */
+    return (z & 1) ? -mag : mag;
+}
+
+static void mat_fill(mat *a, double scale)
+{
+    for (int64_t i = 0; i < a->rows; i++)
+        for (int64_t j = 0; j < a->cols; j++) mat_set(a, i, j, scale * draw());
+}
+
+static double gamma_k(int f32, int64_t k)
+{
+    const double u = f32 ? 0x1p-24 : 0x1p-53;
+    return (double)k * u / (1 - (double)k * u);
+}
+
+/* ---- one check: expected value and bound per output cell ---- */
+typedef struct verdict {
+    int64_t bad, changed;
+    char first[200];
+} verdict;
+
+static void judge(verdict *v, const mat *out, const long double *want, const long double *bound)
+{
+    for (int64_t i = 0; i < out->rows; i++)
+        for (int64_t j = 0; j < out->cols; j++) {
+            const long double got = mat_get(out, i, j), w = want[i * out->cols + j];
+            if (!(fabsl(got - w) <= bound[i * out->cols + j])) {
+                if (!v->bad++)
+                    snprintf(v->first, sizeof v->first, "[%lld][%lld] = %.9Lg, want %.9Lg (bound %.3Lg)",
+                             (long long)i, (long long)j, got, w, bound[i * out->cols + j]);
+            }
+        }
+    v->changed += mat_changed_outside(out, 1);
+}
+
+/* The sweep: dimension d in turn over 1..lim[d], the others over {1, 3, lim}. */
+typedef void (*shape_fn)(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails);
+
+static int64_t sweep(const int64_t lim[3], shape_fn fn, const table *t, int nt)
+{
+    int64_t fails = 0, idx = 0;
+    for (int f32 = 1; f32 >= 0; f32--)
+        for (int d = 0; d < 3; d++)
+            for (int64_t x = 1; x <= lim[d]; x++)
+                for (int a = 0; a < 3; a++)
+                    for (int b = 0; b < 3; b++) {
+                        const int64_t pick[3] = {1, 3, 0};
+                        int64_t dim[3];
+                        const int o1 = (d + 1) % 3, o2 = (d + 2) % 3;
+                        dim[d] = x;
+                        dim[o1] = pick[a] ? pick[a] : lim[o1];
+                        dim[o2] = pick[b] ? pick[b] : lim[o2];
+                        if (dim[o1] > lim[o1] || dim[o2] > lim[o2]) continue;
+                        if ((!pick[a] && lim[o1] <= 3) || (!pick[b] && lim[o2] <= 3)) continue; /* seen */
+                        fn(f32, dim, idx++, t, nt, &fails);
+                    }
+    return fails;
+}
+
+static int64_t offset_of(int f32, int64_t idx, int64_t salt)
+{
+    return (idx + salt) % (int64_t)(64 / esize(f32));
+}
+
+static void report(int64_t *fails, const verdict *v, const char *what, const table *t, int f32)
+{
+    if (!v->bad && !v->changed) return;
+    if ((*fails)++ < 8)
+        cr_log_error("%s %s %s: %lld wrong, %lld written outside; first %s", t->name, f32 ? "fp32" : "fp64",
+                     what, (long long)v->bad, (long long)v->changed, v->bad ? v->first : "");
+}
+
+/* ---- gemm_nt and gemm_nn: C[M][N] = beta C + A B^T or A B ---- */
+static void gemm_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails,
+                       int transposed)
+{
+    const int64_t M = dim[0], N = dim[1], K = dim[2];
+    mat A = mat_new(f32, M, K, idx % 4, offset_of(f32, idx, 0));
+    mat B = transposed ? mat_new(f32, N, K, (idx / 4) % 4, offset_of(f32, idx, 5))
+                       : mat_new(f32, K, N, (idx / 4) % 4, offset_of(f32, idx, 5));
+    mat C0 = mat_new(f32, M, N, (idx + 1) % 4, offset_of(f32, idx, 11));
+    mat_fill(&A, 1);
+    mat_fill(&B, 1);
+    long double *want = malloc(sizeof(long double) * (size_t)(2 * M * N));
+    cr_assert(want);
+    long double *bound = want + M * N;
+    for (int with_beta = 0; with_beta < 2; with_beta++) {
+        /* beta = 0: C stays NaN, and must not be read. */
+        const double beta = with_beta ? -0.75 : 0.0;
+        if (with_beta) mat_fill(&C0, 1);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                long double s = 0, s_abs = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    const long double p = (long double)mat_get(&A, i, k) *
+                                          (transposed ? mat_get(&B, j, k) : mat_get(&B, k, j));
+                    s += p;
+                    s_abs += fabsl(p);
+                }
+                if (with_beta) {
+                    s += (long double)beta * mat_get(&C0, i, j);
+                    s_abs += fabsl((long double)beta * mat_get(&C0, i, j));
+                }
+                want[i * N + j] = s;
+                bound[i * N + j] = gamma_k(f32, K + 2) * s_abs;
+            }
+        mat_save(&A);
+        mat_save(&B);
+        for (int ti = 0; ti < nt; ti++) {
+            mat C = mat_clone(&C0);
+            if (f32) {
+                void (*fn)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t, float,
+                           float *, int64_t) = transposed ? t[ti].f32->gemm_nt : t[ti].f32->gemm_nn;
+                fn(M, N, K, A.p, A.ld, B.p, B.ld, (float)beta, C.p, C.ld);
+            } else {
+                void (*fn)(int64_t, int64_t, int64_t, const double *, int64_t, const double *, int64_t, double,
+                           double *, int64_t) = transposed ? t[ti].f64->gemm_nt : t[ti].f64->gemm_nn;
+                fn(M, N, K, A.p, A.ld, B.p, B.ld, beta, C.p, C.ld);
+            }
+            verdict v = {0};
+            judge(&v, &C, want, bound);
+            v.changed += mat_changed_outside(&A, 0) + mat_changed_outside(&B, 0);
+            char what[160];
+            snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld lda=%lld ldb=%lld ldc=%lld beta=%g",
+                     transposed ? "gemm_nt" : "gemm_nn", (long long)M, (long long)N, (long long)K,
+                     (long long)A.ld, (long long)B.ld, (long long)C.ld, beta);
+            report(fails, &v, what, &t[ti], f32);
+            mat_free(&C);
+        }
+    }
+    free(want);
+    mat_free(&A);
+    mat_free(&B);
+    mat_free(&C0);
+}
+
+static void gemm_nt_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails)
+{
+    gemm_shape(f32, dim, idx, t, nt, fails, 1);
+}
+
+static void gemm_nn_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails)
+{
+    gemm_shape(f32, dim, idx, t, nt, fails, 0);
+}
+
+/* ---- rank_update: S[m][n] = a S + E[k][m]^T Z[k][n] ---- */
+static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt,
+                              int64_t *fails)
+{
+    const int64_t m = dim[0], n = dim[1], k = dim[2];
+    const double a = idx % 2 ? 1.0 : 0.625;
+    mat E = mat_new(f32, k, m, idx % 4, offset_of(f32, idx, 3));
+    mat Z = mat_new(f32, k, n, (idx / 4) % 4, offset_of(f32, idx, 7));
+    mat S0 = mat_new(f32, m, n, (idx + 2) % 4, offset_of(f32, idx, 13));
+    mat_fill(&E, 1);
+    mat_fill(&Z, 1);
+    mat_fill(&S0, 1);
+    long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n));
+    cr_assert(want);
+    long double *bound = want + m * n;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+            long double s = (long double)a * mat_get(&S0, r, c), s_abs = fabsl(s);
+            for (int64_t i = 0; i < k; i++) {
+                const long double p = (long double)mat_get(&E, i, r) * mat_get(&Z, i, c);
+                s += p;
+                s_abs += fabsl(p);
+            }
+            want[r * n + c] = s;
+            bound[r * n + c] = gamma_k(f32, k + 2) * s_abs;
+        }
+    mat_save(&E);
+    mat_save(&Z);
+    for (int ti = 0; ti < nt; ti++) {
+        mat S = mat_clone(&S0);
+        if (f32) t[ti].f32->rank_update(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld);
+        else t[ti].f64->rank_update(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld);
+        verdict v = {0};
+        judge(&v, &S, want, bound);
+        v.changed += mat_changed_outside(&E, 0) + mat_changed_outside(&Z, 0);
+        char what[160];
+        snprintf(what, sizeof what, "rank_update m=%lld n=%lld k=%lld lds=%lld lde=%lld ldz=%lld a=%g",
+                 (long long)m, (long long)n, (long long)k, (long long)S.ld, (long long)E.ld, (long long)Z.ld, a);
+        report(fails, &v, what, &t[ti], f32);
+        mat_free(&S);
+    }
+    free(want);
+    mat_free(&E);
+    mat_free(&Z);
+    mat_free(&S0);
+}
+
+/* ---- trsm_unit_lower: X[P][m] <- (I + L)^-1 X ----
+ * L's entries are at most 1/(4P) in magnitude (so |X| <= 4/3 and every
+ * |X_q| >= 1/6 by induction over the rows), its diagonal and upper part NaN. */
+static void trsm_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails)
+{
+    const int64_t P = dim[0], m = dim[1]; /* dim[2] is always 1 */
+    mat L = mat_new(f32, P, P, idx % 4, offset_of(f32, idx, 1));
+    mat X0 = mat_new(f32, P, m, (idx / 4) % 4, offset_of(f32, idx, 9));
+    for (int64_t i = 0; i < P; i++)
+        for (int64_t j = 0; j < i; j++) mat_set(&L, i, j, draw() / (4.0 * (double)P));
+    mat_fill(&X0, 1);
+    /* T = I + L and its inverse, in long double. */
+    long double *T = calloc((size_t)(2 * P * P + P * m), sizeof(long double));
+    cr_assert(T);
+    long double *Ti = T + P * P, *want = Ti + P * P;
+    for (int64_t i = 0; i < P; i++) {
+        for (int64_t j = 0; j < i; j++) T[i * P + j] = mat_get(&L, i, j);
+        T[i * P + i] = 1;
+    }
+    for (int64_t c = 0; c < P; c++)
+        for (int64_t i = 0; i < P; i++) {
+            long double s = i == c;
+            for (int64_t j = 0; j < i; j++) s -= T[i * P + j] * Ti[j * P + c];
+            Ti[i * P + c] = s;
+        }
+    for (int64_t i = 0; i < P; i++)
+        for (int64_t c = 0; c < m; c++) {
+            long double s = 0;
+            for (int64_t j = 0; j <= i; j++) s += Ti[i * P + j] * mat_get(&X0, j, c);
+            want[i * m + c] = s;
+        }
+    mat_save(&L);
+    long double *bound = malloc(sizeof(long double) * (size_t)(2 * P * m));
+    cr_assert(bound);
+    long double *w = bound + P * m;
+    for (int ti = 0; ti < nt; ti++) {
+        mat X = mat_clone(&X0);
+        if (f32) t[ti].f32->trsm_unit_lower(P, m, L.p, L.ld, X.p, X.ld);
+        else t[ti].f64->trsm_unit_lower(P, m, L.p, L.ld, X.p, X.ld);
+        /* gamma(P) |T^-1| (|T| |X|), with X the computed result. */
+        for (int64_t i = 0; i < P; i++)
+            for (int64_t c = 0; c < m; c++) {
+                long double s = 0;
+                for (int64_t j = 0; j <= i; j++) s += fabsl(T[i * P + j]) * fabsl((long double)mat_get(&X, j, c));
+                w[i * m + c] = s;
+            }
+        for (int64_t i = 0; i < P; i++)
+            for (int64_t c = 0; c < m; c++) {
+                long double s = 0;
+                for (int64_t j = 0; j <= i; j++) s += fabsl(Ti[i * P + j]) * w[j * m + c];
+                bound[i * m + c] = gamma_k(f32, P) * s;
+            }
+        verdict v = {0};
+        judge(&v, &X, want, bound);
+        v.changed += mat_changed_outside(&L, 0);
+        char what[160];
+        snprintf(what, sizeof what, "trsm_unit_lower P=%lld m=%lld ldl=%lld ldx=%lld", (long long)P, (long long)m,
+                 (long long)L.ld, (long long)X.ld);
+        report(fails, &v, what, &t[ti], f32);
+        mat_free(&X);
+    }
+    free(bound);
+    free(T);
+    mat_free(&L);
+    mat_free(&X0);
+}
+
+static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
+{
+    table t[FALCON_BACKEND_COUNT];
+    const int nt = tables_here(t);
+    cr_assert(nt >= 1 && !strcmp(t[0].name, "scalar"), "the scalar table runs everywhere");
+    rng_state = 0x5EED;
+    const int64_t fails = sweep(lim, fn, t, nt);
+    printf("ukernels %s: %d tables (", kernel, nt);
+    for (int i = 0; i < nt; i++) printf("%s%s", i ? ", " : "", t[i].name);
+    printf("), %lld shape(s) wrong\n", (long long)fails);
+    cr_expect_eq(fails, 0, "%s: %lld shape(s) wrong or written outside their output", kernel, (long long)fails);
+}
+
+/* Dimensions: gemm (M, N, K), rank_update (m, n, k), trsm (P, m, -). */
+Test(ukernels, gemm_nt) { run_kernel("gemm_nt", (const int64_t[3]){LR, LR, LV}, gemm_nt_shape); }
+Test(ukernels, gemm_nn) { run_kernel("gemm_nn", (const int64_t[3]){LR, LV, LR}, gemm_nn_shape); }
+Test(ukernels, rank_update) { run_kernel("rank_update", (const int64_t[3]){LR, LV, LR}, rank_update_shape); }
+Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", (const int64_t[3]){LR, LV, 1}, trsm_shape); }
