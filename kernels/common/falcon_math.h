@@ -82,6 +82,77 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * oldest example first in every form so the forms agree to rounding. */
 #define FALCON_ETA(beta, eps, xz_sum) ((beta) / ((eps) + (xz_sum)))
 
+/* ---- key scaling (the normaliser at the limits of the precision) ----
+ * With keys of magnitude 1e20 in fp32, x.x overflows and eta = beta /
+ * (eps + x.x) comes out 0, although the write eta (y - S x) x^T, of order
+ * beta |y| / |x|, is representable; with tiny keys and a tiny eps, eta
+ * overflows while the write does not. So every example's feature vector is
+ * stored divided by its own scale s, a power of two (exact), chosen so that
+ * its largest magnitude lands in [1, 2): x = s x'. A vector whose largest
+ * magnitude lies in the band [2^-B, 2^B] (or is 0) keeps s = 1, so inputs of
+ * ordinary size compute exactly what they did unscaled. B keeps every
+ * unscaled product of the normaliser, even W n = 2^26 of them, and eta
+ * itself far from overflow and underflow.
+ *
+ * A step whose window holds examples of scales s_l takes sigma = max s_l,
+ * rho_l = s_l / sigma (<= 1) and
+ *     sum' = SUM_l rho_l^2 x'_l . z'_l          (x . z = sigma^2 sum')
+ *     c    = beta sigma / (eps + sigma^2 sum')  (= eta sigma)
+ * and writes c rho_l e_l z'_l^T, with e_l = y_l - Sbar (s_l x'_l): exactly
+ * eta e_l z_l^T. falcon_eta_scaled computes c without forming sigma^2 or
+ * eps / sigma^2 where they would leave the range; with sigma = 1 it is
+ * FALCON_ETA, bit for bit. A denominator that overflows even so (only
+ * through huge gains) gives NaN: the run then reports an overflow rather
+ * than a silent eta = 0. */
+#define FALCON_KEY_SCALE_BODY(R, FABS, FREXP, LDEXP, LO, HI)                \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        R a = FABS(x[i]);                                                   \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0 || (amax >= (LO) && amax <= (HI))) return 1;             \
+    int ex;                                                                 \
+    (void)FREXP(amax, &ex); /* amax = f 2^ex, f in [0.5, 1) */              \
+    const R s = LDEXP((R)1, ex - 1);                                        \
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] / s;                        \
+    return s;
+
+/* Divide the feature vector x[n] by its scale (in place); returns the scale. */
+FALCON_HD float falcon_key_scale_f32(float *x, int64_t n)
+{
+    FALCON_KEY_SCALE_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f) /* B = 31 */
+}
+
+FALCON_HD double falcon_key_scale_f64(double *x, int64_t n)
+{
+    FALCON_KEY_SCALE_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255) /* B = 255 */
+}
+#undef FALCON_KEY_SCALE_BODY
+
+#define FALCON_ETA_SCALED_BODY(R)                                           \
+    R b = beta, e = eps, x = sum;                                           \
+    if (sigma > 1) { /* sigma^2 sum' may overflow: divide by sigma first */ \
+        b = beta / sigma;                                                   \
+        e = eps / sigma / sigma;                                            \
+    } else if (sigma < 1) { /* eps / sigma^2 may overflow */                \
+        e = eps / sigma;                                                    \
+        x = sigma * sum;                                                    \
+    }                                                                       \
+    if (isinf(x)) return (R)NAN;                                            \
+    if (e + x == 0) return 0; /* only with sum' = 0: then z' = 0 */         \
+    return FALCON_ETA(b, e, x);
+
+FALCON_HD float falcon_eta_scaled_f32(float beta, float eps, float sigma, float sum)
+{
+    FALCON_ETA_SCALED_BODY(float)
+}
+
+FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, double sum)
+{
+    FALCON_ETA_SCALED_BODY(double)
+}
+#undef FALCON_ETA_SCALED_BODY
+
 /* ---- feature maps, one element (relu and elu1; l2norm needs the vector) ---- */
 enum { FALCON_MATH_PHI_IDENTITY, FALCON_MATH_PHI_RELU, FALCON_MATH_PHI_ELU1, FALCON_MATH_PHI_L2NORM };
 

@@ -34,6 +34,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     RS(carver) cv = {NULL, 0};
     REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
     REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
+    REAL *xs = NULL, *tc = NULL, *ts = NULL;
     double *row = NULL;
     int64_t *idx = NULL;
     const REAL **yrow = NULL;
@@ -51,6 +52,9 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
         eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
         fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        ts = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
         idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
         yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
@@ -84,6 +88,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
             RS_FEATURIZE(h->phi, key, Xg + g * ldn, n);
+            xs[g] = REAL_KEY_SCALE(Xg + g * ldn, n);
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
@@ -110,20 +115,36 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
         }
 
-        /* Terms, ordered by step; eta per step from the shared normaliser. */
+        /* Terms, ordered by step; eta per step from the shared normaliser.
+         * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
+         * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
+         * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
+         * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
+         * eta xs_l^2 the system row. With every scale 1 this is the
+         * unscaled arithmetic, bit for bit. */
         int64_t P = 0;
         for (int64_t j = 0; j < Lc; j++) {
             first[j] = P;
             int64_t e = falcon_example_of_step(&src.ex, c0 + j);
             if (e < 0) continue;
-            REAL sum = 0;
-            for (int64_t l = falcon_window_first(&src.ex, e); l <= e; l++) {
+            const int64_t lf = falcon_window_first(&src.ex, e);
+            REAL sum = 0, sigma = xs[lf - g_lo];
+            for (int64_t l = lf + 1; l <= e; l++)
+                if (xs[l - g_lo] > sigma) sigma = xs[l - g_lo];
+            for (int64_t l = lf; l <= e; l++) {
+                const REAL rho = xs[l - g_lo] / sigma;
                 term_l[P] = l - g_lo;
                 term_j[P] = j;
+                ts[P] = rho; /* for now */
                 P++;
-                sum += xz[l - g_lo];
+                sum += rho * rho * xz[l - g_lo];
             }
-            eta[j] = FALCON_ETA(h->beta[(c0 + j) * h->lds], h->eps, sum);
+            eta[j] = REAL_ETA_SCALED(h->beta[(c0 + j) * h->lds], h->eps, sigma, sum);
+            for (int64_t p = first[j]; p < P; p++) {
+                const REAL rho = ts[p];
+                tc[p] = eta[j] * rho;
+                ts[p] = eta[j] * (rho * xs[term_l[p]]);
+            }
         }
         first[Lc] = P;
 
@@ -140,18 +161,19 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 const int64_t l = term_l[p];
                 const REAL *restrict y = yrow[l];
                 REAL *restrict r = R + p * ldm;
-                const REAL ej = eta[j];
+                const REAL ej = tc[p];
                 if (!h->regression) {
                     for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
                     continue;
                 }
-                const REAL d0 = (REAL)row[0];
+                const REAL d0 = (REAL)row[0], sl = xs[l];
                 const REAL *restrict u = U + l * ldm;
-                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * u[c]);
+                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
                 /* strictly lower row p of A; terms of step j do not couple */
                 REAL *restrict a = A + p * ldp;
                 const REAL *restrict kz = Kz + l * ldg;
-                for (int64_t q = 0; q < first[j]; q++) a[q] = ej * fq[q] * kz[term_l[q]];
+                const REAL ejs = ts[p];
+                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
                 for (int64_t q = first[j]; q < p; q++) a[q] = 0;
             }
             REAL *restrict w = Wm + j * ldp;

@@ -41,6 +41,7 @@ typedef struct RS(rec_head) {
     void *mem;
     int64_t ldn, ldm;
     REAL *S, *X, *Zg, *P, *E, *xz, *zq; /* X: the window's keys oldest first, then phi(q) */
+    REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
 } RS(rec_head);
@@ -62,6 +63,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
         c->P = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldm));
         c->E = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldm));
         c->xz = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
+        c->xs = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->zq = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)W);
         if (pass == 0) {
@@ -80,6 +82,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
         REAL *x = c->X + c->cnt * ldn;
         RS(example_get)(&c->src, e, &key, &c->yrow[c->cnt]);
         RS_FEATURIZE(h->phi, key, x, n);
+        c->xs[c->cnt] = REAL_KEY_SCALE(x, n);
         h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
         c->cnt++;
     }
@@ -102,7 +105,7 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
     const int64_t n = h->n, m = h->m, W = h->window, T = h->T, ldn = c->ldn, ldm = c->ldm;
     const RS(falcon_uk) *uk = h->uk;
     REAL *const S = c->S, *const X = c->X, *const Zg = c->Zg, *const P = c->P, *const E = c->E;
-    REAL *const xz = c->xz, *const zq = c->zq;
+    REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     const REAL **const yrow = c->yrow;
     int64_t cnt = c->cnt;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
@@ -116,12 +119,14 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
                     memmove(X, X + ldn, sizeof(REAL) * (size_t)((W - 1) * ldn));
                     memmove(yrow, yrow + 1, sizeof(const REAL *) * (size_t)(W - 1));
                     memmove(xz, xz + 1, sizeof(REAL) * (size_t)(W - 1));
+                    memmove(xs, xs + 1, sizeof(REAL) * (size_t)(W - 1));
                 }
                 cnt--;
             }
             const REAL *key;
             RS(example_get)(&c->src, e, &key, &yrow[cnt]);
             RS_FEATURIZE(h->phi, key, X + cnt * ldn, n);
+            xs[cnt] = REAL_KEY_SCALE(X + cnt * ldn, n);
             cnt++;
         }
         const int64_t k = e >= 0 ? cnt : 0;
@@ -138,30 +143,39 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
         }
         /* k >= 1: the step revealed example e, row k - 1 of X, and phi(q)
          * is the row right after it. */
+        /* The window's keys are stored scaled, x_i = xs_i x'_i (falcon_math.h):
+         * P_i = S x'_i, so the residual takes xs_i P_i, and the write
+         * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma. With
+         * every scale 1 this is the unscaled arithmetic, bit for bit. */
         const REAL *Z = X;
-        REAL xzsum = 0, d2[2];
-        if (h->gain) { /* Falcon-2/2A: W = 1, z = g_t * x: [z.x, z.q] */
+        REAL xzsum = 0, d2[2], sigma = xs[0];
+        if (h->gain) { /* Falcon-2/2A: W = 1, z' = g_t * x': [z'.x', z'.q] */
             RS(write_direction)(h->gain + t * h->ldk, X, Zg, n);
             Z = Zg;
             uk->gemm_nt(1, 2, n, Zg, ldn, X, ldn, 0, d2, 2);
             xzsum = d2[0];
             zq[0] = d2[1];
         } else {
-            REAL *xn = X + (k - 1) * ldn; /* [x.x, x.q] of the new example */
+            REAL *xn = X + (k - 1) * ldn; /* [x'.x', x'.q] of the new example */
             uk->gemm_nt(1, 2, n, xn, ldn, xn, ldn, 0, d2, 2);
             xz[k - 1] = d2[0];
             zq[k - 1] = d2[1];
             if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
-            for (int64_t i = 0; i < k; i++) xzsum += xz[i];
+            for (int64_t i = 1; i < k; i++)
+                if (xs[i] > sigma) sigma = xs[i];
+            for (int64_t i = 0; i < k; i++) {
+                const REAL rho = xs[i] / sigma;
+                xzsum += rho * rho * xz[i];
+            }
         }
-        const REAL eta = FALCON_ETA(h->beta[t * h->lds], h->eps, xzsum);
+        const REAL eta = REAL_ETA_SCALED(h->beta[t * h->lds], h->eps, sigma, xzsum);
         if (k == 1) {
             const REAL *restrict y = yrow[0], *restrict p0 = P;
             REAL *restrict e0 = E;
-            const REAL zq0 = zq[0];
+            const REAL zq0 = zq[0], s0 = xs[0];
             if (h->regression)
                 for (int64_t r = 0; r < m; r++) {
-                    e0[r] = eta * (y[r] - a * p0[r]);
+                    e0[r] = eta * (y[r] - a * (s0 * p0[r]));
                     o[r] = a * pq[r] + zq0 * e0[r];
                 }
             else
@@ -174,11 +188,11 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
             for (int64_t i = 0; i < k; i++) {
                 const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
                 REAL *restrict ei = E + i * ldm;
-                const REAL zqi = zq[i];
+                const REAL zqi = zq[i], si = xs[i], ci = eta * (xs[i] / sigma);
                 if (h->regression)
-                    for (int64_t r = 0; r < m; r++) ei[r] = eta * (y[r] - a * pi[r]);
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * (si * pi[r]));
                 else
-                    for (int64_t r = 0; r < m; r++) ei[r] = eta * y[r];
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * y[r];
                 for (int64_t r = 0; r < m; r++) o[r] += zqi * ei[r];
             }
         }
