@@ -17,6 +17,17 @@ mutants=(
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/"
 "chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&src.ex, e_first);/g_lo = falcon_window_first(\&src.ex, e_first) + (c0 > 0);/"
 "chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0);/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0);/"
+# Keys at the limits of the precision (issue 14): the scaling that keeps x.x
+# in range, and the places each form must undo it.
+"key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /"
+"key-scale-sigma-ignored|kernels/common/falcon_math.h|s/b = beta \/ sigma;/b = beta;/"
+"residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/"
+"window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = eta \* (xs\[i\] \/ sigma)/ci = eta/"
+"residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/"
+"system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/"
+# The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.
+"l2norm-without-max-scaling|kernels/common/falcon_math.h|s/R s = in\[i\] \/ amax;/R s = in[i];/;s/R norm = amax \* SQRT(ss);/R norm = SQRT(ss);/"
+"l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/"
 )
 
 want=("$@")

@@ -65,6 +65,9 @@ typedef struct case_t {
     falcon_phi phi;
     int decay;
     int64_t B, H, T, n, m, W, C, split; /* split: first segment's length (0: one call) */
+    double key_mag;   /* keys scaled to this magnitude (0: 1) */
+    double value_mag; /* values and queries scaled to this magnitude (0: 1) */
+    int set_memory;   /* start from a memory set by falcon_state_set_memory, not zero */
 } case_t;
 
 /* Inputs in fp32 (what the fp32 runs see) and the same values in double. */
@@ -112,6 +115,8 @@ static void gen_make(const case_t *c, gen_t *g)
             case IGAIN: x = 2.0 * urand(); break;
             default: x = 2.0 * urand() - 1.0;
             }
+            if (i == IK && c->key_mag != 0) x *= c->key_mag;
+            if ((i == IV || i == IQ) && c->value_mag != 0) x *= c->value_mag;
             g->f[i][j] = (float)x;
             g->d[i][j] = (double)g->f[i][j]; /* exactly the fp32 value */
         }
@@ -143,6 +148,11 @@ static falcon_status run_emu(const falcon_config *cfg, const falcon_inputs *in, 
     falcon_state *work;
     if ((s = falcon_state_copy(state, &work))) return s;
     s = falcon_cuda_run_with(cfg, in, work, out, fc_emu_exec);
+    /* src/run.c's overflow check: a result that is not finite is reported */
+    for (int64_t i = 0; !s && i < in->B * in->T * in->H * in->m; i++)
+        if (!isfinite(((const float *)out)[i])) s = falcon_fail(FALCON_E_OVERFLOW, "out[%lld] is not finite", (long long)i);
+    for (int64_t i = 0; !s && i < work->heads * work->m * work->n; i++)
+        if (!isfinite(work->S[i])) s = falcon_fail(FALCON_E_OVERFLOW, "S[%lld] is not finite", (long long)i);
     if (s) {
         falcon_state_free(work);
         return s;
@@ -167,6 +177,17 @@ static falcon_status run_case(const case_t *c, const gen_t *g, falcon_backend be
     falcon_state *st;
     falcon_status s = falcon_state_create(c->B * c->H, c->n, c->m, c->W, &st);
     if (s) return s;
+    if (c->set_memory) {
+        const int64_t cnt = c->B * c->H * c->m * c->n;
+        double *S0 = malloc(sizeof(double) * (size_t)cnt);
+        for (int64_t i = 0; i < cnt; i++) S0[i] = 0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)(i % 31);
+        s = falcon_state_set_memory(st, S0);
+        free(S0);
+        if (s) {
+            falcon_state_free(st);
+            return s;
+        }
+    }
     int64_t cuts[3] = {0, split > 0 && split < c->T ? split : c->T, c->T};
     const int nseg = cuts[1] < c->T ? 2 : 1;
     if (nseg == 1) cuts[1] = c->T;
@@ -224,10 +245,12 @@ static const char *form_short(falcon_form f)
 
 static void case_name(const case_t *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s/%s/%s/decay=%s n=%lld m=%lld T=%lld W=%lld C=%lld B=%lld H=%lld",
+    snprintf(buf, len, "%s/%s/%s/%s/decay=%s n=%lld m=%lld T=%lld W=%lld C=%lld B=%lld H=%lld%s%s",
              falcon_variant_name(c->variant), form_short(c->form), falcon_align_name(c->align),
              falcon_phi_name(c->phi), decay_names[c->decay], (long long)c->n, (long long)c->m,
-             (long long)c->T, (long long)c->W, (long long)c->C, (long long)c->B, (long long)c->H);
+             (long long)c->T, (long long)c->W, (long long)c->C, (long long)c->B, (long long)c->H,
+             c->key_mag != 0 ? (c->key_mag > 1 ? " huge-keys" : " tiny-keys") : "",
+             c->set_memory ? " set-memory" : "");
 }
 
 typedef struct refs_t {
@@ -310,9 +333,22 @@ static int make_cases(case_t **out, int big)
                 for (int d = 0; d < NDECAY; d++)
                     for (int p = 0; p < 4; p++) {
                         case_t c = {(falcon_variant)v, (falcon_form)f, (falcon_align)a, (falcon_phi)p, d,
-                                    2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 17};
+                                    2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 17, 0, 0, 0};
                         cs[n++] = c;
                     }
+    /* keys at the limits of fp32 (x.x overflows or underflows where the
+     * results do not) */
+    const double mags[] = {1e20, 1e30, 1e-20};
+    for (int v = 0; v < 6; v++)
+        for (int f = 0; f < 3; f++) {
+            for (int k = 0; k < 3; k++)
+                for (int a = 0; a < 2; a++) {
+                    case_t c = {(falcon_variant)v, (falcon_form)f, (falcon_align)a, (falcon_phi)((v + k + a) % 4),
+                                DECAY_MIX, 2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1,
+                                8, 17, mags[k], 0, 0};
+                    cs[n++] = c;
+                }
+        }
     /* larger and odd shapes: on-chip limits, global fallbacks, long blocks */
     const int64_t shapes[][4] = {{128, 128, 24, 1}, {130, 70, 20, 1}, {33, 129, 20, 2}, {64, 64, 300, 1}};
     const int nshapes = big ? 4 : 3;
@@ -321,7 +357,7 @@ static int make_cases(case_t **out, int big)
             for (int f = 0; f < 3; f++) {
                 case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, DECAY_MIX,
                             1, shapes[s][3], shapes[s][2], shapes[s][0], shapes[s][1],
-                            falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, shapes[s][2] / 2 + 1};
+                            falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, shapes[s][2] / 2 + 1, 0, 0, 0};
                 cs[n++] = c;
             }
     *out = cs;
@@ -336,8 +372,9 @@ static int mode_emulate(int use_mpfr)
                                          ? FALCON_BACKEND_MPFR : FALCON_BACKEND_SCALAR;
     printf("reference: %s recurrent fp64, one call (scalar fp64 for n or m > 12)\n",
            falcon_backend_name(small_ref));
-    summary_t sm;
+    summary_t sm, sm_lim;
     memset(&sm, 0, sizeof sm);
+    memset(&sm_lim, 0, sizeof sm_lim);
     int fails = 0, races = 0, layout_fails = 0, checked_layouts = 0;
     for (int i = 0; i < ncases; i++) {
         const case_t *c = &cs[i];
@@ -357,7 +394,7 @@ static int mode_emulate(int use_mpfr)
             continue;
         }
         result_t x = judge(c, &r);
-        summarize(&sm, c, &x);
+        summarize(c->key_mag != 0 ? &sm_lim : &sm, c, &x);
         if (!x.pass) {
             printf("FAIL %s: err O %.2f S %.2f > gate %.2f (cpu fp32 O %.2f S %.2f)\n", name, x.err_o, x.err_s,
                    x.gate, x.cpu_o, x.cpu_s);
@@ -407,6 +444,33 @@ static int mode_emulate(int use_mpfr)
         gen_free(&g);
     }
     print_summary(&sm, "CUDA kernels in CPU emulation vs scalar fp64");
+    print_summary(&sm_lim, "the same, keys of 1e20, 1e30 and 1e-20");
+
+    /* Results that overflow fp32 (o = S q of order 1e72): reported as an
+     * overflow, as the CPU backends do, in every variant and form. */
+    int overflow_fails = 0;
+    for (int v = 0; v < 6; v++)
+        for (int f = 0; f < 3; f++) {
+            case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, DECAY_NONE,
+                        1, 2, 12, 6, 5, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 4, 0, 0, 1e36, 0};
+            gen_t g;
+            refs_t r;
+            gen_make(&c, &g);
+            if (refs_alloc(&c, &r)) return 2;
+            const falcon_status cpu = run_case(&c, &g, FALCON_BACKEND_SCALAR, FALCON_FP32, c.form, 0, RUN_LIB, r.cpu_o, r.cpu_s);
+            const falcon_status emu = run_case(&c, &g, FALCON_BACKEND_CUDA, FALCON_FP32, c.form, 0, RUN_EMU, r.o, r.s);
+            if (cpu != FALCON_E_OVERFLOW || emu != FALCON_E_OVERFLOW) {
+                char name[256];
+                case_name(&c, name, sizeof name);
+                printf("FAIL %s values 1e36: scalar fp32 %s, emulated %s (both must be overflow)\n", name,
+                       falcon_status_name(cpu), falcon_status_name(emu));
+                overflow_fails++;
+            }
+            free(r.ref_o);
+            gen_free(&g);
+        }
+    printf("overflowing results: 18 cases, %d not reported as an overflow\n", overflow_fails);
+    fails += overflow_fails;
     printf("\nemulation: %d cases, %d failed the gate; %d race checks failed; %d layout/block-size runs, %d failed\n",
            ncases, fails, races, checked_layouts, layout_fails);
     free(cs);
