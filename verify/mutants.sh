@@ -28,6 +28,14 @@ mutants=(
 # The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.
 "l2norm-without-max-scaling|kernels/common/falcon_math.h|s/R s = in\[i\] \/ amax;/R s = in[i];/;s/R norm = amax \* SQRT(ss);/R norm = SQRT(ss);/"
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/"
+# A step without an example (prefix alignment, no previous key) on a memory
+# that is not zero must still decay it and read it.
+"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/uk->rank_update(m, n, 0, a, S/uk->rank_update(m, n, 0, 1, S/"
+"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/continue;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/"
+"first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /"
+# Head groups of the recurrent form: the cap, and a last group that is not full.
+"recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_RECURRENT_GROUP_MAX) group = FALCON_RECURRENT_GROUP_MAX;//"
+"recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 )
 
 want=("$@")

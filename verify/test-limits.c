@@ -8,7 +8,12 @@
  *    or underflows where the results do not (docs/math.md section 4);
  *  - results that truly overflow the precision: every form and backend
  *    reports FALCON_E_OVERFLOW, as the MPFR backend rounded to that
- *    precision does, never a silent wrong answer.
+ *    precision does, never a silent wrong answer;
+ *  - a step that learns nothing (prefix alignment, no previous key) on a
+ *    memory that is not zero, as falcon_state_set_memory leaves it: the step
+ *    must still decay and read the memory;
+ *  - batches whose head count is not a multiple of the recurrent form's head
+ *    group and exceeds its cap, at 1 and 2 threads.
  */
 #include <criterion/criterion.h>
 #include <float.h>
@@ -298,3 +303,38 @@ static void large_values(falcon_precision prec)
 
 Test(limits, large_values_fp32) { large_values(FALCON_FP32); }
 Test(limits, large_values_fp64) { large_values(FALCON_FP64); }
+
+/* A memory set by falcon_state_set_memory and no previous key: under prefix
+ * alignment the first step learns nothing, but forgets and reads. */
+Test(limits, step_without_example_on_a_set_memory)
+{
+    uint64_t seed = 990;
+    for (int p = 0; p < 2; p++)
+        for (int v = FALCON_1; v <= FALCON_3A; v++) {
+            limits_case lc = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, (falcon_phi)(v % 4), seed++),
+                              1.0, 0, 1.0, 1.0, 0};
+            lc.c.decay = GATE_DECAY_STRONG; /* alpha = 1/2 on every step: a skipped decay shows */
+            lc.c.T = 7;
+            double S0[30];
+            for (int i = 0; i < 30; i++) S0[i] = 0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)i;
+            check(&lc, (falcon_precision)p, S0, 1, "set-memory");
+        }
+}
+
+/* More heads than the recurrent form's group cap (16), in a count that is
+ * not a multiple of the group, at 1 and 2 threads. */
+Test(limits, batches_beyond_the_head_group)
+{
+    const int64_t shapes[][2] = {{3, 13}, {1, 17}}; /* B, H: 39 and 17 heads */
+    uint64_t seed = 1000;
+    for (int sh = 0; sh < 2; sh++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (int p = 0; p < 2; p++) {
+                const falcon_variant v = sh ? FALCON_3A : FALCON_1;
+                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0};
+                lc.c.B = shapes[sh][0];
+                lc.c.H = shapes[sh][1];
+                lc.c.T = 9;
+                check(&lc, (falcon_precision)p, NULL, threads, threads == 1 ? "heads-1-thread" : "heads-2-threads");
+            }
+}

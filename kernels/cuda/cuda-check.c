@@ -337,7 +337,8 @@ static int make_cases(case_t **out, int big)
                         cs[n++] = c;
                     }
     /* keys at the limits of fp32 (x.x overflows or underflows where the
-     * results do not) */
+     * results do not), and a memory that is not zero before a first step
+     * that learns nothing (prefix alignment, no previous key) */
     const double mags[] = {1e20, 1e30, 1e-20};
     for (int v = 0; v < 6; v++)
         for (int f = 0; f < 3; f++) {
@@ -348,6 +349,9 @@ static int make_cases(case_t **out, int big)
                                 8, 17, mags[k], 0, 0};
                     cs[n++] = c;
                 }
+            case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, DECAY_MIX,
+                        2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 0, 0, 0, 1};
+            cs[n++] = c;
         }
     /* larger and odd shapes: on-chip limits, global fallbacks, long blocks */
     const int64_t shapes[][4] = {{128, 128, 24, 1}, {130, 70, 20, 1}, {33, 129, 20, 2}, {64, 64, 300, 1}};
@@ -394,7 +398,7 @@ static int mode_emulate(int use_mpfr)
             continue;
         }
         result_t x = judge(c, &r);
-        summarize(c->key_mag != 0 ? &sm_lim : &sm, c, &x);
+        summarize(c->key_mag != 0 || c->set_memory ? &sm_lim : &sm, c, &x);
         if (!x.pass) {
             printf("FAIL %s: err O %.2f S %.2f > gate %.2f (cpu fp32 O %.2f S %.2f)\n", name, x.err_o, x.err_s,
                    x.gate, x.cpu_o, x.cpu_s);
@@ -444,7 +448,7 @@ static int mode_emulate(int use_mpfr)
         gen_free(&g);
     }
     print_summary(&sm, "CUDA kernels in CPU emulation vs scalar fp64");
-    print_summary(&sm_lim, "the same, keys of 1e20, 1e30 and 1e-20");
+    print_summary(&sm_lim, "the same, keys of 1e20, 1e30 and 1e-20, and a set memory before an empty step");
 
     /* Results that overflow fp32 (o = S q of order 1e72): reported as an
      * overflow, as the CPU backends do, in every variant and form. */
