@@ -171,12 +171,16 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
 }
 
 /* ---- feature maps, one whole vector ----
- * phi of n entries into out (out != in). l2norm is scaled by the largest
- * magnitude so that the sum of squares cannot overflow, and maps 0 to 0: the
- * same operations, in the same order, as the CPU framework's featurize
- * (kernels/framework/examples.inc.c), for backends that featurize elsewhere
- * (the CUDA kernels, on host and device). */
+ * phi of n entries into out (out != in), for every backend: the CPU
+ * framework calls it as RS(falcon_featurize), the CUDA kernels (host and
+ * device) as falcon_featurize_f32. Identity is a plain copy (which the
+ * compiler vectorizes). l2norm is scaled by the largest magnitude so that
+ * the sum of squares can neither overflow nor underflow, and maps 0 to 0. */
 #define FALCON_FEATURIZE_BODY(R, ELEM, SQRT, FABS)                          \
+    if (phi == FALCON_MATH_PHI_IDENTITY) {                                  \
+        for (int64_t i = 0; i < n; i++) out[i] = in[i];                     \
+        return;                                                             \
+    }                                                                       \
     if (phi != FALCON_MATH_PHI_L2NORM) {                                    \
         for (int64_t i = 0; i < n; i++) out[i] = ELEM(phi, in[i]);          \
         return;                                                             \

@@ -87,15 +87,15 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         for (int64_t g = 0; g < G; g++) {
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
-            RS_FEATURIZE(h->phi, key, Xg + g * ldn, n);
-            xs[g] = REAL_KEY_SCALE(Xg + g * ldn, n);
+            RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
+            xs[g] = RS(falcon_key_scale)(Xg + g * ldn, n);
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
             }
         }
         for (int64_t j = 0; j < Lc; j++)
-            RS_FEATURIZE(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
+            RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
 
         /* The next block's rows arrive while this one computes (chunk-sized
          * blocks; a masked-parallel block would not keep them cached). */
@@ -139,7 +139,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 P++;
                 sum += rho * rho * xz[l - g_lo];
             }
-            eta[j] = REAL_ETA_SCALED(h->beta[(c0 + j) * h->lds], h->eps, sigma, sum);
+            eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, sum);
             for (int64_t p = first[j]; p < P; p++) {
                 const REAL rho = ts[p];
                 tc[p] = eta[j] * rho;

@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* phi of one key or query (n entries) into out: the shared feature maps
- * (identity: a plain copy, which the compiler vectorizes). */
-static inline void RS(featurize)(int phi, const REAL *in, REAL *out, int64_t n)
-{
-    if (phi == FALCON_MATH_PHI_IDENTITY) {
-        for (int64_t i = 0; i < n; i++) out[i] = in[i];
-        return;
-    }
-    REAL_FEATURIZE(phi, in, out, n);
-}
-#define RS_FEATURIZE(phi, in, out, n) RS(featurize)((phi), (in), (out), (n))
-
 /* ---- work memory ----
  * Work matrices start on a cache line and their rows are padded to whole
  * cache lines (the micro-kernels' loads and stores then never split a

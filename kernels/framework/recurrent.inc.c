@@ -81,8 +81,8 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
         RS(example_get)(&c->src, e, &key, &c->yrow[c->cnt]);
-        RS_FEATURIZE(h->phi, key, x, n);
-        c->xs[c->cnt] = REAL_KEY_SCALE(x, n);
+        RS(falcon_featurize)(h->phi, key, x, n);
+        c->xs[c->cnt] = RS(falcon_key_scale)(x, n);
         h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
         c->cnt++;
     }
@@ -125,13 +125,13 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
             }
             const REAL *key;
             RS(example_get)(&c->src, e, &key, &yrow[cnt]);
-            RS_FEATURIZE(h->phi, key, X + cnt * ldn, n);
-            xs[cnt] = REAL_KEY_SCALE(X + cnt * ldn, n);
+            RS(falcon_featurize)(h->phi, key, X + cnt * ldn, n);
+            xs[cnt] = RS(falcon_key_scale)(X + cnt * ldn, n);
             cnt++;
         }
         const int64_t k = e >= 0 ? cnt : 0;
         REAL *xq = X + k * ldn;
-        RS_FEATURIZE(h->phi, h->q + t * h->ldk, xq, n);
+        RS(falcon_featurize)(h->phi, h->q + t * h->ldk, xq, n);
         uk->gemm_nt(k + 1, m, n, X, ldn, S, ldn, 0, P, ldm);
 
         REAL *restrict o = h->out + t * h->ldo;
@@ -168,7 +168,7 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
                 xzsum += rho * rho * xz[i];
             }
         }
-        const REAL eta = REAL_ETA_SCALED(h->beta[t * h->lds], h->eps, sigma, xzsum);
+        const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, xzsum);
         if (k == 1) {
             const REAL *restrict y = yrow[0], *restrict p0 = P;
             REAL *restrict e0 = E;
