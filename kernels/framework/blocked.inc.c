@@ -29,9 +29,9 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m), ldg = RS(padded)(Gmax),
                   ldp = RS(padded)(Pmax);
 
-    RS(example_src) src;
+    example_src src;
     if (RS(examples_open)(&src, h)) return FALCON_E_NOMEM;
-    RS(carver) cv = {NULL, 0};
+    carver cv = {NULL, 0};
     REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
     REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
     REAL *xs = NULL, *tc = NULL, *ts = NULL;

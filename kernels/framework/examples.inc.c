@@ -24,12 +24,12 @@ static inline int64_t RS(padded)(int64_t n)
 
 /* Carve consecutive line-aligned pieces out of one allocation: first a pass
  * with base == NULL to size it, then the real pass. */
-typedef struct RS(carver) {
+typedef struct carver {
     char *base;
     size_t used;
-} RS(carver);
+} carver;
 
-static inline void *RS(carve)(RS(carver) *c, size_t bytes)
+static inline void *RS(carve)(carver *c, size_t bytes)
 {
     void *p = c->base ? c->base + c->used : NULL;
     c->used += (bytes + FW_LINE - 1) / FW_LINE * FW_LINE;
@@ -68,14 +68,14 @@ static inline void *RS(work_alloc)(size_t bytes)
         if ((h)->alpha) __builtin_prefetch((h)->alpha + (u) * (h)->lds, 0, (loc));           \
     } while (0)
 
-typedef struct RS(example_src) {
+typedef struct example_src {
     const RS(falcon_head) *h;
     falcon_examples ex;
     REAL *ck, *cv; /* carried raw keys [hist_len][n] and values [hist_len][m] */
     REAL *pk;      /* previous raw key [n], or NULL */
-} RS(example_src);
+} example_src;
 
-static int RS(examples_open)(RS(example_src) *s, const RS(falcon_head) *h)
+static int RS(examples_open)(example_src *s, const RS(falcon_head) *h)
 {
     int64_t n = h->n, m = h->m, c = h->hist_len;
     memset(s, 0, sizeof *s);
@@ -93,10 +93,10 @@ static int RS(examples_open)(RS(example_src) *s, const RS(falcon_head) *h)
     return 0;
 }
 
-static void RS(examples_close)(RS(example_src) *s) { free(s->ck); }
+static void RS(examples_close)(example_src *s) { free(s->ck); }
 
 /* Raw key and value of example e. */
-static void RS(example_get)(const RS(example_src) *s, int64_t e, const REAL **key, const REAL **val)
+static void RS(example_get)(const example_src *s, int64_t e, const REAL **key, const REAL **val)
 {
     const RS(falcon_head) *h = s->h;
     if (e < s->ex.carried) {

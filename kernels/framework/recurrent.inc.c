@@ -35,18 +35,18 @@
 #endif
 
 /* One head's work memory and position between time blocks. */
-typedef struct RS(rec_head) {
+typedef struct rec_head {
     const RS(falcon_head) *h;
-    RS(example_src) src;
+    example_src src;
     void *mem;
     int64_t ldn, ldm;
     REAL *S, *X, *Zg, *P, *E, *xz, *zq; /* X: the window's keys oldest first, then phi(q) */
     REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
-} RS(rec_head);
+} rec_head;
 
-static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
+static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 {
     const int64_t n = h->n, m = h->m, W = h->window;
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m);
@@ -55,7 +55,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
     c->ldn = ldn;
     c->ldm = ldm;
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
-    RS(carver) cv = {NULL, 0};
+    carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
         c->S = RS(carve)(&cv, sizeof(REAL) * (size_t)(m * ldn));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
@@ -89,7 +89,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
     return FALCON_OK;
 }
 
-static void RS(rec_close)(RS(rec_head) *c, int store)
+static void RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return;
     if (store) RS(store_memory)(c->h->S, c->S, c->ldn, c->h->m, c->h->n);
@@ -99,7 +99,7 @@ static void RS(rec_close)(RS(rec_head) *c, int store)
 }
 
 /* Steps [t0, t1) of one head. */
-static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
+static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 {
     const RS(falcon_head) *h = c->h;
     const int64_t n = h->n, m = h->m, W = h->window, T = h->T, ldn = c->ldn, ldm = c->ldm;
@@ -205,7 +205,7 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
 static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
 {
     enum { GROUP_MAX = FALCON_RECURRENT_GROUP_MAX };
-    RS(rec_head) c[GROUP_MAX];
+    rec_head c[GROUP_MAX];
     if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) {
         falcon_status s = RS(rec_open)(&c[i], &heads[i]);
