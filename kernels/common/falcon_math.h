@@ -86,13 +86,16 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * With keys of magnitude 1e20 in fp32, x.x overflows and eta = beta /
  * (eps + x.x) comes out 0, although the write eta (y - S x) x^T, of order
  * beta |y| / |x|, is representable; with tiny keys and a tiny eps, eta
- * overflows while the write does not. So every example's feature vector is
- * stored divided by its own scale s, a power of two (exact), chosen so that
- * its largest magnitude lands in [1, 2): x = s x'. A vector whose largest
- * magnitude lies in the band [2^-B, 2^B] (or is 0) keeps s = 1, so inputs of
- * ordinary size compute exactly what they did unscaled. B keeps every
- * unscaled product of the normaliser, even W n = 2^26 of them, and eta
- * itself far from overflow and underflow.
+ * overflows while the write does not. So an example whose x.z, computed as
+ * it is, falls outside [2^-62, 2^62] (fp32; [2^-510, 2^510] in fp64; zero,
+ * subnormal and infinite included) has its feature vector divided by a
+ * scale s, a power of two (exact division), chosen so that its largest
+ * magnitude lands in [1, 2): x = s x', and x'.z' is computed again. Every
+ * other example keeps s = 1, so inputs of ordinary size cost one comparison
+ * and compute exactly what they did unscaled: no sum of at most W = 2^12
+ * such terms, and no eta, can then leave the range. A vector whose largest
+ * magnitude lies in [2^-31, 2^31] (fp32; 2^-255, 2^255 in fp64), or is zero,
+ * is never scaled.
  *
  * A step whose window holds examples of scales s_l takes sigma = max s_l,
  * rho_l = s_l / sigma (<= 1) and
@@ -104,6 +107,9 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * FALCON_ETA, bit for bit. A denominator that overflows even so (only
  * through huge gains) gives NaN: the run then reports an overflow rather
  * than a silent eta = 0. */
+FALCON_HD int falcon_xz_in_range_f32(float xz) { return xz >= 0x1p-62f && xz <= 0x1p62f; }
+FALCON_HD int falcon_xz_in_range_f64(double xz) { return xz >= 0x1p-510 && xz <= 0x1p510; }
+
 #define FALCON_KEY_SCALE_BODY(R, FABS, FREXP, LDEXP, LO, HI)                \
     R amax = 0;                                                             \
     for (int64_t i = 0; i < n; i++) {                                       \
@@ -117,7 +123,8 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
     for (int64_t i = 0; i < n; i++) x[i] = x[i] / s;                        \
     return s;
 
-/* Divide the feature vector x[n] by its scale (in place); returns the scale. */
+/* Divide the feature vector x[n] by its scale (in place); returns the scale
+ * (1: x is left as it is). */
 FALCON_HD float falcon_key_scale_f32(float *x, int64_t n)
 {
     FALCON_KEY_SCALE_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f) /* B = 31 */

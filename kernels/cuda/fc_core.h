@@ -20,9 +20,9 @@
  * Pipeline for one call (all fp32, fp32 accumulation):
  *  1. fc_prep_example, one thread per (head, example): phi of the example's
  *     key (carried history first, then the sequence's own; which step
- *     reveals which example is falcon_math.h's bookkeeping), stored divided
- *     by its scale s (falcon_key_scale: x = s x'), z' = g * x' for
- *     Falcon-2/2A, and x'.z'.
+ *     reveals which example is falcon_math.h's bookkeeping), z = g * x for
+ *     Falcon-2/2A, and x.z; if x.z is out of range, x is stored divided by
+ *     its scale s (falcon_key_scale: x = s x') and z', x'.z' taken again.
  *  2. fc_prep_step, one thread per (head, step): phi(q_t) and the scaled
  *     normaliser c_t = eta_t sigma_t (falcon_eta_scaled, the window's x'.z'
  *     summed oldest first), with sigma_t the window's largest scale.
@@ -172,17 +172,22 @@ FC_DEV void fc_prep_example(const fc_problem *pb, int64_t hd, int64_t e)
     if (e >= falcon_examples_after(&ex, pb->T)) return;
     float *x = pb->X + item * n;
     falcon_featurize_f32(pb->phi, fc_key_row(pb, hd, &ex, e), x, n);
-    pb->xz[2 * item + 1] = falcon_key_scale_f32(x, n);
-    float s = 0;
-    if (pb->has_gain) { /* W = 1: no carried examples, the step is this call's */
-        const float *g = pb->gain + fc_row(pb, hd, falcon_step_of_example(&ex, e)) * n;
-        float *z = pb->Z + item * n;
-        for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
-        for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
-    } else {
-        for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+    float s = 0, sc = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        s = 0;
+        if (pb->has_gain) { /* W = 1: no carried examples, the step is this call's */
+            const float *g = pb->gain + fc_row(pb, hd, falcon_step_of_example(&ex, e)) * n;
+            float *z = pb->Z + item * n;
+            for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
+            for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
+        } else {
+            for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+        }
+        /* x.z out of range: store x scaled, x = sc x', and take it again */
+        if (pass > 0 || falcon_xz_in_range_f32(s) || (sc = falcon_key_scale_f32(x, n)) == 1) break;
     }
     pb->xz[2 * item] = s;
+    pb->xz[2 * item + 1] = sc;
 }
 
 /* step t of head hd; after fc_prep_example. */

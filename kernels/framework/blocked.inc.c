@@ -88,7 +88,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
             RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
-            xs[g] = RS(falcon_key_scale)(Xg + g * ldn, n);
+            xs[g] = 1;
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
@@ -102,17 +102,33 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) FW_PREFETCH_STEP(h, u, 2);
 
         /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
-         * for the regression variants); xz = diag(Kz). */
+         * for the regression variants); xz = diag(Kz). An example whose x.z
+         * is out of range is then stored scaled, x = xs x' (falcon_math.h),
+         * and the products are taken again: keys of ordinary size cost one
+         * comparison each. */
         REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
-        if (h->regression) {
-            uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
-            uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
-            for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
-        } else {
-            uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
-            uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
-            for (int64_t g = 0; g < G; g++)
-                uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+        for (int pass = 0; pass < 2; pass++) {
+            if (h->regression) {
+                uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
+                uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
+                for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
+            } else {
+                uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
+                uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
+                for (int64_t g = 0; g < G; g++)
+                    uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+            }
+            int rescaled = 0;
+            for (int64_t g = 0; pass == 0 && g < G; g++) {
+                if (RS(falcon_xz_in_range)(xz[g]) || (xs[g] = RS(falcon_key_scale)(Xg + g * ldn, n)) == 1)
+                    continue;
+                rescaled = 1;
+                if (h->gain) {
+                    int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
+                    RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
+                }
+            }
+            if (!rescaled) break;
         }
 
         /* Terms, ordered by step; eta per step from the shared normaliser.

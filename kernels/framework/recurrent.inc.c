@@ -82,8 +82,10 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         REAL *x = c->X + c->cnt * ldn;
         RS(example_get)(&c->src, e, &key, &c->yrow[c->cnt]);
         RS(falcon_featurize)(h->phi, key, x, n);
-        c->xs[c->cnt] = RS(falcon_key_scale)(x, n);
+        c->xs[c->cnt] = 1;
         h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
+        if (!RS(falcon_xz_in_range)(c->xz[c->cnt]) && (c->xs[c->cnt] = RS(falcon_key_scale)(x, n)) != 1)
+            h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
         c->cnt++;
     }
     return FALCON_OK;
@@ -126,12 +128,30 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
             const REAL *key;
             RS(example_get)(&c->src, e, &key, &yrow[cnt]);
             RS(falcon_featurize)(h->phi, key, X + cnt * ldn, n);
-            xs[cnt] = RS(falcon_key_scale)(X + cnt * ldn, n);
             cnt++;
         }
         const int64_t k = e >= 0 ? cnt : 0;
         REAL *xq = X + k * ldn;
         RS(falcon_featurize)(h->phi, h->q + t * h->ldk, xq, n);
+        /* The new example (row k - 1 of X, phi(q) right after it): its
+         * [z.x, z.q], z = g_t * x for Falcon-2/2A (W = 1), else x. If z.x is
+         * out of range, x is stored scaled, x = xs x' (falcon_math.h), and
+         * both are taken again. */
+        const REAL *Z = X;
+        REAL d2[2];
+        if (k > 0) {
+            REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn;
+            xs[k - 1] = 1;
+            for (int pass = 0; pass < 2; pass++) {
+                if (h->gain) RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
+                uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
+                if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
+                if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
+            }
+            xz[k - 1] = d2[0];
+            zq[k - 1] = d2[1];
+            Z = h->gain ? Zg : X;
+        }
         uk->gemm_nt(k + 1, m, n, X, ldn, S, ldn, 0, P, ldm);
 
         REAL *restrict o = h->out + t * h->ldo;
@@ -141,39 +161,36 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
             uk->rank_update(m, n, 0, a, S, ldn, E, ldm, X, ldn);
             continue;
         }
-        /* k >= 1: the step revealed example e, row k - 1 of X, and phi(q)
-         * is the row right after it. */
-        /* The window's keys are stored scaled, x_i = xs_i x'_i (falcon_math.h):
-         * P_i = S x'_i, so the residual takes xs_i P_i, and the write
-         * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma. With
-         * every scale 1 this is the unscaled arithmetic, bit for bit. */
-        const REAL *Z = X;
-        REAL xzsum = 0, d2[2], sigma = xs[0];
-        if (h->gain) { /* Falcon-2/2A: W = 1, z' = g_t * x': [z'.x', z'.q] */
-            RS(write_direction)(h->gain + t * h->ldk, X, Zg, n);
-            Z = Zg;
-            uk->gemm_nt(1, 2, n, Zg, ldn, X, ldn, 0, d2, 2);
-            xzsum = d2[0];
-            zq[0] = d2[1];
-        } else {
-            REAL *xn = X + (k - 1) * ldn; /* [x'.x', x'.q] of the new example */
-            uk->gemm_nt(1, 2, n, xn, ldn, xn, ldn, 0, d2, 2);
-            xz[k - 1] = d2[0];
-            zq[k - 1] = d2[1];
-            if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
-            for (int64_t i = 1; i < k; i++)
-                if (xs[i] > sigma) sigma = xs[i];
+        /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
+         * P_i = S x'_i, so the residual takes xs_i P_i, and the write is
+         * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma
+         * (falcon_math.h). With every scale 1 (keys of ordinary size) this is
+         * the unscaled arithmetic, bit for bit, and costs no more. */
+        REAL xzsum = 0, sigma = xs[0];
+        int scaled = xs[0] != 1;
+        if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
+        for (int64_t i = 1; i < k; i++) {
+            scaled |= xs[i] != 1;
+            if (xs[i] > sigma) sigma = xs[i];
+        }
+        if (!scaled)
+            for (int64_t i = 0; i < k; i++) xzsum += xz[i];
+        else
             for (int64_t i = 0; i < k; i++) {
                 const REAL rho = xs[i] / sigma;
                 xzsum += rho * rho * xz[i];
             }
-        }
         const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, xzsum);
         if (k == 1) {
             const REAL *restrict y = yrow[0], *restrict p0 = P;
             REAL *restrict e0 = E;
             const REAL zq0 = zq[0], s0 = xs[0];
-            if (h->regression)
+            if (h->regression && s0 == 1)
+                for (int64_t r = 0; r < m; r++) {
+                    e0[r] = eta * (y[r] - a * p0[r]);
+                    o[r] = a * pq[r] + zq0 * e0[r];
+                }
+            else if (h->regression)
                 for (int64_t r = 0; r < m; r++) {
                     e0[r] = eta * (y[r] - a * (s0 * p0[r]));
                     o[r] = a * pq[r] + zq0 * e0[r];
@@ -188,8 +205,10 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
             for (int64_t i = 0; i < k; i++) {
                 const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
                 REAL *restrict ei = E + i * ldm;
-                const REAL zqi = zq[i], si = xs[i], ci = eta * (xs[i] / sigma);
-                if (h->regression)
+                const REAL zqi = zq[i], si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
+                if (h->regression && si == 1)
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * pi[r]);
+                else if (h->regression)
                     for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * (si * pi[r]));
                 else
                     for (int64_t r = 0; r < m; r++) ei[r] = ci * y[r];
