@@ -21,6 +21,7 @@ mutants=(
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /"
 "key-scale-sigma-ignored|kernels/common/falcon_math.h|s/b = beta \/ sigma;/b = beta;/"
+"key-scale-small-sigma-ignored|kernels/common/falcon_math.h|s/        e = eps \/ sigma;/        e = eps;/"
 "residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/"
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/"
 "residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/"
