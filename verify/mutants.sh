@@ -21,13 +21,15 @@ mutants=(
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /"
 "key-scale-sigma-ignored|kernels/common/falcon_math.h|s/b = beta \/ sigma;/b = beta;/"
-"key-scale-small-sigma-ignored|kernels/common/falcon_math.h|s/        e = eps \/ sigma;/        e = eps;/"
+"key-scale-small-sigma-ignored|kernels/common/falcon_math.h|s/        e = eps \/ sigma \/ tau;/        e = eps \/ tau;/"
 "residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/"
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/"
 "residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/"
 "system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/"
+"gain-direction-unscaled-recurrent|kernels/framework/recurrent.inc.c|s/(tau = RS(falcon_key_scale)(Zg, n)) != 1/(tau = 1) != 1/"
+"gain-direction-unscaled-blocked|kernels/framework/blocked.inc.c|s/(xt\[g\] = RS(falcon_key_scale)(zg, n)) != 1/(xt[g] = 1) != 1/"
 "rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/"
-"rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/                rescaled = 1;/                rescaled = 0;/"
+"rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g"
 # The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.
 "l2norm-without-max-scaling|kernels/common/falcon_math.h|s/R s = in\[i\] \/ amax;/R s = in[i];/;s/R norm = amax \* SQRT(ss);/R norm = SQRT(ss);/"
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/"

@@ -4,8 +4,9 @@
  * within the gate's own thresholds:
  *  - keys far from 1 (1e20 and 1e30 in fp32, 1e160 and 1e300 in fp64, near
  *    the square root of the largest number, tiny ones, tiny ones with a tiny
- *    eps, windows that mix scales), under every feature map: x.x overflows
- *    or underflows where the results do not (docs/math.md section 4);
+ *    eps, windows that mix scales), under every feature map, and gains far
+ *    from 1: x.z overflows or underflows where the results do not
+ *    (docs/math.md section 4);
  *  - results that truly overflow the precision: every form and backend
  *    reports FALCON_E_OVERFLOW, as the MPFR backend rounded to that
  *    precision does, never a silent wrong answer;
@@ -33,6 +34,7 @@ typedef struct limits_case {
     double value_mag; /* values scaled to this magnitude */
     double query_mag; /* queries scaled to this magnitude */
     int zero_key;     /* step 4's key is exactly zero (l2norm maps it to 0) */
+    double gain_mag;  /* Falcon-2/2A: gains scaled to this magnitude (0: as generated) */
 } limits_case;
 
 static double round_to(falcon_precision p, double x) { return p == FALCON_FP32 ? (double)(float)x : x; }
@@ -61,6 +63,9 @@ static void data_make(const limits_case *lc, falcon_precision prec, gate_data *d
             set_both(d, d->in.q, d->in64.q, r * n + i, lc->query_mag * q64[r * n + i]);
         }
         for (int64_t i = 0; i < m; i++) set_both(d, d->in.v, d->in64.v, r * m + i, lc->value_mag * v64[r * m + i]);
+        if (lc->gain_mag != 0 && d->in64.gain)
+            for (int64_t i = 0; i < n; i++)
+                set_both(d, d->in.gain, d->in64.gain, r * n + i, lc->gain_mag * ((const double *)d->in64.gain)[r * n + i]);
     }
 }
 
@@ -276,7 +281,7 @@ static void keys_at_the_limits(falcon_precision prec)
                  * it to ones: an example of scale 1 among keys of 1e20 is a
                  * different, ill-conditioned problem. */
                 limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, phi, seed++),
-                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1};
+                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1, 0};
                 lc.c.eps = mags[i][2];
                 check(&lc, prec, NULL, 1, "keys");
             }
@@ -293,16 +298,38 @@ static void large_values(falcon_precision prec)
     uint64_t seed = 950;
     for (int v = FALCON_1; v <= FALCON_3A; v++) {
         limits_case fits = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++),
-                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0};
+                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0, 0};
         check(&fits, prec, NULL, 1, "values");
         limits_case over = {base_case((falcon_variant)v, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, seed++),
-                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0};
+                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0, 0};
         check(&over, prec, NULL, 1, "overflow");
     }
 }
 
 Test(limits, large_values_fp32) { large_values(FALCON_FP32); }
 Test(limits, large_values_fp64) { large_values(FALCON_FP64); }
+
+/* Falcon-2/2A's gains far from 1, with keys of ordinary size and far from
+ * 1: the write direction z = g * x leaves the range on its own. */
+static void gains_at_the_limits(falcon_precision prec)
+{
+    const int f32 = prec == FALCON_FP32;
+    const double gains[] = {f32 ? 1e30 : 1e250, f32 ? 1e-30 : 1e-250, f32 ? 1e36 : 1e300};
+    const double keys[] = {1.0, f32 ? 1e20 : 1e160, f32 ? 1e-20 : 1e-160};
+    uint64_t seed = 1100;
+    for (int v = FALCON_2; v <= FALCON_2A; v += FALCON_2A - FALCON_2)
+        for (int gi = 0; gi < 3; gi++)
+            for (int ki = 0; ki < 3; ki++)
+                for (int a = 0; a < 2; a++) {
+                    limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
+                                      keys[ki], 0, 1.0, 1.0, 0, gains[gi]};
+                    if (gi == 1 && ki == 2) continue; /* tiny gains and keys: subnormal results */
+                    check(&lc, prec, NULL, 1, "gains");
+                }
+}
+
+Test(limits, gains_at_the_limits_fp32) { gains_at_the_limits(FALCON_FP32); }
+Test(limits, gains_at_the_limits_fp64) { gains_at_the_limits(FALCON_FP64); }
 
 /* A memory set by falcon_state_set_memory and no previous key: under prefix
  * alignment the first step learns nothing, but forgets and reads. */
@@ -312,7 +339,7 @@ Test(limits, step_without_example_on_a_set_memory)
     for (int p = 0; p < 2; p++)
         for (int v = FALCON_1; v <= FALCON_3A; v++) {
             limits_case lc = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, (falcon_phi)(v % 4), seed++),
-                              1.0, 0, 1.0, 1.0, 0};
+                              1.0, 0, 1.0, 1.0, 0, 0};
             lc.c.decay = GATE_DECAY_STRONG; /* alpha = 1/2 on every step: a skipped decay shows */
             lc.c.T = 7;
             double S0[30];
@@ -331,7 +358,7 @@ Test(limits, batches_beyond_the_head_group)
         for (int threads = 1; threads <= 2; threads++)
             for (int p = 0; p < 2; p++) {
                 const falcon_variant v = sh ? FALCON_3A : FALCON_1;
-                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0};
+                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0, 0};
                 lc.c.B = shapes[sh][0];
                 lc.c.H = shapes[sh][1];
                 lc.c.T = 9;

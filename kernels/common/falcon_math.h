@@ -104,9 +104,14 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * and writes c rho_l e_l z'_l^T, with e_l = y_l - Sbar (s_l x'_l): exactly
  * eta e_l z_l^T. falcon_eta_scaled computes c without forming sigma^2 or
  * eps / sigma^2 where they would leave the range; with sigma = 1 it is
- * FALCON_ETA, bit for bit. A denominator that overflows even so (only
- * through huge gains) gives NaN: the run then reports an overflow rather
- * than a silent eta = 0. */
+ * FALCON_ETA, bit for bit. A denominator that overflows even so gives NaN:
+ * the run then reports an overflow rather than a silent eta = 0.
+ *
+ * Falcon-2/2A (W = 1) write along z = g * x, which huge or tiny gains can
+ * take out of range on their own: if x'.z' is still out of range after x
+ * is scaled, z' = g * x' is stored divided by its own scale tau as well,
+ * z = s tau z'', and the step passes tau: c = beta s tau / (eps + s^2 tau
+ * x'.z'') = eta s tau, the coefficient of z''. tau = 1 everywhere else. */
 FALCON_HD int falcon_xz_in_range_f32(float xz) { return xz >= 0x1p-62f && xz <= 0x1p62f; }
 FALCON_HD int falcon_xz_in_range_f64(double xz) { return xz >= 0x1p-510 && xz <= 0x1p510; }
 
@@ -140,21 +145,22 @@ FALCON_HD double falcon_key_scale_f64(double *x, int64_t n)
     R b = beta, e = eps, x = sum;                                           \
     if (sigma > 1) { /* sigma^2 sum' may overflow: divide by sigma first */ \
         b = beta / sigma;                                                   \
-        e = eps / sigma / sigma;                                            \
-    } else if (sigma < 1) { /* eps / sigma^2 may overflow */                \
-        e = eps / sigma;                                                    \
+        e = eps / sigma / sigma / tau;                                      \
+    } else if (sigma < 1 || tau != 1) { /* eps / sigma^2 may overflow */   \
+        e = eps / sigma / tau;                                              \
         x = sigma * sum;                                                    \
     }                                                                       \
     if (isinf(x)) return (R)NAN;                                            \
     if (e + x == 0) return 0; /* only with sum' = 0: then z' = 0 */         \
     return FALCON_ETA(b, e, x);
 
-FALCON_HD float falcon_eta_scaled_f32(float beta, float eps, float sigma, float sum)
+FALCON_HD float falcon_eta_scaled_f32(float beta, float eps, float sigma, float tau, float sum)
 {
     FALCON_ETA_SCALED_BODY(float)
 }
 
-FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, double sum)
+FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, double tau,
+                                        double sum)
 {
     FALCON_ETA_SCALED_BODY(double)
 }

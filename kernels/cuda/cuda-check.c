@@ -68,6 +68,7 @@ typedef struct case_t {
     double key_mag;   /* keys scaled to this magnitude (0: 1) */
     double value_mag; /* values and queries scaled to this magnitude (0: 1) */
     int set_memory;   /* start from a memory set by falcon_state_set_memory, not zero */
+    double gain_mag;  /* Falcon-2/2A's gains scaled to this magnitude (0: 1) */
 } case_t;
 
 /* Inputs in fp32 (what the fp32 runs see) and the same values in double. */
@@ -117,6 +118,7 @@ static void gen_make(const case_t *c, gen_t *g)
             }
             if (i == IK && c->key_mag != 0) x *= c->key_mag;
             if ((i == IV || i == IQ) && c->value_mag != 0) x *= c->value_mag;
+            if (i == IGAIN && c->gain_mag != 0) x *= c->gain_mag;
             g->f[i][j] = (float)x;
             g->d[i][j] = (double)g->f[i][j]; /* exactly the fp32 value */
         }
@@ -245,11 +247,12 @@ static const char *form_short(falcon_form f)
 
 static void case_name(const case_t *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s/%s/%s/decay=%s n=%lld m=%lld T=%lld W=%lld C=%lld B=%lld H=%lld%s%s",
+    snprintf(buf, len, "%s/%s/%s/%s/decay=%s n=%lld m=%lld T=%lld W=%lld C=%lld B=%lld H=%lld%s%s%s",
              falcon_variant_name(c->variant), form_short(c->form), falcon_align_name(c->align),
              falcon_phi_name(c->phi), decay_names[c->decay], (long long)c->n, (long long)c->m,
              (long long)c->T, (long long)c->W, (long long)c->C, (long long)c->B, (long long)c->H,
              c->key_mag != 0 ? (c->key_mag > 1 ? " huge-keys" : " tiny-keys") : "",
+             c->gain_mag != 0 ? (c->gain_mag > 1 ? " huge-gains" : " tiny-gains") : "",
              c->set_memory ? " set-memory" : "");
 }
 
@@ -333,7 +336,7 @@ static int make_cases(case_t **out, int big)
                 for (int d = 0; d < NDECAY; d++)
                     for (int p = 0; p < 4; p++) {
                         case_t c = {(falcon_variant)v, (falcon_form)f, (falcon_align)a, (falcon_phi)p, d,
-                                    2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 17, 0, 0, 0};
+                                    2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 17, 0, 0, 0, 0};
                         cs[n++] = c;
                     }
     /* keys at the limits of fp32 (x.x overflows or underflows where the
@@ -346,11 +349,17 @@ static int make_cases(case_t **out, int big)
                 for (int a = 0; a < 2; a++) {
                     case_t c = {(falcon_variant)v, (falcon_form)f, (falcon_align)a, (falcon_phi)((v + k + a) % 4),
                                 DECAY_MIX, 2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1,
-                                8, 17, mags[k], 0, 0};
+                                8, 17, mags[k], 0, 0, 0};
                     cs[n++] = c;
                 }
+            /* Falcon-2/2A: gains of 1e30 with keys of 1 and 1e20, and 1e-30 */
+            for (int k = 0; k < 3 && falcon_variant_has_gain((falcon_variant)v); k++) {
+                case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, DECAY_MIX,
+                            2, 3, 40, 12, 10, 1, 8, 17, k == 1 ? 1e20 : 0, 0, 0, k == 2 ? 1e-30 : 1e30};
+                cs[n++] = c;
+            }
             case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, DECAY_MIX,
-                        2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 0, 0, 0, 1};
+                        2, 3, 40, 12, 10, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 8, 0, 0, 0, 1, 0};
             cs[n++] = c;
         }
     /* larger and odd shapes: on-chip limits, global fallbacks, long blocks */
@@ -361,7 +370,7 @@ static int make_cases(case_t **out, int big)
             for (int f = 0; f < 3; f++) {
                 case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, DECAY_MIX,
                             1, shapes[s][3], shapes[s][2], shapes[s][0], shapes[s][1],
-                            falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, shapes[s][2] / 2 + 1, 0, 0, 0};
+                            falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, shapes[s][2] / 2 + 1, 0, 0, 0, 0};
                 cs[n++] = c;
             }
     *out = cs;
@@ -398,7 +407,7 @@ static int mode_emulate(int use_mpfr)
             continue;
         }
         result_t x = judge(c, &r);
-        summarize(c->key_mag != 0 || c->set_memory ? &sm_lim : &sm, c, &x);
+        summarize(c->key_mag != 0 || c->gain_mag != 0 || c->set_memory ? &sm_lim : &sm, c, &x);
         if (!x.pass) {
             printf("FAIL %s: err O %.2f S %.2f > gate %.2f (cpu fp32 O %.2f S %.2f)\n", name, x.err_o, x.err_s,
                    x.gate, x.cpu_o, x.cpu_s);
@@ -448,7 +457,7 @@ static int mode_emulate(int use_mpfr)
         gen_free(&g);
     }
     print_summary(&sm, "CUDA kernels in CPU emulation vs scalar fp64");
-    print_summary(&sm_lim, "the same, keys of 1e20, 1e30 and 1e-20, and a set memory before an empty step");
+    print_summary(&sm_lim, "the same, keys of 1e20, 1e30 and 1e-20, gains of 1e30 and 1e-30, and a set memory before an empty step");
 
     /* Results that overflow fp32 (o = S q of order 1e72): reported as an
      * overflow, as the CPU backends do, in every variant and form. */
@@ -456,7 +465,7 @@ static int mode_emulate(int use_mpfr)
     for (int v = 0; v < 6; v++)
         for (int f = 0; f < 3; f++) {
             case_t c = {(falcon_variant)v, (falcon_form)f, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, DECAY_NONE,
-                        1, 2, 12, 6, 5, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 4, 0, 0, 1e36, 0};
+                        1, 2, 12, 6, 5, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 4, 0, 0, 1e36, 0, 0};
             gen_t g;
             refs_t r;
             gen_make(&c, &g);

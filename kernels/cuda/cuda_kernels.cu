@@ -198,7 +198,7 @@ extern "C" int fc_dev_exec(fc_problem *hp, float *out, float *S_out, char *msg, 
     /* features, results */
     nX = heads * pb.Emax * n;
     nZ = pb.has_gain ? nX : 0;
-    nxz = 2 * heads * pb.Emax;
+    nxz = 3 * heads * pb.Emax;
     nQ = heads * pb.T * n;
     neta = 2 * heads * pb.T;
     FC_CK("allocating device features", cudaMalloc((void **)&d_feat, sizeof(float) * (size_t)(nX + nZ + nxz + nQ + neta)));

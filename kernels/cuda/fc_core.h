@@ -112,7 +112,8 @@ typedef struct fc_problem {
     const int64_t *hist_len;
     /* features written by the prep passes */
     float *X, *Z; /* [heads][Emax][n]; Z only for Falcon-2/2A */
-    float *xz;    /* [heads][Emax][2]: x'.z' and the scale s of x = s x' */
+    float *xz;    /* [heads][Emax][3]: x'.z', the scale s of x = s x' and the */
+                  /* scale tau of Falcon-2/2A's z = s tau z'' (falcon_math.h) */
     float *Qf;    /* [heads][T][n] */
     float *eta;   /* [heads][T][2]: c = eta sigma and sigma (falcon_math.h) */
     /* results */
@@ -186,8 +187,15 @@ FC_DEV void fc_prep_example(const fc_problem *pb, int64_t hd, int64_t e)
         /* x.z out of range: store x scaled, x = sc x', and take it again */
         if (pass > 0 || falcon_xz_in_range_f32(s) || (sc = falcon_key_scale_f32(x, n)) == 1) break;
     }
-    pb->xz[2 * item] = s;
-    pb->xz[2 * item + 1] = sc;
+    float tau = 1; /* Falcon-2/2A: z' scaled on its own if x'.z' still is out of range */
+    if (pb->has_gain && !falcon_xz_in_range_f32(s) && (tau = falcon_key_scale_f32(pb->Z + item * n, n)) != 1) {
+        const float *z = pb->Z + item * n;
+        s = 0;
+        for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
+    }
+    pb->xz[3 * item] = s;
+    pb->xz[3 * item + 1] = sc;
+    pb->xz[3 * item + 2] = tau;
 }
 
 /* step t of head hd; after fc_prep_example. */
@@ -200,17 +208,17 @@ FC_DEV void fc_prep_step(const fc_problem *pb, int64_t hd, int64_t t)
     const int64_t e = falcon_example_of_step(&ex, t);
     float eta = 0, sigma = 1;
     if (e >= 0) {
-        const float *xz = pb->xz + 2 * hd * pb->Emax;
+        const float *xz = pb->xz + 3 * hd * pb->Emax;
         const int64_t lf = falcon_window_first(&ex, e);
         float sum = 0;
-        sigma = xz[2 * lf + 1];
+        sigma = xz[3 * lf + 1];
         for (int64_t l = lf + 1; l <= e; l++)
-            if (xz[2 * l + 1] > sigma) sigma = xz[2 * l + 1];
+            if (xz[3 * l + 1] > sigma) sigma = xz[3 * l + 1];
         for (int64_t l = lf; l <= e; l++) {
-            const float rho = xz[2 * l + 1] / sigma;
-            sum += rho * rho * xz[2 * l];
+            const float rho = xz[3 * l + 1] / sigma;
+            sum += rho * rho * xz[3 * l];
         }
-        eta = falcon_eta_scaled_f32(pb->beta[row], pb->eps, sigma, sum);
+        eta = falcon_eta_scaled_f32(pb->beta[row], pb->eps, sigma, xz[3 * e + 2], sum);
     }
     pb->eta[2 * item] = eta;
     pb->eta[2 * item + 1] = sigma;
@@ -270,7 +278,7 @@ FC_DEV void fc_rec_fetch(const fc_problem *pb, int64_t hd, const falcon_examples
         SCb[1] = c;
     }
     for (int i = tid; i < k; i += nth) {
-        const float s = pb->xz[2 * (hd * pb->Emax + first + i) + 1];
+        const float s = pb->xz[3 * (hd * pb->Emax + first + i) + 1];
         SCb[2 + i] = s;
         SCb[2 + W + i] = c * (s / sigma);
     }
@@ -495,7 +503,7 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
             const int p = it / m, c = it % m, j = term_j[p], l = term_l[p];
             const float y = fc_value_row(pb, hd, &ex, g_lo + l)[c];
             const float *es = pb->eta + 2 * (hd * T + c0 + j);
-            const float sl = pb->xz[2 * (hd * pb->Emax + g_lo + l) + 1], et = es[0] * (sl / es[1]);
+            const float sl = pb->xz[3 * (hd * pb->Emax + g_lo + l) + 1], et = es[0] * (sl / es[1]);
             R[p * m + c] = pb->regression ? et * (y - F[(j + 1) * ldf] * (sl * U[l * m + c])) : et * y;
         }
         if (pb->regression)
@@ -503,7 +511,7 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
                 const int p = it / P, q2 = it % P, j = term_j[p];
                 if (q2 >= first[j]) continue;
                 const float *es = pb->eta + 2 * (hd * T + c0 + j);
-                const float sl = pb->xz[2 * (hd * pb->Emax + g_lo + term_l[p]) + 1];
+                const float sl = pb->xz[3 * (hd * pb->Emax + g_lo + term_l[p]) + 1];
                 const float et = es[0] * ((sl / es[1]) * sl);
                 A[p * P + q2] = et * F[(j + 1) * ldf + term_j[q2] + 1] * KZ[term_l[p] * Gmax + term_l[q2]];
             }

@@ -34,7 +34,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     carver cv = {NULL, 0};
     REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
     REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
-    REAL *xs = NULL, *tc = NULL, *ts = NULL;
+    REAL *xs = NULL, *xt = NULL, *tc = NULL, *ts = NULL;
     double *row = NULL;
     int64_t *idx = NULL;
     const REAL **yrow = NULL;
@@ -53,6 +53,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
         fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        xt = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
         tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         ts = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
@@ -88,7 +89,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
             RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
-            xs[g] = 1;
+            xs[g] = xt[g] = 1;
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
@@ -118,15 +119,18 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 for (int64_t g = 0; g < G; g++)
                     uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
             }
+            /* (Falcon-2/2A: z' = g * x' scaled on its own, by xt, if x'.z'
+             * is out of range still.) */
             int rescaled = 0;
             for (int64_t g = 0; pass == 0 && g < G; g++) {
-                if (RS(falcon_xz_in_range)(xz[g]) || (xs[g] = RS(falcon_key_scale)(Xg + g * ldn, n)) == 1)
-                    continue;
-                rescaled = 1;
-                if (h->gain) {
-                    int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
-                    RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
-                }
+                if (RS(falcon_xz_in_range)(xz[g])) continue;
+                REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
+                if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
+                if (!h->gain) continue;
+                const int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
+                RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
+                uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
+                if (!RS(falcon_xz_in_range)(d) && (xt[g] = RS(falcon_key_scale)(zg, n)) != 1) rescaled = 1;
             }
             if (!rescaled) break;
         }
@@ -155,7 +159,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 P++;
                 sum += rho * rho * xz[l - g_lo];
             }
-            eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, sum);
+            eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, xt[e - g_lo], sum);
             for (int64_t p = first[j]; p < P; p++) {
                 const REAL rho = ts[p];
                 tc[p] = eta[j] * rho;

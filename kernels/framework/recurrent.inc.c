@@ -138,7 +138,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
          * out of range, x is stored scaled, x = xs x' (falcon_math.h), and
          * both are taken again. */
         const REAL *Z = X;
-        REAL d2[2];
+        REAL d2[2], tau = 1; /* tau: Falcon-2/2A's z scaled on its own */
         if (k > 0) {
             REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn;
             xs[k - 1] = 1;
@@ -148,6 +148,8 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
                 if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
                 if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
             }
+            if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (tau = RS(falcon_key_scale)(Zg, n)) != 1)
+                uk->gemm_nt(1, 2, n, Zg, ldn, xn, ldn, 0, d2, 2);
             xz[k - 1] = d2[0];
             zq[k - 1] = d2[1];
             Z = h->gain ? Zg : X;
@@ -180,7 +182,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
                 const REAL rho = xs[i] / sigma;
                 xzsum += rho * rho * xz[i];
             }
-        const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, xzsum);
+        const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, tau, xzsum);
         if (k == 1) {
             const REAL *restrict y = yrow[0], *restrict p0 = P;
             REAL *restrict e0 = E;
