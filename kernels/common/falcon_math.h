@@ -69,7 +69,7 @@ FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
  * Taken as running products of the (positive, <= 1) alphas, a factor never
  * overflows, never divides two underflowed numbers, and carries a relative
  * error of at most (i - j) roundoffs whatever the size of log alpha; this is
- * how the forms meet SPEC section 3 without exponentials. Kept in double. */
+ * how the forms meet docs/math.md section 8 without exponentials. Kept in double. */
 FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
 {
     for (int64_t j = 0; j < i; j++)

@@ -409,7 +409,7 @@ FC_DEV void fc_nt_tiles(const float *A, int lda, const float *B, int ldb, int M,
  * F comes from running products of the alphas, one column per thread, the
  * same multiplications in the same order as falcon_decay_row_advance (in
  * double, rounded to float for use): no factor spans more than one block and
- * none is a quotient of cumulative products (SPEC section 3). */
+ * none is a quotient of cumulative products (docs/math.md section 8). */
 FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, float *smem, int nth)
 {
     const int n = (int)pb->n, m = (int)pb->m, W = (int)pb->W, L = (int)pb->L;

@@ -1,5 +1,5 @@
 /*
- * The chunk-parallel form (SPEC 2), one head, one precision, blocks of L
+ * The chunk-parallel form (docs/math.md section 7.2), one head, one precision, blocks of L
  * steps. Inside a block every pair (step j, example l in E_j) is a term p;
  * the pseudo-values R solve the unit lower-triangular system
  *     (I + A) R = RHS,  A[p][p'] = eta_j F[j][j'] (z_l' . x_l) for j' < j,
@@ -9,7 +9,7 @@
  *      S_L = F[L][0] S_0 + sum_p F[L][j] r_p z_l^T.
  * F[i][j] = alpha_{j+1} ... alpha_i comes one row at a time from
  * falcon_decay_row_advance: no product ever spans more than one block, and no
- * factor is a quotient of two cumulative products (SPEC section 3).
+ * factor is a quotient of two cumulative products (docs/math.md section 8).
  * Products between examples (Q Z^T, X Z^T, X S_0^T) are formed once per
  * example pair and indexed by term, since a window repeats each example in
  * up to W terms. The block's keys and queries sit in one matrix [X; Q], so

@@ -1,5 +1,5 @@
 /*
- * The recurrent form (SPEC 1.2), one precision. Each step of a head is two
+ * The recurrent form (docs/math.md sections 1, 7.1), one precision. Each step of a head is two
  * passes over its memory whatever the variant:
  *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (gemm_nt, k = |E_t|)
  *   2. S_t = alpha S_{t-1} + sum_i eta e_i z_i^T  (rank_update, decay fused)
