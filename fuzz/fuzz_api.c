@@ -6,7 +6,7 @@
  * the values (mostly in range, or special: NaN, infinities, signed zeros,
  * subnormals, the limits of the ranges, huge values, or raw bit patterns).
  *
- * Invariants (SPEC section 5 and the README's promises):
+ * Invariants (docs/math.md section 10 and the README's promises):
  *   - falcon_validate and falcon_run agree: a configuration or input that
  *     validation refuses, falcon_run refuses with the same status;
  *   - a failed run leaves the state exactly as it was, and the output buffer

@@ -1,6 +1,6 @@
 /*
- * The MPFR reference: SPEC section 1.2 step by step (recurrent) and the
- * chunk-parallel equations of SPEC section 2, both evaluated at `bits` of
+ * The MPFR reference: docs/math.md section 1 step by step (recurrent) and the
+ * chunk-parallel equations of docs/math.md section 7, both evaluated at `bits` of
  * precision with inputs converted exactly. Written independently of the
  * kernels' framework so that it is an outside check on them.
  */

@@ -1,5 +1,5 @@
 /*
- * MPFR reference, chunk-parallel form: the equations of SPEC section 2
+ * MPFR reference, chunk-parallel form: the equations of docs/math.md section 7.2
  * taken literally (terms, pseudo-values by forward substitution, outputs and
  * end state from the chunk's start state S_0). Its distance from the
  * recurrent form is pure MPFR rounding, which checks the algebra of the

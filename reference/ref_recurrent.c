@@ -1,5 +1,5 @@
 /*
- * MPFR reference, recurrent form: SPEC section 1.2 literally, one step at a
+ * MPFR reference, recurrent form: docs/math.md section 1 literally, one step at a
  * time (forget, write over the window, read).
  */
 #include "ref_common.h"

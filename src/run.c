@@ -33,7 +33,6 @@ int64_t falcon_chunk_block(int64_t chunk, int64_t window)
 #undef FALCON_REAL_F32
 #undef REAL
 #undef RS
-#undef REAL_FEATURIZE
 #include "../kernels/framework/real.h"
 #include "run_cpu.inc.c"
 

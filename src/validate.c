@@ -1,5 +1,5 @@
 /*
- * SPEC section 5: every entry point checks its arguments before it touches
+ * docs/math.md section 10: every entry point checks its arguments before it touches
  * anything, and names the tensor, the index and the rule that failed.
  */
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
- * The study's cheap reference: SPEC section 1.2 in long double, one step at
+ * The study's cheap reference: docs/math.md section 1 in long double, one step at
  * a time, state carried between calls (see study.h for why long double).
- * Written from the SPEC, not from the kernels or reference/, so that it is
+ * Written from docs/math.md, not from the kernels or reference/, so that it is
  * an independent check; the study measures it against MPFR.
  */
 #include <float.h>

@@ -8,7 +8,7 @@
 #include "falcon.h"
 
 /*
- * The long-double reference (ldref.c): SPEC 1.2 step by step, identity phi,
+ * The long-double reference (ldref.c): docs/math.md section 1 step by step, identity phi,
  * with its own carried state in long double. It is the study's cheap
  * reference beyond the lengths MPFR can afford: on x86 its unit roundoff is
  * 2^-64, 2048 times below fp64's, and the study checks it against MPFR on

@@ -1,7 +1,7 @@
 /* The gate's case table: every variant x alignment x decay on/off over
  * shapes that catch edge cases (n != m, T not a multiple of C, T = 0 and 1,
  * W > T, small keys where eps matters, batches), plus the decay regimes of
- * SPEC section 3 for every variant. */
+ * docs/math.md section 8 for every variant. */
 #include <stdlib.h>
 #include "gate.h"
 

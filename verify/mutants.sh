@@ -30,6 +30,30 @@ mutants=(
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/"
 "chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&src.ex, e_first);/g_lo = falcon_window_first(\&src.ex, e_first) + (c0 > 0);/"
 "chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0);/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0);/"
+# Keys at the limits of the precision (issue 14): the scaling that keeps x.x
+# in range, and the places each form must undo it.
+"key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /"
+"key-scale-sigma-ignored|kernels/common/falcon_math.h|s/b = beta \/ sigma;/b = beta;/"
+"key-scale-small-sigma-ignored|kernels/common/falcon_math.h|s/        e = eps \/ sigma \/ tau;/        e = eps \/ tau;/"
+"residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/"
+"window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/"
+"residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/"
+"system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/"
+"gain-direction-unscaled-recurrent|kernels/framework/recurrent.inc.c|s/(tau = RS(falcon_key_scale)(Zg, n)) != 1/(tau = 1) != 1/"
+"gain-direction-unscaled-blocked|kernels/framework/blocked.inc.c|s/(xt\[g\] = RS(falcon_key_scale)(zg, n)) != 1/(xt[g] = 1) != 1/"
+"rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/"
+"rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g"
+# The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.
+"l2norm-without-max-scaling|kernels/common/falcon_math.h|s/R s = in\[i\] \/ amax;/R s = in[i];/;s/R norm = amax \* SQRT(ss);/R norm = SQRT(ss);/"
+"l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/"
+# A step without an example (prefix alignment, no previous key) on a memory
+# that is not zero must still decay it and read it.
+"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/uk->rank_update(m, n, 0, a, S/uk->rank_update(m, n, 0, 1, S/"
+"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/continue;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/"
+"first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /"
+# Head groups of the recurrent form: the cap, and a last group that is not full.
+"recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_RECURRENT_GROUP_MAX) group = FALCON_RECURRENT_GROUP_MAX;//"
+"recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 )
 
 want=("$@")

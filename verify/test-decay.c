@@ -1,5 +1,5 @@
 /*
- * SPEC section 3 stress: long runs whose decay product underflows many times
+ * docs/math.md section 8 stress: long runs whose decay product underflows many times
  * over, the smallest normal number as alpha, one near-reset followed by slow
  * decay, and a random mixture, in every form and backend. Up to a few
  * thousand steps the MPFR recurrence is the reference; at 10^6 steps the

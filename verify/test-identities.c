@@ -1,5 +1,5 @@
 /*
- * SPEC 1.2's exact identities: Falcon-2 with unit gains is Falcon-1,
+ * docs/math.md section 1's exact identities: Falcon-2 with unit gains is Falcon-1,
  * Falcon-3 with W = 1 is Falcon-1, likewise for the A twins; and Falcon-1
  * with beta = 1, eps -> 0 interpolates (S_t x_t = y_t). Checked on every
  * backend, form and precision, to rounding.

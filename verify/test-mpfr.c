@@ -2,7 +2,7 @@
  * The reference checks itself: the MPFR chunk-parallel equations against the
  * MPFR recurrence, with decay (including the smallest normal double), both
  * alignments, windows and a carried state, must agree to the MPFR precision
- * itself. That proves the algebra of SPEC section 2 independently of any
+ * itself. That proves the algebra of docs/math.md section 7 independently of any
  * float rounding, so the float forms can then be judged against either.
  */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /*
- * SPEC 1.3: one call equals any split into segments with the state carried
+ * docs/math.md section 6: one call equals any split into segments with the state carried
  * (memory, previous key, window history). Recurrent: bitwise, since the
  * same operations run in the same order. Chunk and parallel: the block
  * boundaries move with the split, so equal to rounding (the gate's bound).

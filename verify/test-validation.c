@@ -1,5 +1,5 @@
 /*
- * SPEC section 5: every bad input gets its error code and a message naming
+ * docs/math.md section 10: every bad input gets its error code and a message naming
  * the tensor, the index and the rule; the caller's output buffer and the
  * state are left untouched.
  */

@@ -8,7 +8,7 @@
 # Covers: one sequence and a batch (a head of the batch equals the same data
 # run alone, bit for bit), checkpoint round trips (one run of T equals two
 # halves through --checkpoint-out/--checkpoint-in), and the bad inputs of
-# SPEC section 5: each must exit with status 2, print one line
+# docs/math.md section 10: each must exit with status 2, print one line
 # "falcon: error: ..." naming the file or tensor, and leave no output behind.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu

@@ -69,7 +69,7 @@ FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
  * Taken as running products of the (positive, <= 1) alphas, a factor never
  * overflows, never divides two underflowed numbers, and carries a relative
  * error of at most (i - j) roundoffs whatever the size of log alpha; this is
- * how the forms meet SPEC section 3 without exponentials. Kept in double. */
+ * how the forms meet docs/math.md section 8 without exponentials. Kept in double. */
 FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
 {
     for (int64_t j = 0; j < i; j++)
@@ -81,6 +81,90 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * eta = beta / (eps + sum_{i in E} x_i . z_i). The dot products are summed
  * oldest example first in every form so the forms agree to rounding. */
 #define FALCON_ETA(beta, eps, xz_sum) ((beta) / ((eps) + (xz_sum)))
+
+/* ---- key scaling (the normaliser at the limits of the precision) ----
+ * With keys of magnitude 1e20 in fp32, x.x overflows and eta = beta /
+ * (eps + x.x) comes out 0, although the write eta (y - S x) x^T, of order
+ * beta |y| / |x|, is representable; with tiny keys and a tiny eps, eta
+ * overflows while the write does not. So an example whose x.z, computed as
+ * it is, falls outside [2^-62, 2^62] (fp32; [2^-510, 2^510] in fp64; zero,
+ * subnormal and infinite included) has its feature vector divided by a
+ * scale s, a power of two (exact division), chosen so that its largest
+ * magnitude lands in [1, 2): x = s x', and x'.z' is computed again. Every
+ * other example keeps s = 1, so inputs of ordinary size cost one comparison
+ * and compute exactly what they did unscaled: no sum of at most W = 2^12
+ * such terms, and no eta, can then leave the range. A vector whose largest
+ * magnitude lies in [2^-31, 2^31] (fp32; 2^-255, 2^255 in fp64), or is zero,
+ * is never scaled.
+ *
+ * A step whose window holds examples of scales s_l takes sigma = max s_l,
+ * rho_l = s_l / sigma (<= 1) and
+ *     sum' = SUM_l rho_l^2 x'_l . z'_l          (x . z = sigma^2 sum')
+ *     c    = beta sigma / (eps + sigma^2 sum')  (= eta sigma)
+ * and writes c rho_l e_l z'_l^T, with e_l = y_l - Sbar (s_l x'_l): exactly
+ * eta e_l z_l^T. falcon_eta_scaled computes c without forming sigma^2 or
+ * eps / sigma^2 where they would leave the range; with sigma = 1 it is
+ * FALCON_ETA, bit for bit. A denominator that overflows even so gives NaN:
+ * the run then reports an overflow rather than a silent eta = 0.
+ *
+ * Falcon-2/2A (W = 1) write along z = g * x, which huge or tiny gains can
+ * take out of range on their own: if x'.z' is still out of range after x
+ * is scaled, z' = g * x' is stored divided by its own scale tau as well,
+ * z = s tau z'', and the step passes tau: c = beta s tau / (eps + s^2 tau
+ * x'.z'') = eta s tau, the coefficient of z''. tau = 1 everywhere else. */
+FALCON_HD int falcon_xz_in_range_f32(float xz) { return xz >= 0x1p-62f && xz <= 0x1p62f; }
+FALCON_HD int falcon_xz_in_range_f64(double xz) { return xz >= 0x1p-510 && xz <= 0x1p510; }
+
+#define FALCON_KEY_SCALE_BODY(R, FABS, FREXP, LDEXP, LO, HI)                \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        R a = FABS(x[i]);                                                   \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0 || (amax >= (LO) && amax <= (HI))) return 1;             \
+    int ex;                                                                 \
+    (void)FREXP(amax, &ex); /* amax = f 2^ex, f in [0.5, 1) */              \
+    const R s = LDEXP((R)1, ex - 1);                                        \
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] / s;                        \
+    return s;
+
+/* Divide the feature vector x[n] by its scale (in place); returns the scale
+ * (1: x is left as it is). */
+FALCON_HD float falcon_key_scale_f32(float *x, int64_t n)
+{
+    FALCON_KEY_SCALE_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f) /* B = 31 */
+}
+
+FALCON_HD double falcon_key_scale_f64(double *x, int64_t n)
+{
+    FALCON_KEY_SCALE_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255) /* B = 255 */
+}
+#undef FALCON_KEY_SCALE_BODY
+
+#define FALCON_ETA_SCALED_BODY(R)                                           \
+    R b = beta, e = eps, x = sum;                                           \
+    if (sigma > 1) { /* sigma^2 sum' may overflow: divide by sigma first */ \
+        b = beta / sigma;                                                   \
+        e = eps / sigma / sigma / tau;                                      \
+    } else if (sigma < 1 || tau != 1) { /* eps / sigma^2 may overflow */   \
+        e = eps / sigma / tau;                                              \
+        x = sigma * sum;                                                    \
+    }                                                                       \
+    if (isinf(x)) return (R)NAN;                                            \
+    if (e + x == 0) return 0; /* only with sum' = 0: then z' = 0 */         \
+    return FALCON_ETA(b, e, x);
+
+FALCON_HD float falcon_eta_scaled_f32(float beta, float eps, float sigma, float tau, float sum)
+{
+    FALCON_ETA_SCALED_BODY(float)
+}
+
+FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, double tau,
+                                        double sum)
+{
+    FALCON_ETA_SCALED_BODY(double)
+}
+#undef FALCON_ETA_SCALED_BODY
 
 /* ---- feature maps, one element (relu and elu1; l2norm needs the vector) ---- */
 enum { FALCON_MATH_PHI_IDENTITY, FALCON_MATH_PHI_RELU, FALCON_MATH_PHI_ELU1, FALCON_MATH_PHI_L2NORM };
@@ -100,12 +184,16 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
 }
 
 /* ---- feature maps, one whole vector ----
- * phi of n entries into out (out != in). l2norm is scaled by the largest
- * magnitude so that the sum of squares cannot overflow, and maps 0 to 0: the
- * same operations, in the same order, as the CPU framework's featurize
- * (kernels/framework/examples.inc.c), for backends that featurize elsewhere
- * (the CUDA kernels, on host and device). */
+ * phi of n entries into out (out != in), for every backend: the CPU
+ * framework calls it as RS(falcon_featurize), the CUDA kernels (host and
+ * device) as falcon_featurize_f32. Identity is a plain copy (which the
+ * compiler vectorizes). l2norm is scaled by the largest magnitude so that
+ * the sum of squares can neither overflow nor underflow, and maps 0 to 0. */
 #define FALCON_FEATURIZE_BODY(R, ELEM, SQRT, FABS)                          \
+    if (phi == FALCON_MATH_PHI_IDENTITY) {                                  \
+        for (int64_t i = 0; i < n; i++) out[i] = in[i];                     \
+        return;                                                             \
+    }                                                                       \
     if (phi != FALCON_MATH_PHI_L2NORM) {                                    \
         for (int64_t i = 0; i < n; i++) out[i] = ELEM(phi, in[i]);          \
         return;                                                             \

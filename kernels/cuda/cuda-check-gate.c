@@ -23,12 +23,17 @@
 /* A gate case run in one form, split into two segments with the state
  * carried where `split` is inside the sequence. */
 typedef struct cc_case {
-    gate_case c;
+    gate_case c; /* c.key_scale: keys at the limits of fp32 */
     falcon_form form;
     int64_t split;
+    double gain_mag; /* Falcon-2/2A's gains scaled to this magnitude (0: as generated) */
+    int set_memory;  /* start from a memory set by falcon_state_set_memory, not zero */
 } cc_case;
 
-/* The gate's full table in every form, and larger and odd shapes: more
+static int is_limit(const cc_case *k) { return k->c.key_scale != 1 || k->gain_mag != 0 || k->set_memory; }
+
+/* The gate's full table in every form, the limits of fp32 (huge and tiny
+ * keys, huge and tiny gains, a set memory), and larger and odd shapes: more
  * columns than a block has threads, more than fit in shared memory, long
  * blocks. */
 static int make_cases(cc_case **out, int big)
@@ -38,7 +43,7 @@ static int make_cases(cc_case **out, int big)
     if (nt < 0) return -1;
     static const int64_t shapes[][4] = {{128, 128, 24, 1}, {130, 70, 20, 1}, {33, 129, 20, 2}, {64, 64, 300, 1}};
     const int nshapes = big ? 4 : 3;
-    cc_case *cs = malloc(sizeof *cs * (size_t)(3 * nt + 18 * nshapes));
+    cc_case *cs = malloc(sizeof *cs * (size_t)(3 * nt + 18 * nshapes + 18 * 11));
     if (!cs) {
         free(table);
         return -1;
@@ -46,15 +51,38 @@ static int make_cases(cc_case **out, int big)
     int n = 0;
     for (int i = 0; i < nt; i++)
         for (int f = 0; f < 3; f++)
-            cs[n++] = (cc_case){table[i], (falcon_form)f, table[i].T > 2 ? table[i].T / 2 + 1 : 0};
+            cs[n++] = (cc_case){table[i], (falcon_form)f, table[i].T > 2 ? table[i].T / 2 + 1 : 0, 0, 0};
     uint64_t seed = 70001;
+    /* Keys at the limits of fp32 (x.x overflows or underflows where the
+     * results do not), Falcon-2/2A's gains of 1e30 (with keys of 1 and 1e20)
+     * and 1e-30, and a memory that is not zero before a first step that learns
+     * nothing (prefix alignment, no previous key). */
+    static const double mags[] = {1e20, 1e30, 1e-20};
+    for (int v = 0; v < 6; v++)
+        for (int f = 0; f < 3; f++) {
+            const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1;
+            for (int k = 0; k < 3; k++)
+                for (int a = 0; a < 2; a++) {
+                    const gate_case c = {(falcon_variant)v, (falcon_align)a, (falcon_phi)((v + k + a) % 4),
+                                         GATE_DECAY_MIX, 2, 40, 3, 12, 10, W, 8, 1e-6, mags[k], seed++};
+                    cs[n++] = (cc_case){c, (falcon_form)f, 17, 0, 0};
+                }
+            for (int k = 0; k < 3 && falcon_variant_has_gain((falcon_variant)v); k++) {
+                const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, GATE_DECAY_MIX,
+                                     2, 40, 3, 12, 10, 1, 8, 1e-6, k == 1 ? 1e20 : 1.0, seed++};
+                cs[n++] = (cc_case){c, (falcon_form)f, 17, k == 2 ? 1e-30 : 1e30, 0};
+            }
+            const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, GATE_DECAY_MIX,
+                                 2, 40, 3, 12, 10, W, 8, 1e-6, 1.0, seed++};
+            cs[n++] = (cc_case){c, (falcon_form)f, 0, 0, 1};
+        }
     for (int s = 0; s < nshapes; s++)
         for (int v = 0; v < 6; v++)
             for (int f = 0; f < 3; f++) {
                 const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, GATE_DECAY_MIX,
                                      1, shapes[s][2], shapes[s][3], shapes[s][0], shapes[s][1],
                                      falcon_variant_has_window((falcon_variant)v) ? 4 : 1, 16, 1e-6, 1.0, seed++};
-                cs[n++] = (cc_case){c, (falcon_form)f, shapes[s][2] / 2 + 1};
+                cs[n++] = (cc_case){c, (falcon_form)f, shapes[s][2] / 2 + 1, 0, 0};
             }
     free(table);
     *out = cs;
@@ -71,6 +99,11 @@ static falcon_status run_emu(const falcon_config *cfg, const falcon_inputs *in, 
     falcon_state *work;
     if ((s = falcon_state_copy(state, &work))) return s;
     s = falcon_cuda_run_with(cfg, in, work, out, fc_emu_exec);
+    /* src/run.c's overflow check: a result that is not finite is reported */
+    for (int64_t i = 0; !s && i < in->B * in->T * in->H * in->m; i++)
+        if (!isfinite(((const float *)out)[i])) s = falcon_fail(FALCON_E_OVERFLOW, "out[%lld] is not finite", (long long)i);
+    for (int64_t i = 0; !s && i < work->heads * work->m * work->n; i++)
+        if (!isfinite(work->S[i])) s = falcon_fail(FALCON_E_OVERFLOW, "S[%lld] is not finite", (long long)i);
     if (s) {
         falcon_state_free(work);
         return s;
@@ -96,7 +129,8 @@ typedef enum { RUN_LIB, RUN_EMU } run_kind;
 
 /* Run case k in fp32 on the cuda backend (the GPU or its emulation), in
  * segments; the outputs and final memory, in double, into r. */
-static falcon_status run_case(const cc_case *k, const gate_data *d, run_kind kind, gate_result *r)
+static falcon_status run_case(const cc_case *k, const gate_data *d, const falcon_state *init, run_kind kind,
+                              gate_result *r)
 {
     const gate_case *c = &k->c;
     falcon_config cfg = gate_config(c, k->form, FALCON_BACKEND_CUDA, FALCON_FP32);
@@ -105,7 +139,9 @@ static falcon_status run_case(const cc_case *k, const gate_data *d, run_kind kin
     r->out = malloc(sizeof(double) * (size_t)(r->out_count + 1));
     r->S = malloc(sizeof(double) * (size_t)(r->state_count + 1));
     falcon_state *st = NULL;
-    falcon_status s = r->out && r->S ? falcon_state_create(c->B * c->H, c->n, c->m, c->window, &st) : FALCON_E_NOMEM;
+    falcon_status s = !r->out || !r->S ? FALCON_E_NOMEM
+                    : init              ? falcon_state_copy(init, &st)
+                                        : falcon_state_create(c->B * c->H, c->n, c->m, c->window, &st);
     const int64_t cut = k->split > 0 && k->split < c->T ? k->split : c->T;
     const int64_t cuts[3] = {0, cut, c->T};
     const falcon_inputs *in = &d->in;
@@ -180,7 +216,8 @@ static void describe(const cc_case *k, char *buf, size_t size)
 /* Races, block sizes and shared-memory budgets on the emulation: the run
  * with each phase's threads in reverse must give the same bits, and every
  * launch shape must pass the gate. Returns the number of failures. */
-static int launch_shapes(const cc_case *k, const gate_data *d, const gate_result *ref, int *runs)
+static int launch_shapes(const cc_case *k, const gate_data *d, const falcon_state *init, const gate_result *ref,
+                         int *runs)
 {
     char name[300];
     describe(k, name, sizeof name);
@@ -188,9 +225,9 @@ static int launch_shapes(const cc_case *k, const gate_data *d, const gate_result
     gate_result a, b;
     fc_emu_threads = 64;
     fc_emu_reverse = 0;
-    falcon_status s1 = run_case(k, d, RUN_EMU, &a);
+    falcon_status s1 = run_case(k, d, init, RUN_EMU, &a);
     fc_emu_reverse = 1;
-    falcon_status s2 = run_case(k, d, RUN_EMU, &b);
+    falcon_status s2 = run_case(k, d, init, RUN_EMU, &b);
     fc_emu_reverse = 0;
     if (s1 || s2 || memcmp(a.out, b.out, sizeof(double) * (size_t)a.out_count) ||
         memcmp(a.S, b.S, sizeof(double) * (size_t)a.state_count)) {
@@ -207,7 +244,7 @@ static int launch_shapes(const cc_case *k, const gate_data *d, const gate_result
             fc_emu_smem_bytes = budgets[bi];
             gate_result r;
             gate_errors e = {INFINITY, INFINITY};
-            const falcon_status s = run_case(k, d, RUN_EMU, &r);
+            const falcon_status s = run_case(k, d, init, RUN_EMU, &r);
             const double ratio = s ? INFINITY : judge(k, &r, ref, &e);
             if (!s) gate_result_free(&r);
             ++*runs;
@@ -219,6 +256,63 @@ static int launch_shapes(const cc_case *k, const gate_data *d, const gate_result
         }
     fc_emu_threads = 0;
     fc_emu_smem_bytes = 227 * 1024;
+    return bad;
+}
+
+/* A case's inputs beyond the gate's generator: gains scaled (each value
+ * rounded to fp32 and kept exact in the double copy the reference reads),
+ * and the initial state (NULL: fresh). 0, or -1 when out of memory. */
+static int case_inputs(const cc_case *k, gate_data *d, falcon_state **init)
+{
+    const gate_case *c = &k->c;
+    const int64_t count = c->B * c->T * c->H * c->n;
+    for (int64_t i = 0; k->gain_mag != 0 && d->in.gain && i < count; i++) {
+        const float g = (float)(((const float *)d->in.gain)[i] * k->gain_mag);
+        ((float *)d->in.gain)[i] = g;
+        ((double *)d->in64.gain)[i] = g;
+    }
+    *init = NULL;
+    if (!k->set_memory) return 0;
+    const int64_t heads = c->B * c->H, cnt = heads * c->m * c->n;
+    double *S0 = malloc(sizeof(double) * (size_t)cnt);
+    for (int64_t i = 0; S0 && i < cnt; i++) S0[i] = 0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)(i % 31);
+    int rc = !S0 || falcon_state_create(heads, c->n, c->m, c->window, init) ||
+             falcon_state_set_memory(*init, S0) ? -1 : 0;
+    free(S0);
+    return rc;
+}
+
+/* Results that overflow fp32 (values and queries of 1e36: o = S q of order
+ * 1e72) are reported as an overflow, as the CPU backends report them, in
+ * every variant and form. Returns the number of cases that are not. */
+static int overflow_parity(void)
+{
+    int bad = 0;
+    for (int v = 0; v < 6; v++)
+        for (int f = 0; f < 3; f++) {
+            const gate_case c = {(falcon_variant)v, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, GATE_DECAY_NONE,
+                                 1, 12, 2, 6, 5, falcon_variant_has_window((falcon_variant)v) ? 3 : 1, 4, 1e-6, 1.0,
+                                 (uint64_t)(80001 + 3 * v + f)};
+            gate_data d;
+            if (gate_data_make(&c, FALCON_FP32, &d)) return 1;
+            const int64_t rows = c.B * c.T * c.H;
+            for (int64_t i = 0; i < rows * c.n; i++) ((float *)d.in.q)[i] *= 1e36f;
+            for (int64_t i = 0; i < rows * c.m; i++) ((float *)d.in.v)[i] *= 1e36f;
+            const cc_case k = {c, (falcon_form)f, 0, 0, 0};
+            gate_result r;
+            const falcon_status cpu = gate_run(&c, &d, (falcon_form)f, FALCON_BACKEND_SCALAR, NULL, &r);
+            if (!cpu) gate_result_free(&r);
+            const falcon_status emu = run_case(&k, &d, NULL, RUN_EMU, &r);
+            if (!emu) gate_result_free(&r);
+            if (cpu != FALCON_E_OVERFLOW || emu != FALCON_E_OVERFLOW) {
+                printf("FAIL %s %s values 1e36: scalar fp32 %s, emulated %s (both must be overflow)\n",
+                       falcon_variant_name(c.variant), falcon_form_name((falcon_form)f), falcon_status_name(cpu),
+                       falcon_status_name(emu));
+                bad++;
+            }
+            gate_data_free(&d);
+        }
+    printf("overflowing results: 18 cases, %d not reported as an overflow\n", bad);
     return bad;
 }
 
@@ -235,14 +329,17 @@ static int sweep(run_kind kind, int quick)
         ncase = k;
     }
     printf("reference: the MPFR recurrence (256 bits, rounded to double once); thresholds: the gate's\n");
-    summary sm;
+    summary sm, lim;
     memset(&sm, 0, sizeof sm);
+    memset(&lim, 0, sizeof lim);
     int fails = 0, shape_fails = 0, shape_runs = 0;
     for (int i = 0; i < ncase; i++) {
         const cc_case *k = &cs[i];
         gate_data d;
         gate_result ref, r;
-        if (gate_data_make(&k->c, FALCON_FP32, &d) || gate_reference(&k->c, &d, &ref)) {
+        falcon_state *init = NULL;
+        if (gate_data_make(&k->c, FALCON_FP32, &d) || case_inputs(k, &d, &init) ||
+            gate_reference_from(&k->c, &d, init, &ref)) {
             printf("reference failed: %s\n", falcon_last_error());
             return 2;
         }
@@ -252,22 +349,26 @@ static int sweep(run_kind kind, int quick)
         char name[300];
         describe(k, name, sizeof name);
         gate_errors e = {INFINITY, INFINITY};
-        const falcon_status s = run_case(k, &d, kind, &r);
+        const falcon_status s = run_case(k, &d, init, kind, &r);
         const double ratio = s ? INFINITY : judge(k, &r, &ref, &e);
         if (!s) gate_result_free(&r);
-        summarize(&sm, k, &e, ratio);
+        summarize(is_limit(k) ? &lim : &sm, k, &e, ratio);
         if (!(ratio <= 1)) {
             printf("FAIL %s: out %.3g u, S %.3g u, max/thr %.3g%s%s\n", name, e.out_u, e.state_u, ratio,
                    s ? ": " : "", s ? falcon_last_error() : "");
             fails++;
         }
         if (kind == RUN_EMU && (k->c.phi == FALCON_PHI_L2NORM || k->c.n > 12))
-            shape_fails += launch_shapes(k, &d, &ref, &shape_runs);
+            shape_fails += launch_shapes(k, &d, init, &ref, &shape_runs);
         gate_result_free(&ref);
         gate_data_free(&d);
+        falcon_state_free(init);
     }
     free(cs);
     print_summary(&sm, kind == RUN_EMU ? "CUDA kernels in CPU emulation" : "CUDA backend on the GPU");
+    print_summary(&lim, "the same, keys of 1e20, 1e30 and 1e-20, gains of 1e30 and 1e-30, and a set memory "
+                        "before an empty step");
+    if (kind == RUN_EMU) fails += overflow_parity();
     printf("\n%s: %d cases, %d failed the gate", kind == RUN_EMU ? "emulation" : "device", ncase, fails);
     if (kind == RUN_EMU) printf("; %d race and launch-shape runs, %d failed", shape_runs, shape_fails);
     printf("\n");

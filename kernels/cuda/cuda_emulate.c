@@ -31,8 +31,8 @@ int fc_emu_exec(fc_problem *pb, float *out, float *S_out, char *msg, size_t len)
     fc_emu_last_layout = pb->lay;
     fc_emu_last_threads = pb->nth;
     const int64_t heads = pb->heads, n = pb->n, T = pb->T, E = pb->Emax;
-    const int64_t nX = heads * E * n, nZ = pb->has_gain ? heads * E * n : 0, nxz = heads * E;
-    const int64_t nQ = heads * T * n, neta = heads * T, nscr = heads * pb->lay.glob_floats;
+    const int64_t nX = heads * E * n, nZ = pb->has_gain ? heads * E * n : 0, nxz = 3 * heads * E;
+    const int64_t nQ = heads * T * n, neta = 2 * heads * T, nscr = heads * pb->lay.glob_floats;
     const int64_t nsm = pb->lay.smem_floats;
     const int64_t total = nX + nZ + nxz + nQ + neta + nscr + nsm + 1;
     float *buf = malloc(sizeof(float) * (size_t)total);

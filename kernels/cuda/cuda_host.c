@@ -51,7 +51,7 @@ int fc_plan(fc_problem *pb, int64_t smem_bytes, int threads, char *msg, size_t l
         pb->ldx = n;
         plan_item list[] = {
             {FC_BUF_S, m * pb->lds, 0},
-            {FC_BUF_SC, 4, 0},
+            {FC_BUF_SC, 2 * (2 + 2 * W), 0},
             {FC_BUF_V, 2 * (W + 1) * pb->ldv, 0},
             {FC_BUF_ZS, pb->has_gain ? 2 * pb->ldv : 0, 0},
             {FC_BUF_Y, 2 * W * m, 0},

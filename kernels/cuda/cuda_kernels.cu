@@ -198,9 +198,9 @@ extern "C" int fc_dev_exec(fc_problem *hp, float *out, float *S_out, char *msg, 
     /* features, results */
     nX = heads * pb.Emax * n;
     nZ = pb.has_gain ? nX : 0;
-    nxz = heads * pb.Emax;
+    nxz = 3 * heads * pb.Emax;
     nQ = heads * pb.T * n;
-    neta = heads * pb.T;
+    neta = 2 * heads * pb.T;
     FC_CK("allocating device features", cudaMalloc((void **)&d_feat, sizeof(float) * (size_t)(nX + nZ + nxz + nQ + neta)));
     pb.X = d_feat;
     pb.Z = pb.has_gain ? d_feat + nX : 0;

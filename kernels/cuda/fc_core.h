@@ -21,9 +21,11 @@
  *  1. fc_prep_example, one thread per (head, example): phi of the example's
  *     key (carried history first, then the sequence's own; which step
  *     reveals which example is falcon_math.h's bookkeeping), z = g * x for
- *     Falcon-2/2A, and x.z.
- *  2. fc_prep_step, one thread per (head, step): phi(q_t) and eta_t =
- *     beta_t / (eps + sum of x.z over the window, oldest first).
+ *     Falcon-2/2A, and x.z; if x.z is out of range, x is stored divided by
+ *     its scale s (falcon_key_scale: x = s x') and z', x'.z' taken again.
+ *  2. fc_prep_step, one thread per (head, step): phi(q_t) and the scaled
+ *     normaliser c_t = eta_t sigma_t (falcon_eta_scaled, the window's x'.z'
+ *     summed oldest first), with sigma_t the window's largest scale.
  *  3. fc_recurrent_head or fc_blocked_head, one block per head.
  * The examples of a head are one contiguous array (carried, then own), so
  * step t's window E_t is the row range [window_first(e_t), e_t].
@@ -56,7 +58,8 @@ enum {
                  /* x_first..x_e, then phi(q_t) [2][W+1][ldv] */
     FC_BUF_ZS,   /* Falcon-2/2A: the step's write direction z = g * x [2][ldv] */
     FC_BUF_Y,    /* the window's targets y_first..y_e [2][W][m] */
-    FC_BUF_SC,   /* the step's alpha and eta [2][2] */
+    FC_BUF_SC,   /* the step's alpha, c = eta sigma, then per window example */
+                 /* its scale s_i and c rho_i [2][2 + 2W] */
     FC_BUF_PART, /* partial dot products [(m+1)][W+1][G] */
     FC_BUF_E,    /* scaled errors eta * e_i [W][m] */
     /* chunk / parallel forms (FC_BUF_S as above) */
@@ -109,9 +112,10 @@ typedef struct fc_problem {
     const int64_t *hist_len;
     /* features written by the prep passes */
     float *X, *Z; /* [heads][Emax][n]; Z only for Falcon-2/2A */
-    float *xz;    /* [heads][Emax] */
+    float *xz;    /* [heads][Emax][3]: x'.z', the scale s of x = s x' and the */
+                  /* scale tau of Falcon-2/2A's z = s tau z'' (falcon_math.h) */
     float *Qf;    /* [heads][T][n] */
-    float *eta;   /* [heads][T] */
+    float *eta;   /* [heads][T][2]: c = eta sigma and sigma (falcon_math.h) */
     /* results */
     float *out; /* [B][T][H][m] */
     float *S;   /* [heads][m][n] */
@@ -169,16 +173,29 @@ FC_DEV void fc_prep_example(const fc_problem *pb, int64_t hd, int64_t e)
     if (e >= falcon_examples_after(&ex, pb->T)) return;
     float *x = pb->X + item * n;
     falcon_featurize_f32(pb->phi, fc_key_row(pb, hd, &ex, e), x, n);
-    float s = 0;
-    if (pb->has_gain) { /* W = 1: no carried examples, the step is this call's */
-        const float *g = pb->gain + fc_row(pb, hd, falcon_step_of_example(&ex, e)) * n;
-        float *z = pb->Z + item * n;
-        for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
-        for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
-    } else {
-        for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+    float s = 0, sc = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        s = 0;
+        if (pb->has_gain) { /* W = 1: no carried examples, the step is this call's */
+            const float *g = pb->gain + fc_row(pb, hd, falcon_step_of_example(&ex, e)) * n;
+            float *z = pb->Z + item * n;
+            for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
+            for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
+        } else {
+            for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+        }
+        /* x.z out of range: store x scaled, x = sc x', and take it again */
+        if (pass > 0 || falcon_xz_in_range_f32(s) || (sc = falcon_key_scale_f32(x, n)) == 1) break;
     }
-    pb->xz[item] = s;
+    float tau = 1; /* Falcon-2/2A: z' scaled on its own if x'.z' still is out of range */
+    if (pb->has_gain && !falcon_xz_in_range_f32(s) && (tau = falcon_key_scale_f32(pb->Z + item * n, n)) != 1) {
+        const float *z = pb->Z + item * n;
+        s = 0;
+        for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
+    }
+    pb->xz[3 * item] = s;
+    pb->xz[3 * item + 1] = sc;
+    pb->xz[3 * item + 2] = tau;
 }
 
 /* step t of head hd; after fc_prep_example. */
@@ -189,14 +206,22 @@ FC_DEV void fc_prep_step(const fc_problem *pb, int64_t hd, int64_t t)
     falcon_featurize_f32(pb->phi, pb->q + row * n, pb->Qf + item * n, n);
     const falcon_examples ex = fc_head_examples(pb, hd);
     const int64_t e = falcon_example_of_step(&ex, t);
-    float eta = 0;
+    float eta = 0, sigma = 1;
     if (e >= 0) {
-        const float *xz = pb->xz + hd * pb->Emax;
+        const float *xz = pb->xz + 3 * hd * pb->Emax;
+        const int64_t lf = falcon_window_first(&ex, e);
         float sum = 0;
-        for (int64_t l = falcon_window_first(&ex, e); l <= e; l++) sum += xz[l];
-        eta = FALCON_ETA(pb->beta[row], pb->eps, sum);
+        sigma = xz[3 * lf + 1];
+        for (int64_t l = lf + 1; l <= e; l++)
+            if (xz[3 * l + 1] > sigma) sigma = xz[3 * l + 1];
+        for (int64_t l = lf; l <= e; l++) {
+            const float rho = xz[3 * l + 1] / sigma;
+            sum += rho * rho * xz[3 * l];
+        }
+        eta = falcon_eta_scaled_f32(pb->beta[row], pb->eps, sigma, xz[3 * e + 2], sum);
     }
-    pb->eta[item] = eta;
+    pb->eta[2 * item] = eta;
+    pb->eta[2 * item + 1] = sigma;
 }
 
 /* ---- load / store the memory of one head ---- */
@@ -212,10 +237,10 @@ FC_DEV void fc_prep_step(const fc_problem *pb, int64_t hd, int64_t t)
     FC_PHASE_END
 
 /* ---- the recurrent form ----
- * Per step, as kernels/framework/recurrent.inc.c: P = S_{t-1} [x_1..x_k, q]
- * (partial dots over G column slices, then summed), e_i = eta (y_i - a P_i)
- * (inner product: eta y_i), o = a P_q + sum_i (z_i . q) e_i, then
- * S_t = a S_{t-1} + sum_i e_i z_i^T in one pass. Three barriers per step:
+ * Per step, as kernels/framework/recurrent.inc.c: P = S_{t-1} [x'_1..x'_k, q]
+ * (partial dots over G column slices, then summed), e_i = c rho_i (y_i -
+ * a s_i P_i) (inner product: c rho_i y_i), o = a P_q + sum_i (z'_i . q) e_i,
+ * then S_t = a S_{t-1} + sum_i e_i z'_i^T in one pass (scales: falcon_math.h). Three barriers per step:
  * the next step's vectors, targets, alpha and eta are fetched from global
  * memory into the other half of double buffers during the update pass, so
  * no phase waits on global memory except for its own output. */
@@ -246,9 +271,16 @@ FC_DEV void fc_rec_fetch(const fc_problem *pb, int64_t hd, const falcon_examples
     if (pb->has_gain && k > 0)
         for (int c = tid; c < n; c += nth) Zs[h * ldv + c] = pb->Z[(hd * pb->Emax + first) * n + c];
     for (int i = tid; i < k * m; i += nth) Yb[i] = fc_value_row(pb, hd, ex, first + i / m)[i % m];
+    float *SCb = SC + h * (2 + 2 * W);
+    const float c = pb->eta[2 * (hd * pb->T + tn)], sigma = pb->eta[2 * (hd * pb->T + tn) + 1];
     if (tid == 0) {
-        SC[2 * h] = pb->has_alpha ? pb->alpha[fc_row(pb, hd, tn)] : 1.0f;
-        SC[2 * h + 1] = pb->eta[hd * pb->T + tn];
+        SCb[0] = pb->has_alpha ? pb->alpha[fc_row(pb, hd, tn)] : 1.0f;
+        SCb[1] = c;
+    }
+    for (int i = tid; i < k; i += nth) {
+        const float s = pb->xz[3 * (hd * pb->Emax + first + i) + 1];
+        SCb[2 + i] = s;
+        SCb[2 + W + i] = c * (s / sigma);
     }
 }
 
@@ -276,7 +308,8 @@ FC_DEV void fc_recurrent_head(const fc_problem *pb, int64_t hd, int64_t slot, fl
         const int h = (int)(t & 1);
         int64_t first;
         const int k = fc_rec_window(&ex, t, &first), kp1 = k + 1;
-        const float a = SC[2 * h], eta = SC[2 * h + 1];
+        const float *SCb = SC + h * (2 + 2 * W);
+        const float a = SCb[0];
         const float *Vb = V + h * (W + 1) * ldv, *Yb = Y + h * W * m;
         const float *Zb = pb->has_gain ? Zs + h * ldv : Vb; /* z_i = row i of Zb (gain: k = 1) */
         float *out = pb->out + fc_row(pb, hd, t) * m;
@@ -306,7 +339,7 @@ FC_DEV void fc_recurrent_head(const fc_problem *pb, int64_t hd, int64_t slot, fl
                 for (int cs = 0; cs < G; cs++) p += pr[i * G + cs];
                 for (int cs = 0; cs < G; cs++) zq += pz[i * G + cs];
                 const float y = Yb[i * m + r];
-                const float err = eta * (pb->regression ? y - a * p : y);
+                const float err = SCb[2 + W + i] * (pb->regression ? y - a * (SCb[2 + i] * p) : y);
                 E[i * m + r] = err;
                 acc += zq * err;
             }
@@ -369,11 +402,14 @@ FC_DEV void fc_nt_tiles(const float *A, int lda, const float *B, int ldb, int M,
  * the unit lower-triangular system (I + A) R = RHS solved by forward
  * substitution, one thread per value column; then
  *   o_j = sum_p F[j+1][j_p+1] (q_j . z_p) r_p + F[j+1][0] q_j . S0
- *   S_L = F[L][0] S0 + sum_l Rg_l z_l^T,  Rg_l = sum_{p: l_p = l} F[L][j_p+1] r_p.
+ *   S_L = F[L][0] S0 + sum_l Rg_l z_l^T,  Rg_l = sum_{p: l_p = l} F[L][j_p+1] r_p,
+ * over the scaled keys x'_l, directions z'_l and pseudo-values r'_p = s_l r_p
+ * (falcon_math.h; the right-hand side takes c rho_l (y_l - F s_l S0 x'_l), the
+ * system row c rho_l s_l F (x'_l . z'_l')).
  * F comes from running products of the alphas, one column per thread, the
  * same multiplications in the same order as falcon_decay_row_advance (in
  * double, rounded to float for use): no factor spans more than one block and
- * none is a quotient of cumulative products (SPEC section 3). */
+ * none is a quotient of cumulative products (docs/math.md section 8). */
 FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, float *smem, int nth)
 {
     const int n = (int)pb->n, m = (int)pb->m, W = (int)pb->W, L = (int)pb->L;
@@ -466,14 +502,17 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
         for (int it = tid; it < P * m; it += nth) {
             const int p = it / m, c = it % m, j = term_j[p], l = term_l[p];
             const float y = fc_value_row(pb, hd, &ex, g_lo + l)[c];
-            const float et = pb->eta[hd * T + c0 + j];
-            R[p * m + c] = pb->regression ? et * (y - F[(j + 1) * ldf] * U[l * m + c]) : et * y;
+            const float *es = pb->eta + 2 * (hd * T + c0 + j);
+            const float sl = pb->xz[3 * (hd * pb->Emax + g_lo + l) + 1], et = es[0] * (sl / es[1]);
+            R[p * m + c] = pb->regression ? et * (y - F[(j + 1) * ldf] * (sl * U[l * m + c])) : et * y;
         }
         if (pb->regression)
             for (int it = tid; it < P * P; it += nth) {
                 const int p = it / P, q2 = it % P, j = term_j[p];
                 if (q2 >= first[j]) continue;
-                const float et = pb->eta[hd * T + c0 + j];
+                const float *es = pb->eta + 2 * (hd * T + c0 + j);
+                const float sl = pb->xz[3 * (hd * pb->Emax + g_lo + term_l[p]) + 1];
+                const float et = es[0] * ((sl / es[1]) * sl);
                 A[p * P + q2] = et * F[(j + 1) * ldf + term_j[q2] + 1] * KZ[term_l[p] * Gmax + term_l[q2]];
             }
         FC_PHASE_END

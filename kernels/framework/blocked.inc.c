@@ -1,5 +1,5 @@
 /*
- * The chunk-parallel form (SPEC 2), one head, one precision, blocks of L
+ * The chunk-parallel form (docs/math.md section 7.2), one head, one precision, blocks of L
  * steps. Inside a block every pair (step j, example l in E_j) is a term p;
  * the pseudo-values R solve the unit lower-triangular system
  *     (I + A) R = RHS,  A[p][p'] = eta_j F[j][j'] (z_l' . x_l) for j' < j,
@@ -9,7 +9,7 @@
  *      S_L = F[L][0] S_0 + sum_p F[L][j] r_p z_l^T.
  * F[i][j] = alpha_{j+1} ... alpha_i comes one row at a time from
  * falcon_decay_row_advance: no product ever spans more than one block, and no
- * factor is a quotient of two cumulative products (SPEC section 3).
+ * factor is a quotient of two cumulative products (docs/math.md section 8).
  * Products between examples (Q Z^T, X Z^T, X S_0^T) are formed once per
  * example pair and indexed by term, since a window repeats each example in
  * up to W terms. The block's keys and queries sit in one matrix [X; Q], so
@@ -29,11 +29,12 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m), ldg = RS(padded)(Gmax),
                   ldp = RS(padded)(Pmax);
 
-    RS(example_src) src;
+    example_src src;
     if (RS(examples_open)(&src, h)) return FALCON_E_NOMEM;
-    RS(carver) cv = {NULL, 0};
+    carver cv = {NULL, 0};
     REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
     REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
+    REAL *xs = NULL, *xt = NULL, *tc = NULL, *ts = NULL;
     double *row = NULL;
     int64_t *idx = NULL;
     const REAL **yrow = NULL;
@@ -51,6 +52,10 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
         eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
         fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        xt = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        ts = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
         idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
         yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
@@ -83,47 +88,83 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
         for (int64_t g = 0; g < G; g++) {
             const REAL *key;
             RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
-            RS_FEATURIZE(h->phi, key, Xg + g * ldn, n);
+            RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
+            xs[g] = xt[g] = 1;
             if (h->gain) { /* W = 1: every example here was revealed in this block */
                 int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
                 RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
             }
         }
         for (int64_t j = 0; j < Lc; j++)
-            RS_FEATURIZE(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
+            RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
 
         /* The next block's rows arrive while this one computes (chunk-sized
          * blocks; a masked-parallel block would not keep them cached). */
         for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) FW_PREFETCH_STEP(h, u, 2);
 
         /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
-         * for the regression variants); xz = diag(Kz). */
+         * for the regression variants); xz = diag(Kz). An example whose x.z
+         * is out of range is then stored scaled, x = xs x' (falcon_math.h),
+         * and the products are taken again: keys of ordinary size cost one
+         * comparison each. */
         REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
-        if (h->regression) {
-            uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
-            uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
-            for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
-        } else {
-            uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
-            uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
-            for (int64_t g = 0; g < G; g++)
-                uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+        for (int pass = 0; pass < 2; pass++) {
+            if (h->regression) {
+                uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
+                uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
+                for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
+            } else {
+                uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
+                uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
+                for (int64_t g = 0; g < G; g++)
+                    uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+            }
+            /* (Falcon-2/2A: z' = g * x' scaled on its own, by xt, if x'.z'
+             * is out of range still.) */
+            int rescaled = 0;
+            for (int64_t g = 0; pass == 0 && g < G; g++) {
+                if (RS(falcon_xz_in_range)(xz[g])) continue;
+                REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
+                if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
+                if (!h->gain) continue;
+                const int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
+                RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
+                uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
+                if (!RS(falcon_xz_in_range)(d) && (xt[g] = RS(falcon_key_scale)(zg, n)) != 1) rescaled = 1;
+            }
+            if (!rescaled) break;
         }
 
-        /* Terms, ordered by step; eta per step from the shared normaliser. */
+        /* Terms, ordered by step; eta per step from the shared normaliser.
+         * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
+         * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
+         * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
+         * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
+         * eta xs_l^2 the system row. With every scale 1 this is the
+         * unscaled arithmetic, bit for bit. */
         int64_t P = 0;
         for (int64_t j = 0; j < Lc; j++) {
             first[j] = P;
             int64_t e = falcon_example_of_step(&src.ex, c0 + j);
             if (e < 0) continue;
-            REAL sum = 0;
-            for (int64_t l = falcon_window_first(&src.ex, e); l <= e; l++) {
+            const int64_t lf = falcon_window_first(&src.ex, e);
+            REAL sum = 0, sigma = xs[lf - g_lo];
+            for (int64_t l = lf + 1; l <= e; l++)
+                if (xs[l - g_lo] > sigma) sigma = xs[l - g_lo];
+            for (int64_t l = lf; l <= e; l++) {
+                const REAL rho = xs[l - g_lo] / sigma;
                 term_l[P] = l - g_lo;
                 term_j[P] = j;
+                ts[P] = rho; /* for now */
                 P++;
-                sum += xz[l - g_lo];
+                sum += rho * rho * xz[l - g_lo];
             }
-            eta[j] = FALCON_ETA(h->beta[(c0 + j) * h->lds], h->eps, sum);
+            eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, xt[e - g_lo], sum);
+            for (int64_t p = first[j]; p < P; p++) {
+                const REAL rho = ts[p];
+                tc[p] = eta[j] * rho;
+                ts[p] = eta[j] * (rho * xs[term_l[p]]);
+            }
         }
         first[Lc] = P;
 
@@ -140,18 +181,19 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
                 const int64_t l = term_l[p];
                 const REAL *restrict y = yrow[l];
                 REAL *restrict r = R + p * ldm;
-                const REAL ej = eta[j];
+                const REAL ej = tc[p];
                 if (!h->regression) {
                     for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
                     continue;
                 }
-                const REAL d0 = (REAL)row[0];
+                const REAL d0 = (REAL)row[0], sl = xs[l];
                 const REAL *restrict u = U + l * ldm;
-                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * u[c]);
+                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
                 /* strictly lower row p of A; terms of step j do not couple */
                 REAL *restrict a = A + p * ldp;
                 const REAL *restrict kz = Kz + l * ldg;
-                for (int64_t q = 0; q < first[j]; q++) a[q] = ej * fq[q] * kz[term_l[q]];
+                const REAL ejs = ts[p];
+                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
                 for (int64_t q = first[j]; q < p; q++) a[q] = 0;
             }
             REAL *restrict w = Wm + j * ldp;

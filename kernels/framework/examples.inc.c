@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* phi of one key or query (n entries) into out: the shared feature maps
- * (identity: a plain copy, which the compiler vectorizes). */
-static inline void RS(featurize)(int phi, const REAL *in, REAL *out, int64_t n)
-{
-    if (phi == FALCON_MATH_PHI_IDENTITY) {
-        for (int64_t i = 0; i < n; i++) out[i] = in[i];
-        return;
-    }
-    REAL_FEATURIZE(phi, in, out, n);
-}
-#define RS_FEATURIZE(phi, in, out, n) RS(featurize)((phi), (in), (out), (n))
-
 /* ---- work memory ----
  * Work matrices start on a cache line and their rows are padded to whole
  * cache lines (the micro-kernels' loads and stores then never split a
@@ -36,12 +24,12 @@ static inline int64_t RS(padded)(int64_t n)
 
 /* Carve consecutive line-aligned pieces out of one allocation: first a pass
  * with base == NULL to size it, then the real pass. */
-typedef struct RS(carver) {
+typedef struct carver {
     char *base;
     size_t used;
-} RS(carver);
+} carver;
 
-static inline void *RS(carve)(RS(carver) *c, size_t bytes)
+static inline void *RS(carve)(carver *c, size_t bytes)
 {
     void *p = c->base ? c->base + c->used : NULL;
     c->used += (bytes + FW_LINE - 1) / FW_LINE * FW_LINE;
@@ -80,14 +68,14 @@ static inline void *RS(work_alloc)(size_t bytes)
         if ((h)->alpha) __builtin_prefetch((h)->alpha + (u) * (h)->lds, 0, (loc));           \
     } while (0)
 
-typedef struct RS(example_src) {
+typedef struct example_src {
     const RS(falcon_head) *h;
     falcon_examples ex;
     REAL *ck, *cv; /* carried raw keys [hist_len][n] and values [hist_len][m] */
     REAL *pk;      /* previous raw key [n], or NULL */
-} RS(example_src);
+} example_src;
 
-static int RS(examples_open)(RS(example_src) *s, const RS(falcon_head) *h)
+static int RS(examples_open)(example_src *s, const RS(falcon_head) *h)
 {
     int64_t n = h->n, m = h->m, c = h->hist_len;
     memset(s, 0, sizeof *s);
@@ -105,10 +93,10 @@ static int RS(examples_open)(RS(example_src) *s, const RS(falcon_head) *h)
     return 0;
 }
 
-static void RS(examples_close)(RS(example_src) *s) { free(s->ck); }
+static void RS(examples_close)(example_src *s) { free(s->ck); }
 
 /* Raw key and value of example e. */
-static void RS(example_get)(const RS(example_src) *s, int64_t e, const REAL **key, const REAL **val)
+static void RS(example_get)(const example_src *s, int64_t e, const REAL **key, const REAL **val)
 {
     const RS(falcon_head) *h = s->h;
     if (e < s->ex.carried) {

@@ -11,6 +11,11 @@
  * The sources are the same: plain C, compiled without reassociation or
  * contraction (-ffp-contract=off), so every instantiation does the same
  * arithmetic, and the reductions all go through the micro-kernels.
+ *
+ * One translation unit holds one precision, so the types private to it
+ * (carver, example_src, rec_head) are plain names; only what must coexist
+ * with the other precision elsewhere (falcon_head_f32, the micro-kernel
+ * tables) carries RS()'s suffix, and the drivers FW()'s.
  */
 #include <stdlib.h>
 #include <string.h>

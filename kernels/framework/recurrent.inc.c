@@ -1,5 +1,5 @@
 /*
- * The recurrent form (SPEC 1.2), one precision. Each step of a head is two
+ * The recurrent form (docs/math.md sections 1, 7.1), one precision. Each step of a head is two
  * passes over its memory whatever the variant:
  *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (gemm_nt, k = |E_t|)
  *   2. S_t = alpha S_{t-1} + sum_i eta e_i z_i^T  (rank_update, decay fused)
@@ -35,17 +35,18 @@
 #endif
 
 /* One head's work memory and position between time blocks. */
-typedef struct RS(rec_head) {
+typedef struct rec_head {
     const RS(falcon_head) *h;
-    RS(example_src) src;
+    example_src src;
     void *mem;
     int64_t ldn, ldm;
     REAL *S, *X, *Zg, *P, *E, *xz, *zq; /* X: the window's keys oldest first, then phi(q) */
+    REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
-} RS(rec_head);
+} rec_head;
 
-static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
+static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 {
     const int64_t n = h->n, m = h->m, W = h->window;
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m);
@@ -54,7 +55,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
     c->ldn = ldn;
     c->ldm = ldm;
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
-    RS(carver) cv = {NULL, 0};
+    carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
         c->S = RS(carve)(&cv, sizeof(REAL) * (size_t)(m * ldn));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
@@ -62,6 +63,7 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
         c->P = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldm));
         c->E = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldm));
         c->xz = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
+        c->xs = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->zq = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)W);
         if (pass == 0) {
@@ -79,14 +81,17 @@ static falcon_status RS(rec_open)(RS(rec_head) *c, const RS(falcon_head) *h)
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
         RS(example_get)(&c->src, e, &key, &c->yrow[c->cnt]);
-        RS_FEATURIZE(h->phi, key, x, n);
+        RS(falcon_featurize)(h->phi, key, x, n);
+        c->xs[c->cnt] = 1;
         h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
+        if (!RS(falcon_xz_in_range)(c->xz[c->cnt]) && (c->xs[c->cnt] = RS(falcon_key_scale)(x, n)) != 1)
+            h->uk->gemm_nt(1, 1, n, x, ldn, x, ldn, 0, c->xz + c->cnt, 1);
         c->cnt++;
     }
     return FALCON_OK;
 }
 
-static void RS(rec_close)(RS(rec_head) *c, int store)
+static void RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return;
     if (store) RS(store_memory)(c->h->S, c->S, c->ldn, c->h->m, c->h->n);
@@ -96,13 +101,13 @@ static void RS(rec_close)(RS(rec_head) *c, int store)
 }
 
 /* Steps [t0, t1) of one head. */
-static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
+static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 {
     const RS(falcon_head) *h = c->h;
     const int64_t n = h->n, m = h->m, W = h->window, T = h->T, ldn = c->ldn, ldm = c->ldm;
     const RS(falcon_uk) *uk = h->uk;
     REAL *const S = c->S, *const X = c->X, *const Zg = c->Zg, *const P = c->P, *const E = c->E;
-    REAL *const xz = c->xz, *const zq = c->zq;
+    REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     const REAL **const yrow = c->yrow;
     int64_t cnt = c->cnt;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
@@ -116,17 +121,39 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
                     memmove(X, X + ldn, sizeof(REAL) * (size_t)((W - 1) * ldn));
                     memmove(yrow, yrow + 1, sizeof(const REAL *) * (size_t)(W - 1));
                     memmove(xz, xz + 1, sizeof(REAL) * (size_t)(W - 1));
+                    memmove(xs, xs + 1, sizeof(REAL) * (size_t)(W - 1));
                 }
                 cnt--;
             }
             const REAL *key;
             RS(example_get)(&c->src, e, &key, &yrow[cnt]);
-            RS_FEATURIZE(h->phi, key, X + cnt * ldn, n);
+            RS(falcon_featurize)(h->phi, key, X + cnt * ldn, n);
             cnt++;
         }
         const int64_t k = e >= 0 ? cnt : 0;
         REAL *xq = X + k * ldn;
-        RS_FEATURIZE(h->phi, h->q + t * h->ldk, xq, n);
+        RS(falcon_featurize)(h->phi, h->q + t * h->ldk, xq, n);
+        /* The new example (row k - 1 of X, phi(q) right after it): its
+         * [z.x, z.q], z = g_t * x for Falcon-2/2A (W = 1), else x. If z.x is
+         * out of range, x is stored scaled, x = xs x' (falcon_math.h), and
+         * both are taken again. */
+        const REAL *Z = X;
+        REAL d2[2], tau = 1; /* tau: Falcon-2/2A's z scaled on its own */
+        if (k > 0) {
+            REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn;
+            xs[k - 1] = 1;
+            for (int pass = 0; pass < 2; pass++) {
+                if (h->gain) RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
+                uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
+                if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
+                if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
+            }
+            if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (tau = RS(falcon_key_scale)(Zg, n)) != 1)
+                uk->gemm_nt(1, 2, n, Zg, ldn, xn, ldn, 0, d2, 2);
+            xz[k - 1] = d2[0];
+            zq[k - 1] = d2[1];
+            Z = h->gain ? Zg : X;
+        }
         uk->gemm_nt(k + 1, m, n, X, ldn, S, ldn, 0, P, ldm);
 
         REAL *restrict o = h->out + t * h->ldo;
@@ -136,32 +163,38 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
             uk->rank_update(m, n, 0, a, S, ldn, E, ldm, X, ldn);
             continue;
         }
-        /* k >= 1: the step revealed example e, row k - 1 of X, and phi(q)
-         * is the row right after it. */
-        const REAL *Z = X;
-        REAL xzsum = 0, d2[2];
-        if (h->gain) { /* Falcon-2/2A: W = 1, z = g_t * x: [z.x, z.q] */
-            RS(write_direction)(h->gain + t * h->ldk, X, Zg, n);
-            Z = Zg;
-            uk->gemm_nt(1, 2, n, Zg, ldn, X, ldn, 0, d2, 2);
-            xzsum = d2[0];
-            zq[0] = d2[1];
-        } else {
-            REAL *xn = X + (k - 1) * ldn; /* [x.x, x.q] of the new example */
-            uk->gemm_nt(1, 2, n, xn, ldn, xn, ldn, 0, d2, 2);
-            xz[k - 1] = d2[0];
-            zq[k - 1] = d2[1];
-            if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
-            for (int64_t i = 0; i < k; i++) xzsum += xz[i];
+        /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
+         * P_i = S x'_i, so the residual takes xs_i P_i, and the write is
+         * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma
+         * (falcon_math.h). With every scale 1 (keys of ordinary size) this is
+         * the unscaled arithmetic, bit for bit, and costs no more. */
+        REAL xzsum = 0, sigma = xs[0];
+        int scaled = xs[0] != 1;
+        if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
+        for (int64_t i = 1; i < k; i++) {
+            scaled |= xs[i] != 1;
+            if (xs[i] > sigma) sigma = xs[i];
         }
-        const REAL eta = FALCON_ETA(h->beta[t * h->lds], h->eps, xzsum);
+        if (!scaled)
+            for (int64_t i = 0; i < k; i++) xzsum += xz[i];
+        else
+            for (int64_t i = 0; i < k; i++) {
+                const REAL rho = xs[i] / sigma;
+                xzsum += rho * rho * xz[i];
+            }
+        const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, tau, xzsum);
         if (k == 1) {
             const REAL *restrict y = yrow[0], *restrict p0 = P;
             REAL *restrict e0 = E;
-            const REAL zq0 = zq[0];
-            if (h->regression)
+            const REAL zq0 = zq[0], s0 = xs[0];
+            if (h->regression && s0 == 1)
                 for (int64_t r = 0; r < m; r++) {
                     e0[r] = eta * (y[r] - a * p0[r]);
+                    o[r] = a * pq[r] + zq0 * e0[r];
+                }
+            else if (h->regression)
+                for (int64_t r = 0; r < m; r++) {
+                    e0[r] = eta * (y[r] - a * (s0 * p0[r]));
                     o[r] = a * pq[r] + zq0 * e0[r];
                 }
             else
@@ -174,11 +207,13 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
             for (int64_t i = 0; i < k; i++) {
                 const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
                 REAL *restrict ei = E + i * ldm;
-                const REAL zqi = zq[i];
-                if (h->regression)
-                    for (int64_t r = 0; r < m; r++) ei[r] = eta * (y[r] - a * pi[r]);
+                const REAL zqi = zq[i], si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
+                if (h->regression && si == 1)
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * pi[r]);
+                else if (h->regression)
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * (si * pi[r]));
                 else
-                    for (int64_t r = 0; r < m; r++) ei[r] = eta * y[r];
+                    for (int64_t r = 0; r < m; r++) ei[r] = ci * y[r];
                 for (int64_t r = 0; r < m; r++) o[r] += zqi * ei[r];
             }
         }
@@ -191,7 +226,7 @@ static void RS(rec_steps)(RS(rec_head) *c, int64_t t0, int64_t t1)
 static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
 {
     enum { GROUP_MAX = FALCON_RECURRENT_GROUP_MAX };
-    RS(rec_head) c[GROUP_MAX];
+    rec_head c[GROUP_MAX];
     if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) {
         falcon_status s = RS(rec_open)(&c[i], &heads[i]);
