@@ -36,6 +36,14 @@ typedef struct falcon_backend_info {
                          void *out);
 } falcon_backend_info;
 
+/* falcon_run's CPU path in one precision: every head of the call through
+ * the backend's micro-kernels and framework build (src/run_cpu.inc.c, built
+ * once per precision by run-cpu-f32.c and run-cpu-f64.c). */
+falcon_status falcon_run_cpu_f32(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
+                                 void *out, const falcon_cpu_f32 *cpu);
+falcon_status falcon_run_cpu_f64(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
+                                 void *out, const falcon_cpu_f64 *cpu);
+
 /* The row of backend b; NULL for a value that names no backend. */
 const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
 

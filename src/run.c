@@ -27,15 +27,6 @@ int64_t falcon_chunk_block(int64_t chunk, int64_t window)
     return chunk < cap ? chunk : cap;
 }
 
-#define FALCON_REAL_F32 1
-#include "../kernels/framework/real.h"
-#include "run_cpu.inc.c"
-#undef FALCON_REAL_F32
-#undef REAL
-#undef RS
-#include "../kernels/framework/real.h"
-#include "run_cpu.inc.c"
-
 /* The same threads as the run: at 2 threads over 8 heads the serial part
  * of a call (validation, this check) is what separates 2x from 1.8x. */
 static int all_finite(const void *p, falcon_precision prec, int64_t count, int threads, int64_t *bad)
@@ -75,9 +66,9 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     if (be->run)
         s = be->run(cfg, in, work, out);
     else if (cfg->precision == FALCON_FP32)
-        s = run_cpu_f32(cfg, in, work, out, &be->f32);
+        s = falcon_run_cpu_f32(cfg, in, work, out, &be->f32);
     else
-        s = run_cpu_f64(cfg, in, work, out, &be->f64);
+        s = falcon_run_cpu_f64(cfg, in, work, out, &be->f64);
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     int64_t bad;

@@ -1,4 +1,5 @@
-/* The CPU framework for one precision: one falcon_head per (b, h), heads in
+/* The CPU framework for one precision (compiled once per precision by
+ * run-cpu-f32.c and run-cpu-f64.c): one falcon_head per (b, h), heads in
  * parallel. Each head is independent and runs the same code whatever the
  * thread count, so results are bitwise reproducible across thread counts. */
 
@@ -40,7 +41,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
 
 /* cpu: the backend's micro-kernels and the framework build that drives them
  * (one row of src/backends.c). */
-static falcon_status RS(run_cpu)(const falcon_config *cfg, const falcon_inputs *in,
+falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *in,
                                  falcon_state *st, void *out, const RS(falcon_cpu) *cpu)
 {
     const RS(falcon_uk) *uk = cpu->uk;
