@@ -1,4 +1,5 @@
-/* The AVX2+FMA backend's table for one precision (see real.h). This file
+/* The AVX2+FMA backend's table for one precision (see real.h): the shared
+ * SIMD sources of kernels/simd over vec-avx2.h's 256-bit vectors. This file
  * and the kernels it includes are compiled with -mavx2 -mfma (backend.mk)
  * and reached only through src/backends.c, after a CPU check. */
 #include <stdint.h>
@@ -6,11 +7,11 @@
 #include "../framework/real.h"
 #include "vec-avx2.h"
 
-#include "gemm-nt-avx2.inc.c"
-#include "axpy-avx2.inc.c"
-#include "gemm-nn-avx2.inc.c"
-#include "rank-update-avx2.inc.c"
-#include "trsm-avx2.inc.c"
+#include "../simd/gemm-nt.inc.c"
+#include "../simd/axpy.inc.c"
+#include "../simd/gemm-nn.inc.c"
+#include "../simd/rank-update.inc.c"
+#include "../simd/trsm.inc.c"
 
 extern const RS(falcon_uk) RS(falcon_uk_avx2);
 const RS(falcon_uk) RS(falcon_uk_avx2) = {

@@ -3,8 +3,8 @@
  * flavour: __m256 (8 floats) for FALCON_REAL_F32, __m256d (4 doubles)
  * otherwise. Include after real.h; one precision per translation unit.
  *
- * The kernels (gemm-nt-avx2.inc.c, gemm-nn-avx2.inc.c, rank-update-avx2.inc.c,
- * trsm-avx2.inc.c) see only:
+ * The kernels (kernels/simd: gemm-nt.inc.c, gemm-nn.inc.c, rank-update.inc.c,
+ * trsm.inc.c) see only:
  *   vreal, vmask, VL                       vector type, tail-mask type, lanes
  *   v_loadu v_storeu v_set1 v_zero         unaligned memory, broadcast
  *   v_mul v_fma (a*b+c) v_fnma (c-a*b)     arithmetic (FMA: one rounding)

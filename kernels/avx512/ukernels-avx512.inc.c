@@ -1,7 +1,7 @@
 /* The AVX-512F backend's table for one precision (see real.h). The kernels
- * are the AVX2 backend's sources (the *-avx2.inc.c files of kernels/avx2,
- * written against the vec-*.h abstraction) compiled over vec-avx512.h's
- * 512-bit vectors and tile sizes. Built twice (backend.mk):
+ * are the shared SIMD sources of kernels/simd (written against the vec-*.h
+ * abstraction) compiled over vec-avx512.h's 512-bit vectors and tile
+ * sizes. Built twice (backend.mk):
  *   f32-avx512.c, f64-avx512.c: native, -mavx512f -mavx2 -mfma, the tables
  *     falcon_uk_avx512_f32/_f64 that src/backends.c selects after a CPU check;
  *   f32-avx512-simde.c, f64-avx512-simde.c: FALCON_AVX512_SIMDE, SIMDe
@@ -12,11 +12,11 @@
 #include "../framework/real.h"
 #include "vec-avx512.h"
 
-#include "../avx2/gemm-nt-avx2.inc.c"
-#include "../avx2/axpy-avx2.inc.c"
-#include "../avx2/gemm-nn-avx2.inc.c"
-#include "../avx2/rank-update-avx2.inc.c"
-#include "../avx2/trsm-avx2.inc.c"
+#include "../simd/gemm-nt.inc.c"
+#include "../simd/axpy.inc.c"
+#include "../simd/gemm-nn.inc.c"
+#include "../simd/rank-update.inc.c"
+#include "../simd/trsm.inc.c"
 
 #ifdef FALCON_AVX512_SIMDE
 extern const RS(falcon_uk) RS(falcon_uk_avx512emu);

@@ -2,7 +2,7 @@
  * k <= 2 (the recurrent step, windows of 1 or 2) streams S two rows at a
  * time: per vector of S one load, the scale, k FMAs with Z's vectors
  * (loaded once for both rows) and one aligned store. Larger k (the chunk form's
- * end-of-block update) is a GEMM: the register tiles of axpy-avx2.inc.c
+ * end-of-block update) is a GEMM: the register tiles of axpy.inc.c
  * with coefficient E[k][r] for row r. Either way each element is
  * init (S, or a*S), then one FMA per k in order. */
 /* One vector of row r at column j: init, then the k FMAs. */

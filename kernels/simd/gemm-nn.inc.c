@@ -1,6 +1,6 @@
 /* C = beta*C + A B, SIMD: the axpy form of the scalar kernel (each row of C
  * a sum of rows of B) with a register tile of AX_MR rows x AX_NV vectors
- * (axpy-avx2.inc.c). The scalar kernel skips zero coefficients (the causal
+ * (axpy.inc.c). The scalar kernel skips zero coefficients (the causal
  * mask); here each row block runs only over the k range where some of its
  * coefficients are nonzero, which drops the masked triangle. */
 static void VNAME(gemm_nn)(int64_t M, int64_t N, int64_t K, const REAL *A, int64_t lda,
