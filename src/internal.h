@@ -31,7 +31,7 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 
-/* npy.c: write buffers to a new file and fsync it (inside a transaction's
+/* npy-write.c: write buffers to a new file and fsync it (inside a transaction's
  * temporary directory); a whole .npy file the same way; Python's repr of a
  * shape (200 bytes hold any). */
 falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count);

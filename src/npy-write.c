@@ -1,0 +1,214 @@
+/* .npy writing: version 1.0 headers as numpy writes them, and data in
+ * ranges into the temporary file of an output transaction (the format and
+ * its rules: the top of npy-read.c). */
+#include "npy-format.h"
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, (const char *)buf + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w == 0) errno = EIO; /* no progress and no reason given */
+        if (w <= 0) return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/*
+ * Write `count` buffers to a new file `path` (it must not exist: it lies in
+ * a transaction's temporary directory) and fsync it. On failure the file is
+ * removed. Shared with checkpoint.c (its manifest).
+ */
+falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count)
+{
+    const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(errno));
+    int err = 0;
+    for (int i = 0; !err && i < count; i++) err = write_full(fd, parts[i], sizes[i]) ? errno : 0;
+    if (!err && fsync(fd) != 0) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err) return FALCON_OK;
+    unlink(path);
+    return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(err));
+}
+
+/* ---- writing ---- */
+
+/* Files up to this many bytes of data: offsets stay far from overflowing off_t. */
+#define MAX_DATA_BYTES ((int64_t)1 << 60)
+
+static falcon_status check_layout(const falcon_array *a)
+{
+    if (a->dtype != FALCON_DTYPE_F32 && a->dtype != FALCON_DTYPE_F64)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_write: unknown dtype %d", (int)a->dtype);
+    if (a->ndim < 0 || a->ndim > FALCON_NPY_MAX_NDIM)
+        return falcon_fail(FALCON_E_SHAPE, "npy_write: ndim = %d must be in [0, %d]", a->ndim,
+                           FALCON_NPY_MAX_NDIM);
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] < 0)
+            return falcon_fail(FALCON_E_SHAPE, "npy_write: shape[%d] = %lld must be >= 0", i,
+                               (long long)a->shape[i]);
+    const int64_t count = shape_count(a->shape, a->ndim);
+    if (count < 0 || count != a->count || count > MAX_DATA_BYTES / 8)
+        return falcon_fail(FALCON_E_SHAPE, "npy_write: count = %lld but the shape holds %lld elements",
+                           (long long)a->count, (long long)count);
+    return FALCON_OK;
+}
+
+/* A version 1.0 header, padded with spaces and a newline so that the data
+ * starts at a multiple of 64 bytes. Returns its total length. */
+static size_t format_header(const falcon_array *a, char *buf, size_t size)
+{
+    char shape[SHAPE_TEXT];
+    int len = snprintf(buf + 10, size - 10, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                       dtype_descr(a->dtype), falcon_shape_repr(a->shape, a->ndim, shape, sizeof shape));
+    size_t total = 10 + (size_t)len + 1; /* + newline */
+    total = (total + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
+    memset(buf + 10 + len, ' ', total - 10 - (size_t)len - 1);
+    buf[total - 1] = '\n';
+    memcpy(buf, NPY_MAGIC "\x01\x00", PRELUDE_LEN);
+    buf[8] = (char)((total - 10) & 0xff);
+    buf[9] = (char)((total - 10) >> 8);
+    return total;
+}
+
+/* A writer fills the temporary file of one slot of a transaction: its own
+ * (falcon_npy_create: committed by falcon_npy_commit) or the caller's
+ * (falcon_npy_create_output: committed with the caller's other outputs). */
+struct falcon_npy_writer {
+    int fd;               /* the transaction's: never closed here */
+    falcon_outputs *own;  /* the writer's own transaction, or NULL */
+    const falcon_outputs *tx;
+    int slot;
+    char *path;
+    falcon_dtype dtype;
+    int64_t count, written, data_off;
+};
+
+void falcon_npy_abort(falcon_npy_writer *w)
+{
+    if (!w) return;
+    falcon_outputs_abort(w->own);
+    free(w->path);
+    free(w);
+}
+
+const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? falcon_outputs_temp(w->tx, w->slot) : NULL; }
+
+static falcon_status start_writer(falcon_outputs *tx, int slot, const falcon_array *a, falcon_outputs *own,
+                                  falcon_npy_writer **out)
+{
+    falcon_npy_writer *w = calloc(1, sizeof *w);
+    const char *path = falcon_outputs_path(tx, slot);
+    if (!w || !path || !(w->path = strdup(path))) {
+        free(w);
+        falcon_outputs_abort(own);
+        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path ? path : "output");
+    }
+    w->fd = falcon_outputs_fd(tx, slot);
+    w->own = own;
+    w->tx = tx;
+    w->slot = slot;
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const size_t len = format_header(a, header, sizeof header);
+    if (w->fd < 0 || pwrite_full(w->fd, header, len, 0) != 0) {
+        const falcon_status s = falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path,
+                                            w->fd < 0 ? "not a file output" : strerror(errno));
+        falcon_npy_abort(w);
+        return s;
+    }
+    w->dtype = a->dtype;
+    w->count = a->count;
+    w->data_off = (int64_t)len;
+    *out = w;
+    return FALCON_OK;
+}
+
+falcon_status falcon_npy_create_output(falcon_outputs *tx, int slot, const falcon_array *a, falcon_npy_writer **out)
+{
+    if (!tx || !a || !out)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_create_output: NULL %s", !tx ? "transaction" : !a ? "array" : "writer");
+    falcon_status s = check_layout(a);
+    return s ? s : start_writer(tx, slot, a, NULL, out);
+}
+
+falcon_status falcon_npy_create(const char *path, const falcon_array *a, falcon_npy_writer **out)
+{
+    if (!path || !a || !out)
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_create: NULL %s", !path ? "path" : !a ? "array" : "writer");
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    falcon_outputs *tx;
+    int slot;
+    if ((s = falcon_outputs_begin(&tx))) return s;
+    if ((s = falcon_outputs_file(tx, "output", path, &slot))) {
+        falcon_outputs_abort(tx);
+        return s;
+    }
+    return start_writer(tx, slot, a, tx, out);
+}
+
+falcon_status falcon_npy_write_range(falcon_npy_writer *w, int64_t first, int64_t count, const void *src)
+{
+    if (!w || (count > 0 && !src))
+        return falcon_fail(FALCON_E_ARGUMENT, "npy_write_range: NULL %s", w ? "source" : "writer");
+    if (first < 0 || count < 0 || first > w->count - count)
+        return falcon_fail(FALCON_E_ARGUMENT, "'%s': elements [%lld, %lld + %lld) are outside its %lld", w->path,
+                           (long long)first, (long long)first, (long long)count, (long long)w->count);
+    const size_t size = dtype_size(w->dtype);
+    if (pwrite_full(w->fd, src, (size_t)count * size, w->data_off + first * (int64_t)size) != 0)
+        return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path, strerror(errno));
+    w->written += count;
+    return FALCON_OK;
+}
+
+falcon_status falcon_npy_commit(falcon_npy_writer *w)
+{
+    if (!w) return falcon_fail(FALCON_E_ARGUMENT, "npy_commit: NULL writer");
+    falcon_status s = FALCON_OK;
+    if (w->written != w->count)
+        s = falcon_fail(FALCON_E_ARGUMENT, "'%s': %lld of its %lld elements were written", w->path,
+                        (long long)w->written, (long long)w->count);
+    if (!s && w->own) {
+        s = falcon_outputs_commit(w->own); /* frees it, also on failure */
+        w->own = NULL;
+    }
+    falcon_npy_abort(w);
+    return s;
+}
+
+falcon_status falcon_npy_write(const char *path, const falcon_array *a)
+{
+    if (!path || !a) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: NULL %s", path ? "array" : "path");
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    if (a->count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
+    falcon_npy_writer *w;
+    if ((s = falcon_npy_create(path, a, &w))) return s;
+    if ((s = falcon_npy_write_range(w, 0, a->count, a->data))) {
+        falcon_npy_abort(w);
+        return s;
+    }
+    return falcon_npy_commit(w);
+}
+
+falcon_status falcon_npy_write_new(const char *path, const falcon_array *a)
+{
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    if (a->count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_write: data is NULL");
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const size_t len = format_header(a, header, sizeof header);
+    const void *parts[2] = {header, a->data};
+    const size_t sizes[2] = {len, (size_t)a->count * dtype_size(a->dtype)};
+    return falcon_write_new_file(path, parts, sizes, 2);
+}
+
+void falcon_array_free(falcon_array *a)
+{
+    if (!a) return;
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
