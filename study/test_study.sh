@@ -84,7 +84,7 @@ elif ! command -v mpirun >/dev/null; then
 elif ! timeout 60 "${MPIRUN[@]}" true >mpitrue.txt 2>&1; then
     skipped "MPI run = one process" "mpirun cannot start here: $(grep -v '^[-* ]*$' mpitrue.txt | head -2 | tr '\n' ' ')"
 elif ! timeout 600 "${MPIRUN[@]}" "$MPI" stability "${OPTS[@]}" --out mpi >mpi.txt 2>&1; then
-    bad "MPI run" "$(tail -5 mpi.txt)"
+    bad "MPI run" "$(grep -m3 error mpi.txt || tail -5 mpi.txt)"
 elif ! out=$(same one mpi); then
     bad "MPI run (2 ranks) = one process" "$out"
 elif ! grep -qE '^MPI: [1-9][0-9]* streams run by the other ranks, [1-9]' mpi.txt; then
