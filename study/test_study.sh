@@ -11,14 +11,19 @@
 # "Equal": stability.json with its timing field stripped, fits.dat,
 # refcheck.dat and every curve file byte for byte.
 #
-#   bash study/test_study.sh BUILD_DIR MPI_LAUNCHER|none
+#   bash study/test_study.sh BUILD_DIR MPI_LAUNCHER|none|none:WHY
 # STUDY_TMAX (default 10000): the streams' length; the quick profile on the
 # scalar backend, MPFR to T = 200 (a few seconds per run on 2 cores).
 set -u
 BUILD=${1:?usage: test_study.sh BUILD_DIR MPI_LAUNCHER|none}
 MPI=${2:-none}
 STUDY=$(cd "$BUILD" && pwd)/falcon-study
-[ "$MPI" = none ] || MPI=$(cd "$(dirname "$MPI")" && pwd)/$(basename "$MPI")
+NO_MPI="no mpicc (the MPI launcher was not built)"
+case $MPI in
+none:*) NO_MPI=${MPI#none:}; MPI=none ;;
+none) ;;
+*) MPI=$(cd "$(dirname "$MPI")" && pwd)/$(basename "$MPI") ;;
+esac
 TMAX=${STUDY_TMAX:-10000}
 OPTS=(--tmax "$TMAX" --tmpfr 200 --tmax-parallel 200 --backend scalar)
 T=$(mktemp -d)
@@ -78,7 +83,7 @@ t0=$SECONDS
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np 2)
 if [ "$MPI" = none ]; then
-    skipped "MPI run = one process" "no mpicc (the MPI launcher was not built)"
+    skipped "MPI run = one process" "$NO_MPI"
 elif ! command -v mpirun >/dev/null; then
     skipped "MPI run = one process" "no mpirun"
 elif ! timeout 60 "${MPIRUN[@]}" true >mpitrue.txt 2>&1; then
