@@ -930,6 +930,7 @@ struct study_stab {
     stream *ss;
     unsigned char *have; /* the stream's results are in ss */
     int shard_k, shard_n, threads, done, nomem, quiet;
+    int total; /* the streams of this shard (all of them unsharded) */
     double t0;
 };
 
@@ -1007,7 +1008,7 @@ static void progress(study_stab *st, int i)
     const stream *s = &st->ss[i];
     if (st->quiet) return;
 #pragma omp critical(study_progress)
-    fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s (cpu %.2f s)\n", ++st->done, st->P.nstream,
+    fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s (cpu %.2f s)\n", ++st->done, st->total,
             falcon_precision_name(s->prec), falcon_variant_name(s->variant), gate_decay_name(s->decay), s->seconds,
             s->cpu_seconds);
 }
@@ -1185,6 +1186,7 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     }
     st->P = P, st->shard_k = (int)shard_k, st->shard_n = (int)shard_n, st->threads = (int)threads, st->quiet = quiet;
     build_streams(&st->P, st->ss);
+    for (int i = 0; i < P.nstream; i++) st->total += stab_mine(st, i);
     falcon_outputs_clean_on_signals();
     if (!quiet) {
         for (int b = 0; b < gate_backend_count; b++) {
@@ -1195,11 +1197,7 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
                "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
                P.profile, P.nstream, (long long)P.n, (long long)P.W, (long long)P.C, (long long)P.tmax,
                (long long)P.tmax_par, (long long)P.tmpfr);
-        if (shard_n > 1) {
-            int mine = 0;
-            for (int i = 0; i < P.nstream; i++) mine += stab_mine(st, i);
-            printf("shard %ld/%ld: %d of the %d streams\n", shard_k, shard_n, mine, P.nstream);
-        }
+        if (shard_n > 1) printf("shard %ld/%ld: %d of the %d streams\n", shard_k, shard_n, st->total, P.nstream);
         fflush(stdout);
     }
     st->t0 = seconds_now();
