@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -443,6 +444,23 @@ static void drop_state(const params *P, int idx, int ncurve)
     for (int i = 0; i < ncurve; i++) {
         path_of(P, path, sizeof path, "resume", idx, ".k", i);
         nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    }
+}
+
+/* Remove what a killed process left of stream idx's transactions (their
+ * temporaries "*.tmp-XXXXXX", which a SIGKILL gives no chance to remove):
+ * only this stream's, so that other processes writing into the same
+ * directory keep theirs. */
+static void drop_temps(const params *P, int idx)
+{
+    char pat[4200];
+    glob_t g;
+    const char *const forms[] = {"%s/streams/%03d.res.tmp-*", "%s/resume/%03d.state.tmp-*", "%s/resume/c[0-9][0-9]/%03d.tmp-*"};
+    for (int f = 0; f < 3; f++) {
+        snprintf(pat, sizeof pat, forms[f], P->out, idx);
+        if (glob(pat, GLOB_NOSORT, NULL, &g)) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) nftw(g.gl_pathv[i], rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        globfree(&g);
     }
 }
 
@@ -1019,6 +1037,7 @@ int stab_prepare(study_stab *st, int i)
 {
     char path[4096];
     path_of(&st->P, path, sizeof path, "streams", i, ".res", -1);
+    drop_temps(&st->P, i);
     if (!st->P.resume) {
         unlink(path);
         drop_state(&st->P, i, MAXCURVE);
