@@ -118,7 +118,9 @@ done_before=$(ls killed/streams 2>/dev/null | grep -c '\.res$')
 total=$(ls one/streams | grep -c '\.res$')
 if [ -z "$saved" ] || [ "$done_before" -lt 3 ] || [ -f killed/stability.json ]; then
     bad "kill midway" "no stream midway after 3 finished before the study ended (raise STUDY_TMAX)"
-elif ! "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --resume --out killed >resumed.txt 2>&1; then
+elif ! { idx=${saved%.state}   # and what a kill inside a save leaves (temporaries), planted
+          : >"killed/resume/$idx.state.tmp-planted"; mkdir -p "killed/resume/c00/$idx.tmp-planted"
+          "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --resume --out killed >resumed.txt 2>&1; }; then
     bad "--resume" "$(tail -3 resumed.txt)"
 elif ! grep -q 'resumed at T = [1-9]' resumed.txt; then
     bad "--resume" "no stream continued from its saved state: $(grep -i 'stream' resumed.txt | head -3)"
@@ -128,6 +130,8 @@ else
     ok "SIGKILL with $done_before of $total streams done, --resume: = one process; $(grep -c 'resumed at' resumed.txt) stream(s) continued ($(grep -m1 -o 'stream [0-9]* (.*) resumed at T = [0-9]*' resumed.txt))"
 fi
 if ls killed/resume | grep -q '^[0-9]*\.state$'; then bad "after --resume" "stream states are left in resume/"; fi
+left=$(find killed -name '*.tmp-*' | head -3)
+[ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
 echo "   (kill and resume: $((SECONDS - t0)) s)"
 
 echo "study tests: $pass passed, $fail failed, $skip skipped"
