@@ -890,7 +890,7 @@ static void profile_set(params *P, int which)
  * time (the "cpu" of the progress lines: CLOCK_THREAD_CPUTIME_ID) between
  * two quick-profile runs on one thread, --tmax 1e5 and --tmax 2e4 (both
  * --tmpfr 300 --tmax-parallel 300), divided by the 0.08e6 tokens between
- * them; on an AMD EPYC (Zen 4) with 2 vCPUs shared with other work (load
+ * them; on an Intel Xeon (AVX-512) with 2 vCPUs shared with other work (load
  * about 5.5), which inflates CPU times: an estimate, not a promise.
  * Index: [precision][falcon1, falcon1a, falcon3][none, mild, strong,
  * extreme, mix]. The extreme and mix regimes reach subnormal numbers.
