@@ -131,6 +131,7 @@ check: deps
 	bash verify/test_outputs.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
 	bash verify/test_python.sh $(BUILD)/falcon
+	$(MAKE) study-check
 	$(MAKE) fuzz-replay
 	$(MAKE) $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
@@ -165,7 +166,7 @@ report: deps
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
                 libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
                 pkg-config python3-numpy libxml2-utils strace \
-                python3-pytest python3-torch
+                python3-pytest python3-torch libopenmpi-dev openmpi-bin
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -180,7 +181,7 @@ BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PCDIR      ?= $(LIBDIR)/pkgconfig
-INSTALL_BIN := $(BUILD)/falcon $(BUILD)/falcon-study $(BUILD)/falcon-scaling $(BENCH_INSTALL)
+INSTALL_BIN := $(BUILD)/falcon $(BUILD)/falcon-study $(STUDY_MPI) $(BUILD)/falcon-scaling $(BENCH_INSTALL)
 
 install: all $(INSTALL_BIN) mk/falcon.pc.in
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)

@@ -8,7 +8,9 @@
 #     verify/test_outputs.sh and verify/test_check.sh on the sanitized CLI (the stream and output tests
 #     without their address-space limits, which ASan's shadow memory cannot
 #     live under);
-#   the fuzzing corpora and regressions replayed through the sanitized harnesses.
+#   the fuzzing corpora and regressions replayed through the sanitized harnesses;
+#   study/test_study.sh on the sanitized falcon-study (shards and merge, kill
+#   and resume; not the MPI launcher), T = 5000.
 #
 #   make sanitize                         about 3 min on 2 busy cores, build included
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
@@ -27,7 +29,7 @@ SANITIZE_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86:stric
 .PHONY: sanitize sanitize-build
 sanitize-build: deps
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT=-O1 NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" \
-	  all $(ASAN_BUILD)/falcon-verify fuzz-replay-build
+	  all $(ASAN_BUILD)/falcon-verify $(ASAN_BUILD)/falcon-study fuzz-replay-build
 
 # Criterion reports a leak found when a test's process exits after it passed
 # without failing the test: the log is searched for every sanitizer report.
@@ -44,5 +46,6 @@ sanitize: sanitize-build
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_stream.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_outputs.sh $(ASAN_BUILD)/falcon
 	$(SANITIZE_ENV) bash verify/test_check.sh $(ASAN_BUILD)/falcon
+	$(SANITIZE_ENV) STUDY_TMAX=5000 bash study/test_study.sh $(ASAN_BUILD) "none:the sanitized build has no MPI launcher"
 	$(SANITIZE_ENV) $(MAKE) BUILD=$(ASAN_BUILD) NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" fuzz-replay
 	@echo "sanitize: clean (ASan + UBSan)"

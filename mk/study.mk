@@ -29,6 +29,30 @@ STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The MPI launcher (study/study-mpi.c), built where mpicc exists (Debian:
+# libopenmpi-dev, openmpi-bin): mpirun -np P $(BUILD)/falcon-study-mpi
+# stability ... mpicc compiles with $(CC) (OMPI_CC) and links the study's
+# objects as they are.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+STUDY_MPI := $(BUILD)/falcon-study-mpi
+$(BUILD)/obj/study/study-mpi.o: study/study-mpi.c $(BUILD)/obj/flags.stamp
+	@mkdir -p $(dir $@)
+	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/falcon-study-mpi: $(BUILD)/obj/study/study-mpi.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
+	OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+else
+STUDY_MPI :=
+endif
+
+# The study's own tests (make check runs them): shards and merge, the MPI
+# launcher (where it was built; else a line says it was skipped), and a
+# study killed with SIGKILL then resumed, each compared with one
+# uninterrupted process (study/test_study.sh).
+.PHONY: study-check
+study-check: $(BUILD)/falcon-study $(STUDY_MPI)
+	bash study/test_study.sh $(BUILD) $(if $(STUDY_MPI),$(STUDY_MPI),none)
+
 .PHONY: stability learning plots report-all
 stability: $(BUILD)/falcon-study
 	$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability
@@ -72,4 +96,4 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	sh verify/tools/report.sh $(REPORT_DIR) $$(awk '$$1 == "gate" { print $$2 }' $(REPORT_DIR)/status); \
 	! awk '$$2 != "-" && $$2 != 0 { bad = 1 } END { exit !bad }' $(REPORT_DIR)/status
 
--include $(STUDY_OBJ:.o=.d) $(BUILD)/obj/study/study-main.d
+-include $(STUDY_OBJ:.o=.d) $(BUILD)/obj/study/study-main.d $(BUILD)/obj/study/study-mpi.d

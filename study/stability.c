@@ -18,10 +18,18 @@
  * long-double recurrence of ldref.c, which runs alongside from step 1 and
  * is compared with MPFR on every length both cover.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <glob.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include "falcon_ref.h"
 #include "gate.h"
 #include "stability.h"
@@ -29,6 +37,7 @@
 
 #define MAXPTS 64
 #define MAXCURVE 16
+#define MAXSTREAM 64
 #define EPS 0x1p-20 /* exactly representable in fp32 and fp64: kernels and references see one eps */
 /* The masked-parallel form runs at most 4096 terms per block (README), so
  * its error grows within a block and levels off beyond one: a power law
@@ -41,9 +50,13 @@ typedef struct params {
     const char *profile, *out;
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
     int only_backend; /* -1: all */
-    int nvar, ndecay;
-    falcon_variant var[6];
-    gate_decay decay[5];
+    int nstream;      /* the streams, in output order */
+    falcon_precision sprec[MAXSTREAM];
+    falcon_variant svar[MAXSTREAM];
+    gate_decay sdecay[MAXSTREAM];
+    int skipmask;     /* bit b: gate_backends[b] has no curves (skip_reason) */
+    int resume;       /* --resume: finished streams are read back, the others continue from their state */
+    double every;     /* seconds between two saves of a stream's state (--checkpoint-every) */
 } params;
 
 typedef struct curve {
@@ -66,7 +79,7 @@ typedef struct stream {
     curve c[MAXCURVE];
     /* long double reference vs MPFR, in units of long double's roundoff */
     double cT[MAXPTS], c_out[MAXPTS], c_S[MAXPTS];
-    double seconds;
+    double seconds, cpu_seconds; /* wall and this thread's CPU time (of this process's part, when resumed) */
 } stream;
 
 /* The prefix the MPFR reference reruns (at most tmpfr steps). */
@@ -137,10 +150,370 @@ static falcon_status prefix_reference(prefix *p, const gate_case *c, const falco
 
 static double seconds_now(void) { return omp_get_wtime(); }
 
-/* Runs one stream: every curve of it to its length. 0, or -1 (no memory). */
-static int run_stream(const params *P, stream *s, uint64_t seed)
+static double cpu_now(void)
 {
-    const double t0 = seconds_now();
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0 : (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- saved streams: results (streams/NNN.res) and resume states (resume/NNN.*) ----
+ *
+ * Every run writes each finished stream to OUT/streams/NNN.res (NNN: the
+ * stream's index in output order): a key naming the study's parameters,
+ * then the stream's results. `falcon-study merge` reads these back, from
+ * any number of shards, and writes what one process would have written.
+ * While a stream runs past the MPFR range (beyond it, the MPFR prefix is no
+ * longer needed), its whole state is saved every P->every seconds: the
+ * kernels' states as checkpoints (OUT/resume/cCC/NNN for curve CC,
+ * falcon_checkpoint format; one parent directory per checkpoint, as a
+ * commit locks each directory output's parent with its own flock, and two
+ * in one parent would wait on each other), and OUT/resume/NNN.state with the loop's position, the error
+ * accumulators, the points so far, the long-double reference's state and a
+ * hash of each kernel state. All of a save is one output transaction
+ * (falcon_outputs_*): a kill leaves the previous save whole. If a kill
+ * lands inside the commit's renames (files first, then directories), the
+ * hashes no longer match the checkpoints and --resume restarts that stream
+ * from step 0 instead of continuing from a mixed state.
+ * The files are in this machine's binary layout (the key records the sizes):
+ * merge shards on machines of one architecture and compiler. */
+
+typedef struct run_key {
+    char magic[24];
+    uint32_t key_size, stream_size, ld_size, pad;
+    char profile[16];
+    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
+    int32_t only_backend, skipmask, nstream, index;
+    int32_t list[MAXSTREAM][3];
+} run_key;
+
+#define KEY_MAGIC "falcon stability 1"
+
+static void make_key(const params *P, int index, run_key *k)
+{
+    memset(k, 0, sizeof *k);
+    snprintf(k->magic, sizeof k->magic, "%s", KEY_MAGIC);
+    k->key_size = sizeof *k, k->stream_size = sizeof(stream), k->ld_size = sizeof(long double);
+    snprintf(k->profile, sizeof k->profile, "%s", P->profile);
+    k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
+    k->tmpfr = P->tmpfr, k->seg = P->seg;
+    k->only_backend = P->only_backend, k->skipmask = P->skipmask, k->nstream = P->nstream, k->index = index;
+    for (int i = 0; i < P->nstream; i++)
+        k->list[i][0] = P->sprec[i], k->list[i][1] = P->svar[i], k->list[i][2] = P->sdecay[i];
+}
+
+typedef struct buf {
+    unsigned char *p;
+    size_t len, cap;
+    int bad;
+} buf;
+
+static void put(buf *b, const void *x, size_t n)
+{
+    if (b->bad) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->bad = 1;
+            return;
+        }
+        b->p = q, b->cap = cap;
+    }
+    memcpy(b->p + b->len, x, n);
+    b->len += n;
+}
+
+/* Read n bytes from *p (left bytes remain); -1 when the data is short. */
+static int take(const unsigned char **p, size_t *left, void *x, size_t n)
+{
+    if (*left < n) return -1;
+    memcpy(x, *p, n);
+    *p += n, *left -= n;
+    return 0;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *p = malloc(cap);
+    while (p) {
+        n += fread(p + n, 1, cap - n, f);
+        if (n < cap) break;
+        unsigned char *q = realloc(p, cap *= 2);
+        if (!q) free(p);
+        p = q;
+    }
+    if (ferror(f)) free(p), p = NULL;
+    fclose(f);
+    *len = n;
+    return p;
+}
+
+/* Write the bytes to path through an output transaction (with the other
+ * outputs already declared in tx); commits or aborts tx. */
+static int commit_with(falcon_outputs *tx, int slot, const buf *b)
+{
+    const int fd = falcon_outputs_fd(tx, slot);
+    size_t off = 0;
+    while (fd >= 0 && off < b->len) {
+        const ssize_t w = write(fd, b->p + off, b->len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    if (b->bad || off < b->len) {
+        fprintf(stderr, "falcon: error: cannot write %s: %s\n", falcon_outputs_path(tx, slot),
+                b->bad ? "out of memory" : strerror(errno));
+        falcon_outputs_abort(tx);
+        return -1;
+    }
+    if (falcon_outputs_commit(tx)) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *x, size_t n)
+{
+    const unsigned char *c = x;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211u;
+    return h;
+}
+
+static uint64_t state_hash(const falcon_state *st)
+{
+    const falcon_state_view v = falcon_state_get_view(st);
+    uint64_t h = 1469598103934665603u;
+    h = fnv(h, v.S, sizeof(double) * (size_t)(v.heads * v.m * v.n));
+    h = fnv(h, v.prev_key, sizeof(double) * (size_t)(v.heads * v.n));
+    h = fnv(h, v.has_prev, (size_t)v.heads);
+    h = fnv(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
+    h = fnv(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
+    return fnv(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
+}
+
+/* Where a stream is: the next segment to run and the accumulators that are
+ * not in the stream itself. */
+typedef struct position {
+    int64_t t, seg;
+    int ci, pad;
+    long double cnum, cden;
+} position;
+
+static void path_of(const params *P, char *path, size_t len, const char *sub, int idx, const char *suffix, int k)
+{
+    (void)suffix;
+    if (k >= 0) snprintf(path, len, "%s/%s/c%02d/%03d", P->out, sub, k, idx);
+    else snprintf(path, len, "%s/%s/%03d%s", P->out, sub, idx, suffix);
+}
+
+/* The curves whose kernel state a save holds: those still running. */
+static int curve_live(const curve *k, int64_t t) { return t < k->tmax && !k->error[0]; }
+
+static int save_state(const params *P, int idx, const stream *s, const position *pos, const ldref *ld)
+{
+    char path[4096];
+    int nlive = 0;
+    for (int i = 0; i < s->ncurve; i++) nlive += curve_live(&s->c[i], pos->t);
+    if (nlive + 1 > 16) return 0; /* more than one transaction holds: not saved (MAXCURVE allows 16 curves) */
+    falcon_outputs *tx;
+    int fslot, slot;
+    if (falcon_outputs_begin(&tx)) return -1;
+    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
+    buf b = {0};
+    run_key key;
+    make_key(P, idx, &key);
+    put(&b, &key, sizeof key), put(&b, pos, sizeof *pos), put(&b, s, sizeof *s);
+    const int64_t n = ld->n, m = ld->m, W = ld->W;
+    put(&b, ld->S, sizeof(long double) * (size_t)(m * n)), put(&b, ld->prev, sizeof(double) * (size_t)n);
+    put(&b, &ld->has_prev, sizeof ld->has_prev), put(&b, &ld->hlen, sizeof ld->hlen);
+    put(&b, ld->hk, sizeof(double) * (size_t)(W * n)), put(&b, ld->hv, sizeof(double) * (size_t)(W * m));
+    falcon_status st = falcon_outputs_file(tx, "resume state", path, &fslot);
+    for (int i = 0; i < s->ncurve && !st; i++) {
+        if (!curve_live(&s->c[i], pos->t)) continue;
+        const uint64_t h = state_hash(s->c[i].st);
+        put(&b, &i, sizeof i), put(&b, &h, sizeof h);
+        snprintf(path, sizeof path, "%s/resume/c%02d", P->out, i);
+        if (study_mkdir(path)) {
+            falcon_outputs_abort(tx);
+            free(b.p);
+            return -1;
+        }
+        path_of(P, path, sizeof path, "resume", idx, ".k", i);
+        if (!(st = falcon_outputs_checkpoint(tx, "resume checkpoint", path, &slot)))
+            st = falcon_checkpoint_save_to(tx, slot, s->c[i].st);
+    }
+    if (st) {
+        fprintf(stderr, "falcon: error: saving stream %d: %s\n", idx, falcon_last_error());
+        falcon_outputs_abort(tx);
+        free(b.p);
+        return -1;
+    }
+    const int rc = commit_with(tx, fslot, &b);
+    free(b.p);
+    return rc;
+}
+
+/* The same curves, in the same order, with the same lengths. */
+static int same_stream(const stream *a, const stream *b)
+{
+    if (a->prec != b->prec || a->variant != b->variant || a->decay != b->decay || a->ncurve != b->ncurve) return 0;
+    for (int i = 0; i < a->ncurve; i++)
+        if (a->c[i].backend != b->c[i].backend || a->c[i].form != b->c[i].form || a->c[i].tmax != b->c[i].tmax)
+            return 0;
+    return 1;
+}
+
+/* Continue stream idx from its saved state: 1 done, 0 no usable state (a
+ * message says why when one exists), -1 no memory. */
+static int load_state(const params *P, int idx, stream *s, position *pos, ldref *ld)
+{
+    char path[4096];
+    size_t len;
+    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
+    unsigned char *data = read_all(path, &len);
+    if (!data) return 0;
+    const unsigned char *p = data;
+    size_t left = len;
+    run_key key, want;
+    stream *saved = malloc(sizeof *saved);
+    falcon_state *sts[MAXCURVE] = {0};
+    const char *why = NULL;
+    const int64_t n = ld->n, m = ld->m, W = ld->W;
+    long double *S = malloc(sizeof(long double) * (size_t)(m * n));
+    double *prev = malloc(sizeof(double) * (size_t)n), *hk = malloc(sizeof(double) * (size_t)(W * n));
+    double *hv = malloc(sizeof(double) * (size_t)(W * m));
+    int has_prev;
+    int64_t hlen;
+    make_key(P, idx, &want);
+    if (!saved || !S || !prev || !hk || !hv) why = "out of memory";
+    else if (take(&p, &left, &key, sizeof key) || memcmp(&key, &want, sizeof key))
+        why = "written by a study with other parameters";
+    else if (take(&p, &left, pos, sizeof *pos) || take(&p, &left, saved, sizeof *saved) || !same_stream(saved, s) ||
+             take(&p, &left, S, sizeof(long double) * (size_t)(m * n)) || take(&p, &left, prev, sizeof(double) * (size_t)n) ||
+             take(&p, &left, &has_prev, sizeof has_prev) || take(&p, &left, &hlen, sizeof hlen) ||
+             take(&p, &left, hk, sizeof(double) * (size_t)(W * n)) || take(&p, &left, hv, sizeof(double) * (size_t)(W * m)))
+        why = "truncated or not a stream state";
+    for (int i = 0; i < s->ncurve && !why; i++) {
+        if (!curve_live(&saved->c[i], pos->t)) continue;
+        int j;
+        uint64_t h;
+        if (take(&p, &left, &j, sizeof j) || take(&p, &left, &h, sizeof h) || j != i) {
+            why = "truncated or not a stream state";
+            break;
+        }
+        path_of(P, path, sizeof path, "resume", idx, ".k", i);
+        if (falcon_checkpoint_load(path, &sts[i])) why = falcon_last_error();
+        else if (state_hash(sts[i]) != h) why = "a kernel checkpoint is not the one this state was saved with";
+    }
+    if (!why && left) why = "longer than a stream state";
+    if (!why) {
+        for (int i = 0; i < s->ncurve; i++) {
+            saved->c[i].st = sts[i] ? sts[i] : s->c[i].st;
+            if (sts[i]) falcon_state_free(s->c[i].st);
+        }
+        *s = *saved;
+        memcpy(ld->S, S, sizeof(long double) * (size_t)(m * n)), memcpy(ld->prev, prev, sizeof(double) * (size_t)n);
+        memcpy(ld->hk, hk, sizeof(double) * (size_t)(W * n)), memcpy(ld->hv, hv, sizeof(double) * (size_t)(W * m));
+        ld->has_prev = has_prev, ld->hlen = hlen;
+    } else {
+        for (int i = 0; i < MAXCURVE; i++) falcon_state_free(sts[i]);
+        fprintf(stderr, "  stream %d: saved state %s not used (%s): it starts from step 0\n", idx, path, why);
+    }
+    free(data), free(saved), free(S), free(prev), free(hk), free(hv);
+    return why ? (strcmp(why, "out of memory") ? 0 : -1) : 1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path) && errno != ENOENT ? -1 : 0;
+}
+
+/* Remove stream idx's resume state (the state file first: without it the
+ * checkpoints are never read). */
+static void drop_state(const params *P, int idx, int ncurve)
+{
+    char path[4096];
+    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
+    unlink(path);
+    for (int i = 0; i < ncurve; i++) {
+        path_of(P, path, sizeof path, "resume", idx, ".k", i);
+        nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    }
+}
+
+/* Remove what a killed process left of stream idx's transactions (their
+ * temporaries "*.tmp-XXXXXX", which a SIGKILL gives no chance to remove):
+ * only this stream's, so that other processes writing into the same
+ * directory keep theirs. */
+static void drop_temps(const params *P, int idx)
+{
+    char pat[4200];
+    glob_t g;
+    const char *const forms[] = {"%s/streams/%03d.res.tmp-*", "%s/resume/%03d.state.tmp-*", "%s/resume/c[0-9][0-9]/%03d.tmp-*"};
+    for (int f = 0; f < 3; f++) {
+        snprintf(pat, sizeof pat, forms[f], P->out, idx);
+        if (glob(pat, GLOB_NOSORT, NULL, &g)) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) nftw(g.gl_pathv[i], rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        globfree(&g);
+    }
+}
+
+/* A finished stream's results, atomically. */
+static int save_result(const params *P, int idx, const stream *s)
+{
+    char path[4096];
+    falcon_outputs *tx;
+    int slot;
+    path_of(P, path, sizeof path, "streams", idx, ".res", -1);
+    if (falcon_outputs_begin(&tx)) return -1;
+    if (falcon_outputs_file(tx, "stream result", path, &slot)) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        falcon_outputs_abort(tx);
+        return -1;
+    }
+    buf b = {0};
+    run_key key;
+    make_key(P, idx, &key);
+    stream copy = *s;
+    for (int i = 0; i < copy.ncurve; i++) copy.c[i].st = NULL;
+    put(&b, &key, sizeof key), put(&b, &copy, sizeof copy);
+    const int rc = commit_with(tx, slot, &b);
+    free(b.p);
+    return rc;
+}
+
+/* Read a result file: its key and stream. 0, or -1 with why. */
+static int load_result(const char *path, run_key *key, stream *s, const char **why)
+{
+    size_t len;
+    unsigned char *data = read_all(path, &len);
+    const unsigned char *p = data;
+    size_t left = len;
+    *why = NULL;
+    if (!data) *why = strerror(errno);
+    else if (take(&p, &left, key, sizeof *key) || strcmp(key->magic, KEY_MAGIC) || key->key_size != sizeof *key ||
+             key->stream_size != sizeof *s || key->ld_size != sizeof(long double))
+        *why = "not a stream result of this build (another format or machine layout)";
+    else if (take(&p, &left, s, sizeof *s) || left)
+        *why = "truncated or too long";
+    else
+        for (int i = 0; i < s->ncurve; i++) s->c[i].st = NULL;
+    free(data);
+    return *why ? -1 : 0;
+}
+
+/* Runs stream idx: every curve of it to its length, from its saved state
+ * with --resume. Past the MPFR range its state is saved every P->every
+ * seconds. 0, or -1 (no memory, or a save failed). */
+static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
+{
+    const double t0 = seconds_now(), c0 = cpu_now();
     const int64_t n = P->n, m = P->m, W = falcon_variant_has_window(s->variant) ? P->W : 1;
     const double u = gate_unit_roundoff(s->prec);
     const long double uld = ldref_unit_roundoff();
@@ -160,7 +533,19 @@ static int run_stream(const params *P, stream *s, uint64_t seed)
     for (int i = 0; i < s->ncurve && !rc; i++) rc |= falcon_state_create(1, n, m, W, &s->c[i].st) != FALCON_OK;
     long double cnum = 0, cden = 0; /* long double vs MPFR, outputs */
     int64_t t = 0, seg = 0;
-    for (int ci = 0; t < P->tmax && ci < ncp && !rc; seg++) {
+    int ci = 0;
+    if (!rc && P->resume) {
+        position pos;
+        const int r = load_state(P, idx, s, &pos, &ld);
+        if (r < 0) rc = -1;
+        if (r > 0) {
+            t = pos.t, seg = pos.seg, ci = pos.ci, cnum = pos.cnum, cden = pos.cden;
+            fprintf(stderr, "  stream %d (%s %s %s) resumed at T = %lld\n", idx, falcon_precision_name(s->prec),
+                    falcon_variant_name(s->variant), gate_decay_name(s->decay), (long long)t);
+        }
+    }
+    double saved_at = seconds_now();
+    for (; t < P->tmax && ci < ncp && !rc; seg++) {
         /* Segments end at checkpoints; beyond MPFR's range they are at most
          * P->seg long (within it, MPFR reruns at every segment end: no splits). */
         const int64_t end = cp[ci] <= tmpfr || cp[ci] < t + P->seg ? cp[ci] : t + P->seg;
@@ -221,6 +606,16 @@ static int run_stream(const params *P, stream *s, uint64_t seed)
         gate_data_free(&d);
         ci += at_cp;
         t = end;
+        /* Past the MPFR range the state is the kernels', the long-double
+         * reference's and the accumulators: saved whole, every P->every s. */
+        if (!rc && t >= tmpfr && t < P->tmax && ci < ncp && seconds_now() - saved_at >= P->every) {
+            const position pos = {t, seg + 1, ci, 0, cnum, cden};
+            int r;
+#pragma omp critical(study_save)
+            r = save_state(P, idx, s, &pos, &ld);
+            if (r) s->failed = 1, rc = -1;
+            saved_at = seconds_now();
+        }
     }
     for (int i = 0; i < s->ncurve; i++) {
         curve *k = &s->c[i];
@@ -235,6 +630,7 @@ static int run_stream(const params *P, stream *s, uint64_t seed)
     prefix_free(&pre, tmpfr * m, m * n);
     free(ldo), free(mpo), free(mpS);
     s->seconds = seconds_now() - t0;
+    s->cpu_seconds = cpu_now() - c0;
     return rc ? -1 : 0;
 }
 
@@ -298,9 +694,10 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     /* The backends this machine lacks (a kernel backend skipped is named, with why). */
     const char *sep = "";
     for (int b = 0; b < gate_backend_count; b++)
-        if (skip_reason(P, gate_backends[b])) {
+        if (P->skipmask >> b & 1) {
+            const char *why = skip_reason(P, gate_backends[b]);
             fprintf(f, "%s{\"backend\": \"%s\", \"why\": ", sep, falcon_backend_name(gate_backends[b]));
-            study_json_str(f, skip_reason(P, gate_backends[b]));
+            study_json_str(f, why ? why : falcon_backend_describe(gate_backends[b]));
             fputc('}', f);
             sep = ", ";
         }
@@ -480,60 +877,301 @@ static void print_summary(const params *P, const stream *ss, int ns)
 
 /* ---- profiles and options ---- */
 
-static void profile_set(params *P, int full)
+enum { PROFILE_QUICK, PROFILE_FULL, PROFILE_HUGE, PROFILE_DEEP };
+static const char *const profile_names[] = {"quick", "full", "huge", "deep"};
+
+static void add_stream(params *P, falcon_precision p, falcon_variant v, gate_decay d)
+{
+    P->sprec[P->nstream] = p, P->svar[P->nstream] = v, P->sdecay[P->nstream++] = d;
+}
+
+static void profile_set(params *P, int which)
 {
     static const falcon_variant quick_var[] = {FALCON_1, FALCON_1A, FALCON_3};
     static const gate_decay decays[] = {GATE_DECAY_NONE, GATE_DECAY_MILD, GATE_DECAY_STRONG, GATE_DECAY_EXTREME,
                                         GATE_DECAY_MIX};
-    P->profile = full ? "full" : "quick";
+    const int big = which == PROFILE_FULL || which == PROFILE_HUGE;
+    P->profile = profile_names[which];
     P->n = P->m = 16, P->W = 4, P->C = 64;
-    P->tmax = full ? 10000000 : 1000000;
-    P->tmax_par = full ? 20000 : 2000;
-    P->tmpfr = full ? 20000 : 2000;
+    P->tmax = which == PROFILE_QUICK ? 1000000 : which == PROFILE_FULL ? 10000000
+            : which == PROFILE_HUGE  ? 1000000000 : 100000000;
+    P->tmax_par = big ? 20000 : 2000;
+    P->tmpfr = big ? 20000 : 2000;
     P->seg = 8192;
-    P->nvar = full ? 6 : 3;
-    for (int i = 0; i < P->nvar; i++) P->var[i] = full ? (falcon_variant)i : quick_var[i];
-    P->ndecay = 5;
-    memcpy(P->decay, decays, sizeof decays);
+    P->nstream = 0;
+    if (which == PROFILE_DEEP) {
+        /* Three streams on one vector backend (set in stab_open). */
+        add_stream(P, FALCON_FP32, FALCON_1, GATE_DECAY_MILD);
+        add_stream(P, FALCON_FP32, FALCON_1A, GATE_DECAY_NONE);
+        add_stream(P, FALCON_FP32, FALCON_3, GATE_DECAY_MIX);
+        return;
+    }
+    const int nvar = which == PROFILE_FULL ? 6 : 3;
+    for (int p = 0; p < 2; p++)
+        for (int v = 0; v < nvar; v++)
+            for (int d = 0; d < 5; d++)
+                add_stream(P, (falcon_precision)p, which == PROFILE_FULL ? (falcon_variant)v : quick_var[v], decays[d]);
+}
+
+/*
+ * The huge profile's cost, for --help: per stream, the CPU seconds one core
+ * takes per 10^6 tokens past the MPFR range, with every CPU backend of the
+ * default run (scalar, avx2, avx512; recurrent and chunk forms) and the
+ * long-double reference. Measured as the difference of each stream's CPU
+ * time (the "cpu" of the progress lines: CLOCK_THREAD_CPUTIME_ID) between
+ * two quick-profile runs on one thread, --tmax 1e5 and --tmax 2e4 (both
+ * --tmpfr 300 --tmax-parallel 300), divided by the 0.08e6 tokens between
+ * them; on an Intel Xeon (AVX-512) with 2 vCPUs shared with other work (load
+ * about 5.5), which inflates CPU times: an estimate, not a promise.
+ * Index: [precision][falcon1, falcon1a, falcon3][none, mild, strong,
+ * extreme, mix]. The extreme and mix regimes reach subnormal numbers.
+ */
+static const double seconds_per_mtok[2][3][5] = {
+    {{6.0, 6.2, 8.5, 26.6, 34.4}, {4.2, 6.6, 9.0, 18.1, 19.4}, {26.5, 28.4, 37.1, 137.2, 276.9}},
+    {{11.9, 13.1, 9.9, 29.5, 42.5}, {9.0, 11.5, 9.8, 23.0, 31.1}, {23.8, 26.9, 22.8, 159.6, 291.1}}};
+
+static double huge_core_hours(void)
+{
+    static const gate_decay order[] = {GATE_DECAY_NONE, GATE_DECAY_MILD, GATE_DECAY_STRONG, GATE_DECAY_EXTREME,
+                                       GATE_DECAY_MIX};
+    params P;
+    profile_set(&P, PROFILE_HUGE);
+    double s = 0;
+    for (int i = 0; i < P.nstream; i++) {
+        int d = 0;
+        while (d < 4 && order[d] != P.sdecay[i]) d++;
+        s += seconds_per_mtok[P.sprec[i]][P.svar[i] == FALCON_1 ? 0 : P.svar[i] == FALCON_1A ? 1 : 2][d] *
+             (double)P.tmax / 1e6;
+    }
+    return s / 3600;
 }
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: falcon stability [--profile quick|full] [--out DIR] [--backend NAME] [--tmax T]\n"
-            "                        [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
+            "usage: falcon stability [--profile quick|full|huge|deep] [--out DIR] [--backend NAME]\n"
+            "                        [--tmax T] [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
+            "                        [--shard K/N] [--resume] [--checkpoint-every SECONDS]\n"
+            "       falcon-study merge [--out DIR] SHARD_DIR...\n"
+            "       mpirun -np P falcon-study-mpi stability [options]\n"
             "       falcon stability --learning [options: falcon stability --learning --help]\n"
             "Error of every CPU kernel (backend x form x precision x variant x decay regime) against a\n"
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
-            "report/stability). quick: falcon1, falcon1a, falcon3, T to 1e6 (parallel form to 2000),\n"
-            "about 8.5 minutes on 2 quiet vCPUs; full: every variant, T to 1e7 (parallel 20000),\n"
-            "about 45 minutes.\n");
+            "report/stability), and each finished stream to DIR/streams/.\n"
+            "Profiles: quick: falcon1, falcon1a, falcon3, T to 1e6 (parallel form to 2000), about\n"
+            "  8.5 minutes on 2 quiet vCPUs;\n"
+            "  full: every variant, T to 1e7 (parallel 20000), about 45 minutes;\n"
+            "  huge: falcon1, falcon1a, falcon3, every decay regime, fp32 and fp64, T to 1e9: for a\n"
+            "    cluster, an estimated %.0f core-hours (from the throughput measured per stream);\n"
+            "  deep: fp32 falcon1 mild, falcon1a none, falcon3 mix on avx512 (else avx2), T to 1e8.\n"
+            "--shard K/N (0 <= K < N) runs this shard's share of the streams (balanced by estimated\n"
+            "  cost) into DIR/streams/; falcon-study merge combines the shards' directories.\n"
+            "--resume continues a killed study: finished streams are read back from DIR/streams/, the\n"
+            "  others continue from the state each saved in DIR/resume/ (every --checkpoint-every\n"
+            "  seconds past the MPFR range, default 300; 0: at every segment).\n",
+            huge_core_hours());
 }
 
-int falcon_stability_main(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--learning")) return study_learning_main(argc, argv);
+/* ---- one study: its streams, their share and their results ---- */
+
+struct study_stab {
     params P;
-    profile_set(&P, 0);
+    stream *ss;
+    unsigned char *have; /* the stream's results are in ss */
+    int shard_k, shard_n, threads, done, nomem, quiet;
+    int total; /* the streams of this shard (all of them unsharded) */
+    double t0;
+};
+
+/* The curves of each stream; backends in skipmask have none. */
+static void build_streams(const params *P, stream *ss)
+{
+    for (int i = 0; i < P->nstream; i++) {
+        stream *s = &ss[i];
+        memset(s, 0, sizeof *s);
+        s->prec = P->sprec[i], s->variant = P->svar[i], s->decay = P->sdecay[i];
+        for (int b = 0; b < gate_backend_count; b++) {
+            const falcon_backend be = gate_backends[b];
+            if (!gate_backend_runs(be, s->prec) || (P->only_backend >= 0 && (int)be != P->only_backend) ||
+                (P->skipmask >> b & 1))
+                continue;
+            for (int f = 0; f < 3 && s->ncurve < MAXCURVE; f++) {
+                curve *k = &s->c[s->ncurve];
+                k->backend = be, k->form = (falcon_form)f;
+                k->tmax = f == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
+                s->ncurve += k->tmax >= 100;
+            }
+        }
+    }
+}
+
+/* A stream's estimated cost: the steps of its curves and of its reference,
+ * weighted by what the decay regimes and the window cost (the extreme and
+ * mix regimes reach subnormal numbers, which are slow; falcon3's window of
+ * W examples multiplies the work): rough ratios of measured stream times. */
+static double stream_cost(const params *P, const stream *s)
+{
+    double c = 2.0 * (double)P->tmax;
+    for (int i = 0; i < s->ncurve; i++) c += (double)s->c[i].tmax;
+    const double wd = s->decay == GATE_DECAY_EXTREME ? 3 : s->decay == GATE_DECAY_MIX ? 5 : 1;
+    return c * wd * (falcon_variant_has_window(s->variant) ? 2.5 : 1);
+}
+
+int stab_count(const study_stab *st) { return st->P.nstream; }
+
+/* The streams by decreasing estimated cost (ties: by index). */
+void stab_order(const study_stab *st, int *order)
+{
+    const int n = st->P.nstream;
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            const double a = stream_cost(&st->P, &st->ss[order[j - 1]]), b = stream_cost(&st->P, &st->ss[order[j]]);
+            if (a > b || (a == b && order[j - 1] < order[j])) break;
+            const int x = order[j];
+            order[j] = order[j - 1], order[j - 1] = x;
+        }
+}
+
+/* Whether stream i is in this shard: the streams, costliest first, each
+ * go to the shard with the least estimated cost so far (ties: the lowest
+ * K), so shards of very different streams still finish together. */
+int stab_mine(const study_stab *st, int i)
+{
+    if (st->shard_n <= 1) return 1;
+    int order[MAXSTREAM];
+    double load[4096] = {0};
+    stab_order(st, order);
+    for (int j = 0; j < st->P.nstream; j++) {
+        int best = 0;
+        for (int k = 1; k < st->shard_n; k++)
+            if (load[k] < load[best]) best = k;
+        load[best] += stream_cost(&st->P, &st->ss[order[j]]);
+        if (order[j] == i) return best == st->shard_k;
+    }
+    return 0;
+}
+
+static void progress(study_stab *st, int i)
+{
+    const stream *s = &st->ss[i];
+    if (st->quiet) return;
+#pragma omp critical(study_progress)
+    fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s (cpu %.2f s)\n", ++st->done, st->total,
+            falcon_precision_name(s->prec), falcon_variant_name(s->variant), gate_decay_name(s->decay), s->seconds,
+            s->cpu_seconds);
+}
+
+/* Before running stream i: with --resume, its result if one was saved (1:
+ * nothing to run); without, any earlier result or state of it is removed. */
+int stab_prepare(study_stab *st, int i)
+{
+    char path[4096];
+    path_of(&st->P, path, sizeof path, "streams", i, ".res", -1);
+    drop_temps(&st->P, i);
+    if (!st->P.resume) {
+        unlink(path);
+        drop_state(&st->P, i, MAXCURVE);
+        return 0;
+    }
+    run_key key, want;
+    stream s;
+    const char *why;
+    make_key(&st->P, i, &want);
+    if (access(path, F_OK)) return 0;
+    if (load_result(path, &key, &s, &why) || memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i])) {
+        fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why ? why : "other parameters");
+        return 0;
+    }
+    st->ss[i] = s, st->have[i] = 1;
+    progress(st, i);
+    return 1;
+}
+
+int stab_run_one(study_stab *st, int i, int save)
+{
+    const stream *s = &st->ss[i];
+    /* The seed depends on the variant and decay, not the precision: the
+     * fp32 and fp64 streams draw the same numbers. */
+    int r = run_stream(&st->P, &st->ss[i], i, 1000u + 10u * (uint64_t)s->variant + (uint64_t)s->decay);
+    if (save && !r) {
+#pragma omp critical(study_save)
+        {
+            r = save_result(&st->P, i, s);
+            if (!r) drop_state(&st->P, i, s->ncurve);
+        }
+    }
+#pragma omp critical(study_progress)
+    st->nomem |= r, st->have[i] = 1;
+    progress(st, i);
+    return r;
+}
+
+const void *stab_bytes(const study_stab *st, int i, size_t *len)
+{
+    *len = sizeof(stream);
+    return &st->ss[i];
+}
+
+int stab_store(study_stab *st, int i, const void *bytes, size_t len, int rc)
+{
+    stream s;
+    if (i < 0 || i >= st->P.nstream || len != sizeof s) return -1;
+    memcpy(&s, bytes, sizeof s);
+    if (!same_stream(&s, &st->ss[i])) return -1;
+    for (int j = 0; j < s.ncurve; j++) s.c[j].st = NULL;
+    st->ss[i] = s;
+    int r = rc;
+    if (!r) {
+#pragma omp critical(study_save)
+        {
+            r = save_result(&st->P, i, &s);
+            if (!r) drop_state(&st->P, i, s.ncurve);
+        }
+    }
+#pragma omp critical(study_progress)
+    st->nomem |= r, st->have[i] = 1;
+    progress(st, i);
+    return 0;
+}
+
+static int parse_profile(const char *v)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, profile_names[i])) return i;
+    fprintf(stderr, "falcon: error: --profile %s: must be quick, full, huge or deep\n", v);
+    return -1;
+}
+
+int stab_open(int argc, char **argv, int quiet, study_stab **out)
+{
+    *out = NULL;
+    params P;
+    memset(&P, 0, sizeof P);
+    int which = PROFILE_QUICK;
+    profile_set(&P, which);
     P.out = "report/stability";
     P.only_backend = -1;
-    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0;
+    P.every = 300;
+    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1;
+    long shard_k = 0, shard_n = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
+            if (!quiet) usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--resume")) {
+            P.resume = 1;
+            continue;
         } else if (!v) {
             fprintf(stderr, "falcon: error: stability: unknown option or missing value: %s\n", a);
             return 2;
         }
         i++;
         if (!strcmp(a, "--profile")) {
-            const int full = study_parse_profile(v);
-            if (full < 0) return 2;
-            profile_set(&P, full);
+            if ((which = parse_profile(v)) < 0) return 2;
+            profile_set(&P, which);
         } else if (!strcmp(a, "--out")) {
             P.out = v;
         } else if (!strcmp(a, "--backend")) {
@@ -552,6 +1190,17 @@ int falcon_stability_main(int argc, char **argv)
             if (study_parse_i64(a, v, 1, 1024, &n)) return 2;
         } else if (!strcmp(a, "--threads")) {
             if (study_parse_i64(a, v, 1, 1024, &threads)) return 2;
+        } else if (!strcmp(a, "--checkpoint-every")) {
+            if (study_parse_i64(a, v, 0, 100000000, &every)) return 2;
+        } else if (!strcmp(a, "--shard")) {
+            char *end, *end2;
+            shard_k = strtol(v, &end, 10);
+            shard_n = *end == '/' ? strtol(end + 1, &end2, 10) : 0;
+            if (*end != '/' || end == v || *end2 || end2 == end + 1 || shard_n < 1 || shard_n > 4096 || shard_k < 0 ||
+                shard_k >= shard_n) {
+                fprintf(stderr, "falcon: error: --shard %s: must be K/N with 0 <= K < N <= 4096\n", v);
+                return 2;
+            }
         } else {
             fprintf(stderr, "falcon: error: stability: unknown option %s\n", a);
             return 2;
@@ -562,68 +1211,225 @@ int falcon_stability_main(int argc, char **argv)
     if (tmpfr >= 0) P.tmpfr = tmpfr;
     if (tpar >= 0) P.tmax_par = tpar;
     if (n) P.n = P.m = n;
+    if (every >= 0) P.every = (double)every;
+    if (which == PROFILE_DEEP && P.only_backend < 0)
+        P.only_backend = falcon_backend_available(FALCON_BACKEND_AVX512) ? FALCON_BACKEND_AVX512 : FALCON_BACKEND_AVX2;
     if (P.only_backend >= 0 && !falcon_backend_available((falcon_backend)P.only_backend)) {
         fprintf(stderr, "falcon: error: --backend %s: is not available here: %s\n",
                 falcon_backend_name((falcon_backend)P.only_backend),
                 falcon_backend_describe((falcon_backend)P.only_backend));
         return 2;
     }
+    for (int b = 0; b < gate_backend_count; b++)
+        if (skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
+    char sub[4200];
     if (study_mkdir(P.out)) return 2;
+    snprintf(sub, sizeof sub, "%s/streams", P.out);
+    if (study_mkdir(sub)) return 2;
+    snprintf(sub, sizeof sub, "%s/resume", P.out);
+    if (study_mkdir(sub)) return 2;
 
-    /* The streams and their curves; backends not here are named once. */
-    const int nstream = 2 * P.nvar * P.ndecay;
-    stream *ss = calloc((size_t)nstream, sizeof *ss);
-    if (!ss) return 2;
-    for (int b = 0; b < gate_backend_count; b++) {
-        const falcon_backend be = gate_backends[b];
-        if (skip_reason(&P, be)) printf("backend %s skipped: %s\n", falcon_backend_name(be), skip_reason(&P, be));
+    study_stab *st = calloc(1, sizeof *st);
+    if (!st || !(st->ss = calloc((size_t)P.nstream, sizeof *st->ss)) || !(st->have = calloc((size_t)P.nstream, 1))) {
+        if (st) free(st->ss);
+        free(st);
+        return 2;
     }
-    int ns = 0;
-    for (int p = 0; p < 2; p++)
-        for (int v = 0; v < P.nvar; v++)
-            for (int d = 0; d < P.ndecay; d++) {
-                stream *s = &ss[ns++];
-                s->prec = (falcon_precision)p, s->variant = P.var[v], s->decay = P.decay[d];
-                for (int b = 0; b < gate_backend_count; b++) {
-                    const falcon_backend be = gate_backends[b];
-                    if (!gate_backend_runs(be, s->prec) || (P.only_backend >= 0 && (int)be != P.only_backend) ||
-                        skip_reason(&P, be))
-                        continue;
-                    for (int f = 0; f < 3 && s->ncurve < MAXCURVE; f++) {
-                        curve *k = &s->c[s->ncurve];
-                        k->backend = be, k->form = (falcon_form)f;
-                        k->tmax = f == FALCON_FORM_PARALLEL ? P.tmax_par : P.tmax;
-                        s->ncurve += k->tmax >= 100;
-                    }
-                }
-            }
-    printf("falcon stability, %s profile: %d streams (precision x variant x decay), n = m = %lld, W = %lld, "
-           "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
-           P.profile, ns, (long long)P.n, (long long)P.W, (long long)P.C, (long long)P.tmax,
-           (long long)P.tmax_par, (long long)P.tmpfr);
-    fflush(stdout);
-
-    const double t0 = seconds_now();
-    int nomem = 0, done = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? (int)threads : omp_get_max_threads())
-    for (int i = 0; i < ns; i++) {
-        /* The seed depends on the variant and decay, not the precision: the
-         * fp32 and fp64 streams draw the same numbers. */
-        const int r = run_stream(&P, &ss[i], 1000u + 10u * (uint64_t)ss[i].variant + (uint64_t)ss[i].decay);
-#pragma omp critical(study_progress)
-        {
-            nomem |= r;
-            fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s\n", ++done, ns, falcon_precision_name(ss[i].prec),
-                    falcon_variant_name(ss[i].variant), gate_decay_name(ss[i].decay), ss[i].seconds);
+    st->P = P, st->shard_k = (int)shard_k, st->shard_n = (int)shard_n, st->threads = (int)threads, st->quiet = quiet;
+    build_streams(&st->P, st->ss);
+    for (int i = 0; i < P.nstream; i++) st->total += stab_mine(st, i);
+    falcon_outputs_clean_on_signals();
+    if (!quiet) {
+        for (int b = 0; b < gate_backend_count; b++) {
+            const falcon_backend be = gate_backends[b];
+            if (P.skipmask >> b & 1) printf("backend %s skipped: %s\n", falcon_backend_name(be), skip_reason(&P, be));
         }
+        printf("falcon stability, %s profile: %d streams (precision x variant x decay), n = m = %lld, W = %lld, "
+               "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
+               P.profile, P.nstream, (long long)P.n, (long long)P.W, (long long)P.C, (long long)P.tmax,
+               (long long)P.tmax_par, (long long)P.tmpfr);
+        if (shard_n > 1) printf("shard %ld/%ld: %d of the %d streams\n", shard_k, shard_n, st->total, P.nstream);
+        fflush(stdout);
     }
-    const double secs = seconds_now() - t0;
+    st->t0 = seconds_now();
+    *out = st;
+    return 0;
+}
+
+void stab_close(study_stab *st)
+{
+    if (!st) return;
+    free(st->ss), free(st->have), free(st);
+}
+
+static int finish(const params *P, const stream *ss, int nomem, double secs)
+{
     int failed = nomem;
-    for (int i = 0; i < ns; i++) failed |= ss[i].failed;
-    print_summary(&P, ss, ns);
-    int io = write_json(&P, ss, ns, secs) | write_dat(&P, ss, ns);
+    for (int i = 0; i < P->nstream; i++) failed |= ss[i].failed;
+    print_summary(P, ss, P->nstream);
+    int io = write_json(P, ss, P->nstream, secs) | write_dat(P, ss, P->nstream);
     printf("\n%s: %d streams in %.1f s; wrote %s/stability.json, fits.dat, refcheck.dat, curves/*.dat\n",
-           failed ? "FAILED" : "done", ns, secs, P.out);
-    free(ss);
+           failed ? "FAILED" : "done", P->nstream, secs, P->out);
     return io ? 2 : failed ? 1 : 0;
+}
+
+int stab_finish(study_stab *st)
+{
+    const double secs = seconds_now() - st->t0;
+    if (st->shard_n > 1) {
+        int failed = st->nomem, mine = 0;
+        for (int i = 0; i < st->P.nstream; i++)
+            if (stab_mine(st, i)) failed |= st->ss[i].failed, mine++;
+        printf("\nshard %d/%d %s: %d streams in %.1f s, in %s/streams (falcon-study merge combines the shards)\n",
+               st->shard_k, st->shard_n, failed ? "FAILED" : "done", mine, secs, st->P.out);
+        return failed ? 1 : 0;
+    }
+    for (int i = 0; i < st->P.nstream; i++)
+        if (!st->have[i]) {
+            fprintf(stderr, "falcon: error: stability: stream %d has no results\n", i);
+            return 1;
+        }
+    return finish(&st->P, st->ss, st->nomem, secs);
+}
+
+int falcon_stability_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--learning")) return study_learning_main(argc, argv);
+    study_stab *st;
+    int rc = stab_open(argc, argv, 0, &st);
+    if (!st) return rc;
+    int order[MAXSTREAM], todo[MAXSTREAM], nt = 0;
+    stab_order(st, order);
+    for (int j = 0; j < st->P.nstream; j++)
+        if (stab_mine(st, order[j]) && !stab_prepare(st, order[j])) todo[nt++] = order[j];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(st->threads > 0 ? st->threads : omp_get_max_threads())
+    for (int j = 0; j < nt; j++) stab_run_one(st, todo[j], 1);
+    rc = stab_finish(st);
+    stab_close(st);
+    return rc;
+}
+
+/* ---- merge ---- */
+
+static int result_ok(const stream *s)
+{
+    if (s->ncheck < 0 || s->ncheck > MAXPTS) return 0;
+    for (int i = 0; i < s->ncurve; i++)
+        if (s->c[i].npts < 0 || s->c[i].npts > MAXPTS || memchr(s->c[i].error, 0, sizeof s->c[i].error) == NULL)
+            return 0;
+    return 1;
+}
+
+int falcon_stability_merge_main(int argc, char **argv)
+{
+    const char *out = "report/stability";
+    int ndir = 0;
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    if (!dirs) return 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
+                   "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
+                   "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
+                   "(default DIR report/stability), as one process running every stream writes them.\n");
+            free(dirs);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else dirs[ndir++] = argv[i];
+    }
+    int rc = 2;
+    run_key first, key;
+    int have_key = 0;
+    params P;
+    stream *ss = NULL, *skel = NULL, s;
+    unsigned char *have = NULL;
+    double secs = 0;
+    char path[4400];
+    memset(&P, 0, sizeof P);
+    if (!ndir) {
+        fprintf(stderr, "falcon-study: error: merge: no shard directory\n");
+        goto done;
+    }
+    for (int d = 0; d < ndir; d++) {
+        snprintf(path, sizeof path, "%s/streams", dirs[d]);
+        DIR *dp = opendir(path);
+        if (!dp) {
+            fprintf(stderr, "falcon-study: error: merge: cannot read %s: %s\n", path, strerror(errno));
+            goto done;
+        }
+        struct dirent *e;
+        while ((e = readdir(dp))) {
+            const size_t len = strlen(e->d_name);
+            if (len < 5 || strcmp(e->d_name + len - 4, ".res")) continue;
+            const char *why;
+            snprintf(path, sizeof path, "%s/streams/%s", dirs[d], e->d_name);
+            if (load_result(path, &key, &s, &why)) {
+                fprintf(stderr, "falcon-study: error: merge: %s: %s\n", path, why);
+                closedir(dp);
+                goto done;
+            }
+            const int idx = key.index;
+            key.index = -1;
+            if (!have_key) {
+                first = key, have_key = 1;
+                P.profile = first.profile, P.out = out;
+                P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
+                P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg;
+                P.only_backend = first.only_backend, P.skipmask = first.skipmask;
+                P.nstream = first.nstream < 0 || first.nstream > MAXSTREAM ? 0 : first.nstream;
+                for (int i = 0; i < P.nstream; i++)
+                    P.sprec[i] = (falcon_precision)first.list[i][0], P.svar[i] = (falcon_variant)first.list[i][1],
+                    P.sdecay[i] = (gate_decay)first.list[i][2];
+                first.profile[sizeof first.profile - 1] = 0;
+                ss = calloc((size_t)P.nstream + 1, sizeof *ss), skel = calloc((size_t)P.nstream + 1, sizeof *skel);
+                have = calloc((size_t)P.nstream + 1, 1);
+                if (!ss || !skel || !have) {
+                    closedir(dp);
+                    goto done;
+                }
+                build_streams(&P, skel);
+            } else if (memcmp(&key, &first, sizeof key)) {
+                fprintf(stderr, "falcon-study: error: merge: %s: from a study with other parameters than the "
+                                "first stream read\n", path);
+                closedir(dp);
+                goto done;
+            }
+            if (idx < 0 || idx >= P.nstream || !same_stream(&s, &skel[idx]) || !result_ok(&s)) {
+                fprintf(stderr, "falcon-study: error: merge: %s: not a stream of this study\n", path);
+                closedir(dp);
+                goto done;
+            }
+            if (have[idx]) {
+                fprintf(stderr, "falcon-study: error: merge: stream %d (%s) is in two shards\n", idx, path);
+                closedir(dp);
+                goto done;
+            }
+            ss[idx] = s, have[idx] = 1, secs += s.seconds;
+        }
+        closedir(dp);
+    }
+    if (!have_key) {
+        fprintf(stderr, "falcon-study: error: merge: no stream results in the shard directories\n");
+        goto done;
+    }
+    int missing = 0;
+    for (int i = 0; i < P.nstream; i++)
+        if (!have[i]) {
+            if (missing++ < 8)
+                fprintf(stderr, "falcon-study: error: merge: stream %d (%s %s %s) is in no shard\n", i,
+                        falcon_precision_name(P.sprec[i]), falcon_variant_name(P.svar[i]), gate_decay_name(P.sdecay[i]));
+        }
+    if (missing) {
+        fprintf(stderr, "falcon-study: error: merge: %d of %d streams missing\n", missing, P.nstream);
+        goto done;
+    }
+    if (study_mkdir(out)) goto done;
+    printf("falcon stability, %s profile: merged %d streams from %d shard director%s\n", P.profile, P.nstream, ndir,
+           ndir == 1 ? "y" : "ies");
+    rc = finish(&P, ss, 0, secs);
+done:
+    free(dirs), free(ss), free(skel), free(have);
+    return rc;
 }

@@ -1,5 +1,6 @@
 /* build/falcon-study: the study's commands without the CLI (mk/study.mk):
- *   falcon-study stability [options]   falcon-study bench-dat [options] */
+ *   falcon-study stability [options]   falcon-study merge [--out DIR] DIR...
+ *   falcon-study bench-dat [options] */
 #include <stdio.h>
 #include <string.h>
 #include "stability.h"
@@ -7,14 +8,17 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: falcon-study stability [options]             (falcon-study stability --help)\n"
+               "       falcon-study merge [--out DIR] SHARD_DIR...  (falcon-study merge --help)\n"
                "       falcon-study bench-dat BENCH.json --out DIR   (falcon-study bench-dat --help)\n\n"
                "  stability  the long-sequence error study; with --learning, the learning curves\n"
+               "  merge      the shards of a study (stability --shard K/N) into its outputs\n"
                "  bench-dat  falcon-bench JSON to the data files of the benchmark plots\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "stability")) return falcon_stability_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "merge")) return falcon_stability_merge_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "bench-dat")) return falcon_benchdat_main(argc - 1, argv + 1);
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
         usage(stdout);

@@ -1,0 +1,138 @@
+#!/bin/bash
+# The stability study past one process (make study-check; make check runs it):
+#   1. shards: `stability --shard K/3` three times, then `merge`, equal to one
+#      process; merge refuses a missing shard and a shard given twice;
+#   2. MPI: `mpirun -np 2 falcon-study-mpi stability`, equal to one process,
+#      with streams run by both ranks ("skipped: ..." when the launcher was not
+#      built or mpirun cannot start here: never counted as passed);
+#   3. resume: a study killed with SIGKILL while a stream is midway, then
+#      `--resume`, equal to one uninterrupted process, with at least one
+#      stream continued from its saved state (not rerun from step 0).
+# "Equal": stability.json with its timing field stripped, fits.dat,
+# refcheck.dat and every curve file byte for byte.
+#
+#   bash study/test_study.sh BUILD_DIR MPI_LAUNCHER|none|none:WHY
+# STUDY_TMAX (default 10000): the streams' length; the quick profile on the
+# scalar backend, MPFR to T = 200 (a few seconds per run on 2 cores).
+set -u
+BUILD=${1:?usage: test_study.sh BUILD_DIR MPI_LAUNCHER|none}
+MPI=${2:-none}
+STUDY=$(cd "$BUILD" && pwd)/falcon-study
+NO_MPI="no mpicc (the MPI launcher was not built)"
+case $MPI in
+none:*) NO_MPI=${MPI#none:}; MPI=none ;;
+none) ;;
+*) MPI=$(cd "$(dirname "$MPI")" && pwd)/$(basename "$MPI") ;;
+esac
+TMAX=${STUDY_TMAX:-10000}
+OPTS=(--tmax "$TMAX" --tmpfr 200 --tmax-parallel 200 --backend scalar)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+pass=0 fail=0 skip=0
+ok() { echo "PASS: $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $1${2:+: $2}"; fail=$((fail + 1)); }
+skipped() { echo "SKIP: $1: skipped: $2"; skip=$((skip + 1)); }
+
+# same A B: the outputs of two studies are equal, timings aside.
+same() {
+    local a=$1 b=$2
+    [ -f "$a/stability.json" ] && [ -f "$b/stability.json" ] || { echo "no stability.json in $a or $b"; return 1; }
+    cmp <(sed 's/"seconds": [0-9.]*/"seconds": -/' "$a/stability.json") \
+        <(sed 's/"seconds": [0-9.]*/"seconds": -/' "$b/stability.json") || return 1
+    diff -r -x streams -x resume -x stability.json "$a" "$b" | head -5
+    [ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
+t0=$SECONDS
+if "$STUDY" stability "${OPTS[@]}" --out one >one.txt 2>&1; then
+    ok "one process: $(tail -1 one.txt)"
+else
+    bad "one process" "$(tail -3 one.txt)"
+    echo "study tests: $pass passed, $fail failed"
+    exit 1
+fi
+echo "   (one process: $((SECONDS - t0)) s)"
+
+# ---- 1. shards and merge ----
+t0=$SECONDS
+rc=0
+for k in 0 1 2; do
+    "$STUDY" stability "${OPTS[@]}" --shard $k/3 --out shard$k >shard$k.txt 2>&1 || rc=1
+done
+n=$(ls shard0/streams shard1/streams shard2/streams 2>/dev/null | grep -c '\.res$')
+if [ $rc -ne 0 ]; then bad "shards" "$(tail -2 shard*.txt)"
+elif [ "$n" -ne "$(ls one/streams | grep -c '\.res$')" ]; then bad "shards" "$n streams in the three shards"
+elif ! "$STUDY" merge --out merged shard0 shard1 shard2 >merge.txt 2>&1; then bad "merge" "$(tail -3 merge.txt)"
+elif ! out=$(same one merged); then bad "3 shards merged = one process" "$out"
+else ok "3 shards ($(grep -ho '[0-9]* of the [0-9]* streams' shard?.txt | cut -d' ' -f1 | paste -sd+)) merged = one process"
+fi
+if "$STUDY" merge --out m2 shard0 shard2 >m2.txt 2>&1 || ! grep -q 'streams missing' m2.txt; then
+    bad "merge without shard 1" "$(tail -2 m2.txt)"
+else ok "merge without a shard fails: $(tail -1 m2.txt)"; fi
+if "$STUDY" merge --out m3 shard0 shard1 shard2 shard1 >m3.txt 2>&1 || ! grep -q 'in two shards' m3.txt; then
+    bad "merge with shard 1 twice" "$(tail -2 m3.txt)"
+else ok "merge with a shard twice fails: $(tail -1 m3.txt)"; fi
+if "$STUDY" merge --out m4 shard0 one >m4.txt 2>&1 || ! grep -q 'in two shards' m4.txt; then
+    bad "merge of overlapping directories" "$(tail -2 m4.txt)"
+else ok "merge of overlapping directories fails"; fi
+echo "   (shards and merge: $((SECONDS - t0)) s)"
+
+# ---- 2. MPI ----
+t0=$SECONDS
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np 2)
+if [ "$MPI" = none ]; then
+    skipped "MPI run = one process" "$NO_MPI"
+elif ! command -v mpirun >/dev/null; then
+    skipped "MPI run = one process" "no mpirun"
+elif ! timeout 60 "${MPIRUN[@]}" true >mpitrue.txt 2>&1; then
+    skipped "MPI run = one process" "mpirun cannot start here: $(grep -v '^[-* ]*$' mpitrue.txt | head -2 | tr '\n' ' ')"
+elif ! timeout 600 "${MPIRUN[@]}" "$MPI" stability "${OPTS[@]}" --out mpi >mpi.txt 2>&1; then
+    bad "MPI run" "$(grep -m3 error mpi.txt || tail -5 mpi.txt)"
+elif ! out=$(same one mpi); then
+    bad "MPI run (2 ranks) = one process" "$out"
+elif ! grep -qE '^MPI: [1-9][0-9]* streams run by the other ranks, [1-9]' mpi.txt; then
+    bad "MPI run" "the streams were not spread over both ranks: $(grep '^MPI:' mpi.txt)"
+else
+    ok "MPI run (2 ranks) = one process; $(grep '^MPI: .* by the other' mpi.txt)"
+fi
+echo "   (MPI: $((SECONDS - t0)) s)"
+
+# ---- 3. SIGKILL midway, then --resume ----
+t0=$SECONDS
+"$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --out killed >killed.txt 2>&1 &
+pid=$!
+# Killed once three streams are done and another one's state is saved
+# (that stream is midway), before the study ends.
+saved=
+for _ in $(seq 1 2400); do
+    saved=$(ls killed/resume 2>/dev/null | grep '^[0-9]*\.state$' | head -1)
+    [ -n "$saved" ] && [ "$(ls killed/streams 2>/dev/null | grep -c '\.res$')" -ge 3 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+done_before=$(ls killed/streams 2>/dev/null | grep -c '\.res$')
+total=$(ls one/streams | grep -c '\.res$')
+if [ -z "$saved" ] || [ "$done_before" -lt 3 ] || [ -f killed/stability.json ]; then
+    bad "kill midway" "no stream midway after 3 finished before the study ended (raise STUDY_TMAX)"
+elif ! { idx=${saved%.state}   # and what a kill inside a save leaves (temporaries), planted
+          : >"killed/resume/$idx.state.tmp-planted"; mkdir -p "killed/resume/c00/$idx.tmp-planted"
+          "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --resume --out killed >resumed.txt 2>&1; }; then
+    bad "--resume" "$(tail -3 resumed.txt)"
+elif ! grep -q 'resumed at T = [1-9]' resumed.txt; then
+    bad "--resume" "no stream continued from its saved state: $(grep -i 'stream' resumed.txt | head -3)"
+elif ! out=$(same one killed); then
+    bad "killed + resumed = one process" "$out"
+else
+    ok "SIGKILL with $done_before of $total streams done, --resume: = one process; $(grep -c 'resumed at' resumed.txt) stream(s) continued ($(grep -m1 -o 'stream [0-9]* (.*) resumed at T = [0-9]*' resumed.txt))"
+fi
+if ls killed/resume | grep -q '^[0-9]*\.state$'; then bad "after --resume" "stream states are left in resume/"; fi
+left=$(find killed -name '*.tmp-*' | head -3)
+[ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
+echo "   (kill and resume: $((SECONDS - t0)) s)"
+
+echo "study tests: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
