@@ -608,6 +608,18 @@ static falcon_status commit_fail(falcon_outputs *tx, const out_slot *s, const ch
     return st;
 }
 
+/* Does a directory output before slot i have the same parent directory (so
+ * that its lock already covers slot i)? */
+static int same_parent_locked(const falcon_outputs *tx, int i)
+{
+    struct stat a, b;
+    if (fstat(tx->out[i].lockfd, &a) != 0) return 0;
+    for (int j = 0; j < i; j++)
+        if (tx->out[j].is_dir && fstat(tx->out[j].lockfd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return 1;
+    return 0;
+}
+
 falcon_status falcon_outputs_commit(falcon_outputs *tx)
 {
     if (!tx) return falcon_fail(FALCON_E_ARGUMENT, "outputs_commit: NULL");
@@ -623,10 +635,14 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
             return commit_fail(tx, s, "write it", errno);
         }
     }
-    /* 2. Directory outputs: one saver at a time per parent directory. */
+    /* 2. Directory outputs: one saver at a time per parent directory. Each
+     * parent is locked once: two directory outputs in one parent hold two
+     * descriptors of it, and a second flock through the other one would wait
+     * for the first forever. */
     for (int i = 0; i < tx->nout; i++) {
         out_slot *s = &tx->out[i];
-        while (s->is_dir && flock(s->lockfd, LOCK_EX) != 0)
+        if (!s->is_dir || same_parent_locked(tx, i)) continue;
+        while (flock(s->lockfd, LOCK_EX) != 0)
             if (errno != EINTR) return commit_fail(tx, s, "lock the directory it is in", errno);
     }
     /* 3. The renames, with every signal blocked: files in order, then directories. */

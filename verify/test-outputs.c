@@ -152,3 +152,29 @@ Test(outputs, checkpoint_swapped_whole, .init = make_dir, .fini = remove_dir)
     falcon_state_free(a);
     falcon_state_free(b);
 }
+
+/* Two checkpoints in one directory, committed by one transaction: each
+ * directory output locks its parent, and the parent must be locked once (two
+ * flocks of one directory through two descriptors wait on each other: the
+ * commit hung). The timeout turns a hang into a failure. */
+Test(outputs, two_checkpoints_in_one_directory, .init = make_dir, .fini = remove_dir, .timeout = 20)
+{
+    falcon_state *a, *back;
+    cr_assert(falcon_state_create(1, 2, 2, 1, &a) == FALCON_OK);
+    const double S[4] = {1, 2, 3, 4};
+    cr_assert(falcon_state_set_memory(a, S) == FALCON_OK);
+    falcon_outputs *tx;
+    int s1, s2;
+    cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+    cr_assert(falcon_outputs_checkpoint(tx, "first", at("ck1"), &s1) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_outputs_checkpoint(tx, "second", at("ck2"), &s2) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_checkpoint_save_to(tx, s1, a) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_checkpoint_save_to(tx, s2, a) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_outputs_commit(tx) == FALCON_OK, "%s", falcon_last_error());
+    for (int i = 0; i < 2; i++) {
+        cr_assert(falcon_checkpoint_load(at(i ? "ck2" : "ck1"), &back) == FALCON_OK, "%s", falcon_last_error());
+        cr_expect(!memcmp(falcon_state_get_view(back).S, S, sizeof S));
+        falcon_state_free(back);
+    }
+    falcon_state_free(a);
+}
