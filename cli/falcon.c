@@ -27,7 +27,7 @@ static void print_usage(FILE *f)
                "       falcon verify [--profile quick|full] [--backend B] [--variant V]\n"
                "                     [--form F] [--precision P] [--json FILE] ...\n"
                "       falcon compare A.json B.json [C.json ...] [--out FILE]\n"
-               "       falcon stability [--profile quick|full|huge|deep] [--shard K/N] [--resume] ...\n"
+               "       falcon stability [--profile quick|full|huge|deep] [--shard K/N] ...\n"
                "       falcon cases export DIR [--profile quick|full] [filters] [--layout L]\n"
                "       falcon check DIR --results RDIR [--precision P] [--json F] [--junit F]\n"
                "       falcon --help | --version\n\n"
