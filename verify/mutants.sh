@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 tree=$scratch/tree
-mk() { make -C "$tree" -s BUILD=build NVCC=/nonexistent "$@"; }
+mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build NVCC=/nonexistent "$@"; }
 mkdir -p "$tree"
 (cd "$root" && tar --exclude=./build --exclude='./build-*' --exclude=./.git -cf - .) | tar -C "$tree" -xf -
 if ! mk build/falcon-verify >"$scratch/build.log" 2>&1; then
