@@ -14,7 +14,10 @@
  * example pair and indexed by term, since a window repeats each example in
  * up to W terms. The block's keys and queries sit in one matrix [X; Q], so
  * [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T are one micro-kernel
- * call each, and x_l . z_l (the normaliser) is the diagonal of Kz.
+ * call each, and x_l . z_l (the normaliser) is the diagonal of Kz. Both
+ * are axpy-form GEMMs (gemm_nn): the memory is kept transposed, St = S^T
+ * (examples.inc.c), and each block packs Zt = Z^T once; the end-of-block
+ * write is then St = F[L][0] St + Z^T Rg, a rank update of St.
  *
  * The masked-parallel form is this function with a single block spanning
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
@@ -32,14 +35,15 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     example_src src;
     if (RS(examples_open)(&src, h)) return FALCON_E_NOMEM;
     carver cv = {NULL, 0};
-    REAL *S = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
+    REAL *St = NULL, *Zt = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
     REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
     REAL *xs = NULL, *xt = NULL, *tc = NULL, *ts = NULL;
     double *row = NULL;
     int64_t *idx = NULL;
     const REAL **yrow = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        S = RS(carve)(&cv, sizeof(REAL) * (size_t)(m * ldn));
+        St = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldm));
+        Zt = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldg));
         XQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldn));
         Zbuf = RS(carve)(&cv, h->gain ? sizeof(REAL) * (size_t)(Gmax * ldn) : 0);
         xz = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
@@ -70,7 +74,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
     }
     double *f0 = row + (L + 1);
     int64_t *term_l = idx, *term_j = idx + Pmax, *first = idx + 2 * Pmax;
-    RS(load_memory)(S, ldn, h->S, m, n);
+    RS(load_memory)(St, ldm, h->S, m, n);
 
     for (int64_t c0 = 0; c0 < T; c0 += L) {
         const int64_t Lc = T - c0 < L ? T - c0 : L;
@@ -109,13 +113,14 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
          * comparison each. */
         REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
         for (int pass = 0; pass < 2; pass++) {
+            RS(transpose)(Zt, ldg, Zg, ldn, G, n);
             if (h->regression) {
-                uk->gemm_nt(G + Lc, G, n, XQ, ldn, Zg, ldn, 0, KQ, ldg);
-                uk->gemm_nt(G + Lc, m, n, XQ, ldn, S, ldn, 0, US, ldm);
+                uk->gemm_nn(G + Lc, G, n, XQ, ldn, Zt, ldg, 0, KQ, ldg);
+                uk->gemm_nn(G + Lc, m, n, XQ, ldn, St, ldm, 0, US, ldm);
                 for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
             } else {
-                uk->gemm_nt(Lc, G, n, Qf, ldn, Zg, ldn, 0, Qz, ldg);
-                uk->gemm_nt(Lc, m, n, Qf, ldn, S, ldn, 0, S0q, ldm);
+                uk->gemm_nn(Lc, G, n, Qf, ldn, Zt, ldg, 0, Qz, ldg);
+                uk->gemm_nn(Lc, m, n, Qf, ldn, St, ldm, 0, S0q, ldm);
                 for (int64_t g = 0; g < G; g++)
                     uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
             }
@@ -220,9 +225,9 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
             const REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
-        uk->rank_update(m, n, G, (REAL)f0[Lc], S, ldn, Rg, ldm, Zg, ldn);
+        uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
     }
-    RS(store_memory)(h->S, S, ldn, m, n);
+    RS(store_memory)(h->S, St, ldm, m, n);
     free(cv.base);
     RS(examples_close)(&src);
     return FALCON_OK;

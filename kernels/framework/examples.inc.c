@@ -122,16 +122,30 @@ static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n
     for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
 }
 
-/* The memory S [m][n] (double, the state's) to and from a work copy with
- * leading dimension ld. */
+/* The memory S [m][n] (double, the state's) to and from the work copy,
+ * which the drivers keep transposed: St [n][m] with leading dimension ld.
+ * Every product with S is then an axpy-form GEMM (rows of St scaled by
+ * the entries of a key and summed, kernels/simd/axpy.inc.c), which needs
+ * no horizontal reductions: the dot-product form's shuffles share a port
+ * with one of the two FMA pipes of two-port AVX-512 cores. */
 static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m, int64_t n)
 {
-    for (int64_t r = 0; r < m; r++)
-        for (int64_t c = 0; c < n; c++) dst[r * ld + c] = (REAL)src[r * n + c];
+    for (int64_t c = 0; c < n; c++)
+        for (int64_t r = 0; r < m; r++) dst[c * ld + r] = (REAL)src[r * n + c];
 }
 
 static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n)
 {
     for (int64_t r = 0; r < m; r++)
-        for (int64_t c = 0; c < n; c++) dst[r * n + c] = (double)src[r * ld + c];
+        for (int64_t c = 0; c < n; c++) dst[r * n + c] = (double)src[c * ld + r];
+}
+
+/* dst [cols][rows] (leading dimension ldd) = src [rows][cols]^T: the
+ * chunk form packs a block's Z^T once, so that the block's products with
+ * Z are axpy-form GEMMs too. */
+static void RS(transpose)(REAL *restrict dst, int64_t ldd, const REAL *restrict src, int64_t lds,
+                          int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * ldd + r] = src[r * lds + c];
 }

@@ -1,8 +1,11 @@
 /*
  * The recurrent form (docs/math.md sections 1, 7.1), one precision. Each step of a head is two
  * passes over its memory whatever the variant:
- *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (gemm_nt, k = |E_t|)
+ *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (gemm_nn, k = |E_t|)
  *   2. S_t = alpha S_{t-1} + sum_i eta e_i z_i^T  (rank_update, decay fused)
+ * on the transposed copy St = S^T [n][m] (examples.inc.c): pass 1 is rows
+ * of St scaled by the keys' entries and summed, pass 2 adds z_i[c] e_i to
+ * row c of St.
  * with e_i = y_i - alpha P_i (regression) or y_i (inner product), and the
  * read o_t = alpha P_q + eta sum_i (z_i . q) e_i taken from pass 1, which
  * equals S_t phi(q_t) without a third pass. Decay is applied to S directly
@@ -40,7 +43,7 @@ typedef struct rec_head {
     example_src src;
     void *mem;
     int64_t ldn, ldm;
-    REAL *S, *X, *Zg, *P, *E, *xz, *zq; /* X: the window's keys oldest first, then phi(q) */
+    REAL *St, *X, *Zg, *P, *E, *xz, *zq; /* St: S^T; X: the window's keys oldest first, then phi(q) */
     REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
@@ -57,7 +60,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
-        c->S = RS(carve)(&cv, sizeof(REAL) * (size_t)(m * ldn));
+        c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldm));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
         c->Zg = RS(carve)(&cv, sizeof(REAL) * (size_t)ldn);
         c->P = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldm));
@@ -76,7 +79,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
             c->mem = cv.base;
         }
     }
-    RS(load_memory)(c->S, ldn, h->S, m, n);
+    RS(load_memory)(c->St, ldm, h->S, m, n);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
@@ -94,7 +97,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 static void RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return;
-    if (store) RS(store_memory)(c->h->S, c->S, c->ldn, c->h->m, c->h->n);
+    if (store) RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n);
     free(c->mem);
     c->mem = NULL;
     RS(examples_close)(&c->src);
@@ -106,7 +109,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
     const RS(falcon_head) *h = c->h;
     const int64_t n = h->n, m = h->m, W = h->window, T = h->T, ldn = c->ldn, ldm = c->ldm;
     const RS(falcon_uk) *uk = h->uk;
-    REAL *const S = c->S, *const X = c->X, *const Zg = c->Zg, *const P = c->P, *const E = c->E;
+    REAL *const St = c->St, *const X = c->X, *const Zg = c->Zg, *const P = c->P, *const E = c->E;
     REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     const REAL **const yrow = c->yrow;
     int64_t cnt = c->cnt;
@@ -154,13 +157,13 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
             zq[k - 1] = d2[1];
             Z = h->gain ? Zg : X;
         }
-        uk->gemm_nt(k + 1, m, n, X, ldn, S, ldn, 0, P, ldm);
+        uk->gemm_nn(k + 1, m, n, X, ldn, St, ldm, 0, P, ldm);
 
         REAL *restrict o = h->out + t * h->ldo;
         const REAL *restrict pq = P + k * ldm;
         if (k == 0) {
             for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
-            uk->rank_update(m, n, 0, a, S, ldn, E, ldm, X, ldn);
+            uk->rank_update(n, m, 0, a, St, ldm, X, ldn, E, ldm);
             continue;
         }
         /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
@@ -217,7 +220,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
                 for (int64_t r = 0; r < m; r++) o[r] += zqi * ei[r];
             }
         }
-        uk->rank_update(m, n, k, a, S, ldn, E, ldm, Z, ldn);
+        uk->rank_update(n, m, k, a, St, ldm, Z, ldn, E, ldm);
     }
     c->cnt = cnt;
 }
