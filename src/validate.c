@@ -23,34 +23,6 @@ static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t 
 
 typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
 
-/* 1 when all count elements are finite. Branch-free blocks of a fixed
- * length (x - x is 0 for a finite x, NaN otherwise), so the compiler
- * vectorizes them at -O2; threads share large tensors, in dynamic pieces
- * of 4096 elements so that a thread the host slows down does not hold the
- * others up (the answer is the same however they are shared). Only the yes/no:
- * check_tensor finds and names the offending element when it says no. */
-#define FAST_BLOCK 64
-#define FAST_FINITE_BODY(R)                                                           \
-    int bad = 0;                                                                      \
-    const int64_t blocks = count / FAST_BLOCK;                                        \
-    _Pragma("omp parallel for reduction(|:bad) schedule(dynamic, 64) num_threads(threads) if(blocks > 4096)") \
-    for (int64_t bl = 0; bl < blocks; bl++) {                                         \
-        const R *q = p + bl * FAST_BLOCK;                                             \
-        int b = 0;                                                                    \
-        for (int j = 0; j < FAST_BLOCK; j++) b |= !(q[j] - q[j] == 0);                \
-        bad |= b;                                                                     \
-    }                                                                                 \
-    for (int64_t i = blocks * FAST_BLOCK; i < count; i++) bad |= !(p[i] - p[i] == 0); \
-    return !bad;
-
-static int fast_finite_f32(const float *p, int64_t count, int threads) { FAST_FINITE_BODY(float) }
-static int fast_finite_f64(const double *p, int64_t count, int threads) { FAST_FINITE_BODY(double) }
-
-int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads)
-{
-    return prec == FALCON_FP32 ? fast_finite_f32(p, count, threads) : fast_finite_f64(p, count, threads);
-}
-
 /* Check every element of one [B][T][H][width] tensor against a rule. */
 static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, int64_t t0,
                                   const char *name, const void *p, int64_t width, rule r)
