@@ -49,15 +49,13 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
     const int64_t heads = in->B * in->H;
     const int threads = falcon_threads(cfg);
     falcon_status result = FALCON_OK;
-    /* Recurrent form: consecutive heads in groups (one per thread where
-     * possible) that advance together in time blocks (one thread, 8 heads
-     * of n = m = 64 on a Zen 4: one group of 8 takes 0.76 the time of 8
-     * single heads, two groups of 4 0.80); blocked forms: one head per task. */
-    int64_t group = 1;
-    if (cfg->form == FALCON_FORM_RECURRENT) {
-        group = (heads + threads - 1) / threads;
-        if (group > FALCON_RECURRENT_GROUP_MAX) group = FALCON_RECURRENT_GROUP_MAX;
-    }
+    /* Consecutive heads in groups (one per thread where possible) that
+     * advance together in time blocks, reading the rows of a step's heads
+     * together (recurrent, one thread, 8 heads of n = m = 64 on a Zen 4:
+     * one group of 8 takes 0.76 the time of 8 single heads, two groups of 4
+     * 0.80; chunk form: see kernels/framework/blocked.inc.c). */
+    int64_t group = (heads + threads - 1) / threads;
+    if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;
     const int64_t tasks = (heads + group - 1) / group;
     const int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window)
                                                     : falcon_parallel_block(cfg->window);
@@ -67,10 +65,10 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (int64_t task = 0; task < tasks; task++) {
         const int64_t h0 = task * group, count = heads - h0 < group ? heads - h0 : group;
-        RS(falcon_head) hd[FALCON_RECURRENT_GROUP_MAX];
+        RS(falcon_head) hd[FALCON_HEAD_GROUP_MAX];
         for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, h0 + i);
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
-                                                             : fw->blocked(&hd[0], L);
+                                                             : fw->blocked(hd, count, L);
         if (s != FALCON_OK) {
 #pragma omp critical(falcon_run_status)
             result = s;

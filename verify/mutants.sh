@@ -52,7 +52,7 @@ mutants=(
 "empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/continue;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/"
 "first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /"
 # Head groups of the recurrent form: the cap, and a last group that is not full.
-"recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_RECURRENT_GROUP_MAX) group = FALCON_RECURRENT_GROUP_MAX;//"
+"recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 )
 

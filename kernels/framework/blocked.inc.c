@@ -23,212 +23,312 @@
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
  * explicit masked matrices, O(T^2) work.
  */
-static falcon_status FW(falcon_blocked)(const RS(falcon_head) *h, int64_t L)
-{
-    const int64_t n = h->n, m = h->m, W = h->window, T = h->T;
-    const RS(falcon_uk) *uk = h->uk;
-    if (L > T) L = T > 0 ? T : 1;
-    const int64_t Gmax = L + W - 1, Pmax = L * W;
-    const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m), ldg = RS(padded)(Gmax),
-                  ldp = RS(padded)(Pmax);
+/* The work buffers of one block, shared by the heads of a group (one
+ * block of one head at a time); sized for blocks of L steps. */
+typedef struct blk_work {
+    int64_t L, ldn, ldm, ldg, ldp;
+    void *mem;
+    REAL *XQ, *Zbuf, *Zt, *xz, *KQ, *US, *A, *R, *Wm, *Rg, *O, *eta, *fq, *xs, *xt, *tc, *ts;
+    double *row;
+    int64_t *idx;
+    const REAL **yrow;
+} blk_work;
 
+/* One head of a group between blocks: its examples and its memory,
+ * kept transposed (St = S^T [n][m], examples.inc.c). */
+typedef struct blk_head {
+    const RS(falcon_head) *h;
     example_src src;
-    if (RS(examples_open)(&src, h)) return FALCON_E_NOMEM;
+    REAL *St;
+} blk_head;
+
+static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
+{
+    const int64_t n = h->n, m = h->m, W = h->window;
+    const int64_t Gmax = L + W - 1, Pmax = L * W;
+    memset(w, 0, sizeof *w);
+    w->L = L;
+    w->ldn = RS(padded)(n);
+    w->ldm = RS(padded)(m);
+    w->ldg = RS(padded)(Gmax);
+    w->ldp = RS(padded)(Pmax);
+    const int64_t ldn = w->ldn, ldm = w->ldm, ldg = w->ldg, ldp = w->ldp;
     carver cv = {NULL, 0};
-    REAL *St = NULL, *Zt = NULL, *XQ = NULL, *Zbuf = NULL, *xz = NULL, *KQ = NULL, *US = NULL, *A = NULL;
-    REAL *R = NULL, *Wm = NULL, *Rg = NULL, *O = NULL, *eta = NULL, *fq = NULL;
-    REAL *xs = NULL, *xt = NULL, *tc = NULL, *ts = NULL;
-    double *row = NULL;
-    int64_t *idx = NULL;
-    const REAL **yrow = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        St = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldm));
-        Zt = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldg));
-        XQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldn));
-        Zbuf = RS(carve)(&cv, h->gain ? sizeof(REAL) * (size_t)(Gmax * ldn) : 0);
-        xz = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
-        KQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldg));
-        US = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldm));
-        A = RS(carve)(&cv, h->regression ? sizeof(REAL) * (size_t)(Pmax * ldp) : 0);
-        R = RS(carve)(&cv, sizeof(REAL) * (size_t)(Pmax * ldm));
-        Wm = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldp));
-        Rg = RS(carve)(&cv, sizeof(REAL) * (size_t)(Gmax * ldm));
-        O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
-        eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
-        fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
-        xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
-        xt = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
-        tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
-        ts = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
-        row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
-        idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
-        yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
+        w->XQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldn));
+        w->Zbuf = RS(carve)(&cv, h->gain ? sizeof(REAL) * (size_t)(Gmax * ldn) : 0);
+        w->Zt = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldg));
+        w->xz = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        w->KQ = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldg));
+        w->US = RS(carve)(&cv, sizeof(REAL) * (size_t)((Gmax + L) * ldm));
+        w->A = RS(carve)(&cv, h->regression ? sizeof(REAL) * (size_t)(Pmax * ldp) : 0);
+        w->R = RS(carve)(&cv, sizeof(REAL) * (size_t)(Pmax * ldm));
+        w->Wm = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldp));
+        w->Rg = RS(carve)(&cv, sizeof(REAL) * (size_t)(Gmax * ldm));
+        w->O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
+        w->eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
+        w->fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        w->xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        w->xt = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
+        w->tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        w->ts = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        w->row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
+        w->idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
+        w->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
         if (pass == 0) {
             cv.base = RS(work_alloc)(cv.used);
             cv.used = 0;
-            if (!cv.base) {
-                RS(examples_close)(&src);
-                return FALCON_E_NOMEM;
-            }
+            if (!cv.base) return 1;
+            w->mem = cv.base;
         }
     }
-    double *f0 = row + (L + 1);
-    int64_t *term_l = idx, *term_j = idx + Pmax, *first = idx + 2 * Pmax;
-    RS(load_memory)(St, ldm, h->S, m, n);
+    return 0;
+}
 
+static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
+{
+    memset(c, 0, sizeof *c);
+    c->h = h;
+    if (RS(examples_open)(&c->src, h)) return 1;
+    c->St = RS(work_alloc)(sizeof(REAL) * (size_t)(h->n * ldm));
+    if (!c->St) {
+        RS(examples_close)(&c->src);
+        return 1;
+    }
+    RS(load_memory)(c->St, ldm, h->S, h->m, h->n);
+    return 0;
+}
+
+static void RS(blk_close)(blk_head *c, int64_t ldm, int store)
+{
+    if (!c->St) return;
+    if (store) RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n);
+    free(c->St);
+    c->St = NULL;
+    RS(examples_close)(&c->src);
+}
+
+/* The rows of the (head, block) that comes next, prefetched a slice at a
+ * time between the phases of the current block: issued all at once, the
+ * prefetches of a block's rows (a few thousand cache lines) fill the
+ * core's miss buffers and stall it; spread out, they arrive while the
+ * micro-kernels compute. */
+typedef struct blk_prefetch {
+    const RS(falcon_head) *h;
+    int64_t u, end; /* steps [u, end) still to prefetch */
+    int64_t slice;  /* steps per call */
+} blk_prefetch;
+
+static void RS(blk_prefetch_some)(blk_prefetch *pf)
+{
+    for (int64_t k = 0; k < pf->slice && pf->u < pf->end; k++, pf->u++) FW_PREFETCH_STEP(pf->h, pf->u, 2);
+}
+
+/* Steps [c0, c0 + Lc) of one head: the block's system, outputs and end
+ * state (the equations at the top of this file). */
+static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, blk_prefetch *pf)
+{
+    const RS(falcon_head) *h = c->h;
+    const int64_t n = h->n, m = h->m;
+    const int64_t ldn = w->ldn, ldm = w->ldm, ldg = w->ldg, ldp = w->ldp, Pmax = Lc * h->window;
+    const RS(falcon_uk) *uk = h->uk;
+    const example_src *const srcp = &c->src;
+    REAL *const St = c->St, *const XQ = w->XQ, *const Zbuf = w->Zbuf, *const Zt = w->Zt;
+    REAL *const xz = w->xz, *const KQ = w->KQ, *const US = w->US, *const A = w->A, *const R = w->R;
+    REAL *const Wm = w->Wm, *const Rg = w->Rg, *const O = w->O, *const eta = w->eta, *const fq = w->fq;
+    REAL *const xs = w->xs, *const xt = w->xt, *const tc = w->tc, *const ts = w->ts;
+    double *const row = w->row, *const f0 = w->row + (w->L + 1);
+    int64_t *const term_l = w->idx, *const term_j = w->idx + Pmax, *const first = w->idx + 2 * Pmax;
+    const REAL **const yrow = w->yrow;
+
+    /* The examples this block's windows reach: [g_lo, g_lo + G). */
+    int64_t t_first = c0 > srcp->ex.shift ? c0 : srcp->ex.shift, G = 0, g_lo = 0;
+    if (t_first < c0 + Lc) {
+        int64_t e_first = falcon_example_of_step(&srcp->ex, t_first);
+        g_lo = falcon_window_first(&srcp->ex, e_first);
+        G = falcon_example_of_step(&srcp->ex, c0 + Lc - 1) - g_lo + 1;
+    }
+    /* [X; Q]: the examples' keys (rows 0..G-1), then the queries. */
+    REAL *Xg = XQ, *Qf = XQ + G * ldn;
+    const REAL *Zg = h->gain ? Zbuf : Xg;
+    for (int64_t g = 0; g < G; g++) {
+        const REAL *key;
+        RS(example_get)(srcp, g_lo + g, &key, &yrow[g]);
+        RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
+        xs[g] = xt[g] = 1;
+        if (h->gain) { /* W = 1: every example here was revealed in this block */
+            int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
+            RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
+        }
+    }
+    for (int64_t j = 0; j < Lc; j++)
+        RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
+
+    RS(blk_prefetch_some)(pf);
+    /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
+     * for the regression variants); xz = diag(Kz). An example whose x.z
+     * is out of range is then stored scaled, x = xs x' (falcon_math.h),
+     * and the products are taken again: keys of ordinary size cost one
+     * comparison each. */
+    REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
+    for (int pass = 0; pass < 2; pass++) {
+        RS(transpose)(Zt, ldg, Zg, ldn, G, n);
+        if (h->regression) {
+            uk->gemm_nn(G + Lc, G, n, XQ, ldn, Zt, ldg, 0, KQ, ldg);
+            uk->gemm_nn(G + Lc, m, n, XQ, ldn, St, ldm, 0, US, ldm);
+            for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
+        } else {
+            uk->gemm_nn(Lc, G, n, Qf, ldn, Zt, ldg, 0, Qz, ldg);
+            uk->gemm_nn(Lc, m, n, Qf, ldn, St, ldm, 0, S0q, ldm);
+            for (int64_t g = 0; g < G; g++)
+                uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+        }
+        /* (Falcon-2/2A: z' = g * x' scaled on its own, by xt, if x'.z'
+         * is out of range still.) */
+        int rescaled = 0;
+        for (int64_t g = 0; pass == 0 && g < G; g++) {
+            if (RS(falcon_xz_in_range)(xz[g])) continue;
+            REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
+            if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
+            if (!h->gain) continue;
+            const int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
+            RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
+            uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
+            if (!RS(falcon_xz_in_range)(d) && (xt[g] = RS(falcon_key_scale)(zg, n)) != 1) rescaled = 1;
+        }
+        if (!rescaled) break;
+    }
+
+    RS(blk_prefetch_some)(pf);
+    /* Terms, ordered by step; eta per step from the shared normaliser.
+     * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
+     * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
+     * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
+     * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
+     * eta xs_l^2 the system row. With every scale 1 this is the
+     * unscaled arithmetic, bit for bit. */
+    int64_t P = 0;
+    for (int64_t j = 0; j < Lc; j++) {
+        first[j] = P;
+        int64_t e = falcon_example_of_step(&srcp->ex, c0 + j);
+        if (e < 0) continue;
+        const int64_t lf = falcon_window_first(&srcp->ex, e);
+        REAL sum = 0, sigma = xs[lf - g_lo];
+        for (int64_t l = lf + 1; l <= e; l++)
+            if (xs[l - g_lo] > sigma) sigma = xs[l - g_lo];
+        for (int64_t l = lf; l <= e; l++) {
+            const REAL rho = xs[l - g_lo] / sigma;
+            term_l[P] = l - g_lo;
+            term_j[P] = j;
+            ts[P] = rho; /* for now */
+            P++;
+            sum += rho * rho * xz[l - g_lo];
+        }
+        eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, xt[e - g_lo], sum);
+        for (int64_t p = first[j]; p < P; p++) {
+            const REAL rho = ts[p];
+            tc[p] = eta[j] * rho;
+            ts[p] = eta[j] * (rho * xs[term_l[p]]);
+        }
+    }
+    first[Lc] = P;
+
+    /* Row i of F gives the system rows of step i and output row i;
+     * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
+    row[0] = 1.0;
+    f0[0] = 1.0;
+    for (int64_t i = 1; i <= Lc; i++) {
+        const int64_t j = i - 1;
+        falcon_decay_row_advance(row, i, h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0);
+        f0[i] = row[0];
+        for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
+        for (int64_t p = first[j]; p < first[i]; p++) {
+            const int64_t l = term_l[p];
+            const REAL *restrict y = yrow[l];
+            REAL *restrict r = R + p * ldm;
+            const REAL ej = tc[p];
+            if (!h->regression) {
+                for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
+                continue;
+            }
+            const REAL d0 = (REAL)row[0], sl = xs[l];
+            const REAL *restrict u = U + l * ldm;
+            for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
+            /* strictly lower row p of A; terms of step j do not couple */
+            REAL *restrict a = A + p * ldp;
+            const REAL *restrict kz = Kz + l * ldg;
+            const REAL ejs = ts[p];
+            for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
+            for (int64_t q = first[j]; q < p; q++) a[q] = 0;
+        }
+        REAL *restrict w = Wm + j * ldp;
+        const REAL *restrict qz = Qz + j * ldg;
+        for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
+        for (int64_t p = first[i]; p < P; p++) w[p] = 0;
+    }
+    RS(blk_prefetch_some)(pf);
+    if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
+    RS(blk_prefetch_some)(pf);
+
+    uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
+    for (int64_t j = 0; j < Lc; j++) {
+        REAL *restrict o = h->out + (c0 + j) * h->ldo;
+        const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
+        const REAL d = (REAL)f0[j + 1];
+        for (int64_t c = 0; c < m; c++) o[c] = oj[c] + d * sj[c];
+    }
+
+    /* End state: row is now F[Lc][.]; pseudo-values gathered per example. */
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
+    for (int64_t p = 0; p < P; p++) {
+        const REAL d = (REAL)row[term_j[p] + 1];
+        REAL *restrict rg = Rg + term_l[p] * ldm;
+        const REAL *restrict rp = R + p * ldm;
+        for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
+    }
+    RS(blk_prefetch_some)(pf);
+    uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
+    pf->slice = pf->end - pf->u; /* what is left */
+    RS(blk_prefetch_some)(pf);
+}
+
+/* A group of heads (same shapes and T), one block of each in turn: the
+ * rows of a step's heads are adjacent in the caller's [T][H][D] tensors,
+ * so a group reads and writes them in whole pages and cache lines while
+ * they are cached, and the hardware prefetchers see one stream per tensor
+ * (Sapphire Rapids, 8 heads of n = m = 128, C = 64: a head at a time
+ * spent a fifth of the call waiting on these rows). While one head
+ * computes its block, the rows of the next (head, block) are prefetched.
+ * Each head's arithmetic is the same whatever the group. */
+static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t count, int64_t L)
+{
+    enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
+    if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
+    if (count < 1) return FALCON_OK;
+    const int64_t T = heads[0].T;
+    if (L > T) L = T > 0 ? T : 1;
+    blk_work w;
+    blk_head c[GROUP_MAX];
+    if (RS(blk_work_open)(&w, &heads[0], L)) return FALCON_E_NOMEM;
+    for (int64_t i = 0; i < count; i++)
+        if (RS(blk_open)(&c[i], &heads[i], w.ldm)) {
+            while (i > 0) RS(blk_close)(&c[--i], w.ldm, 0);
+            free(w.mem);
+            return FALCON_E_NOMEM;
+        }
     for (int64_t c0 = 0; c0 < T; c0 += L) {
         const int64_t Lc = T - c0 < L ? T - c0 : L;
-
-        /* The examples this block's windows reach: [g_lo, g_lo + G). */
-        int64_t t_first = c0 > src.ex.shift ? c0 : src.ex.shift, G = 0, g_lo = 0;
-        if (t_first < c0 + Lc) {
-            int64_t e_first = falcon_example_of_step(&src.ex, t_first);
-            g_lo = falcon_window_first(&src.ex, e_first);
-            G = falcon_example_of_step(&src.ex, c0 + Lc - 1) - g_lo + 1;
+        for (int64_t i = 0; i < count; i++) {
+            /* the next (head, block): head i + 1 of this block, or head 0 of the next */
+            const RS(falcon_head) *nh = i + 1 < count ? &heads[i + 1] : &heads[0];
+            const int64_t u0 = i + 1 < count ? c0 : c0 + Lc;
+            blk_prefetch pf = {nh, u0, u0 + L < T ? u0 + L : T, (L + 4) / 5};
+            if (L > 256) pf.end = u0; /* a masked-parallel block would not keep them cached */
+            RS(blk_block)(&w, &c[i], c0, Lc, &pf);
         }
-        /* [X; Q]: the examples' keys (rows 0..G-1), then the queries. */
-        REAL *Xg = XQ, *Qf = XQ + G * ldn;
-        const REAL *Zg = h->gain ? Zbuf : Xg;
-        for (int64_t g = 0; g < G; g++) {
-            const REAL *key;
-            RS(example_get)(&src, g_lo + g, &key, &yrow[g]);
-            RS(falcon_featurize)(h->phi, key, Xg + g * ldn, n);
-            xs[g] = xt[g] = 1;
-            if (h->gain) { /* W = 1: every example here was revealed in this block */
-                int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
-                RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
-            }
-        }
-        for (int64_t j = 0; j < Lc; j++)
-            RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
-
-        /* The next block's rows arrive while this one computes (chunk-sized
-         * blocks; a masked-parallel block would not keep them cached). */
-        for (int64_t u = c0 + Lc; L <= 256 && u < c0 + Lc + L && u < T; u++) FW_PREFETCH_STEP(h, u, 2);
-
-        /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
-         * for the regression variants); xz = diag(Kz). An example whose x.z
-         * is out of range is then stored scaled, x = xs x' (falcon_math.h),
-         * and the products are taken again: keys of ordinary size cost one
-         * comparison each. */
-        REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
-        for (int pass = 0; pass < 2; pass++) {
-            RS(transpose)(Zt, ldg, Zg, ldn, G, n);
-            if (h->regression) {
-                uk->gemm_nn(G + Lc, G, n, XQ, ldn, Zt, ldg, 0, KQ, ldg);
-                uk->gemm_nn(G + Lc, m, n, XQ, ldn, St, ldm, 0, US, ldm);
-                for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
-            } else {
-                uk->gemm_nn(Lc, G, n, Qf, ldn, Zt, ldg, 0, Qz, ldg);
-                uk->gemm_nn(Lc, m, n, Qf, ldn, St, ldm, 0, S0q, ldm);
-                for (int64_t g = 0; g < G; g++)
-                    uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
-            }
-            /* (Falcon-2/2A: z' = g * x' scaled on its own, by xt, if x'.z'
-             * is out of range still.) */
-            int rescaled = 0;
-            for (int64_t g = 0; pass == 0 && g < G; g++) {
-                if (RS(falcon_xz_in_range)(xz[g])) continue;
-                REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
-                if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
-                if (!h->gain) continue;
-                const int64_t t = falcon_step_of_example(&src.ex, g_lo + g);
-                RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
-                uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
-                if (!RS(falcon_xz_in_range)(d) && (xt[g] = RS(falcon_key_scale)(zg, n)) != 1) rescaled = 1;
-            }
-            if (!rescaled) break;
-        }
-
-        /* Terms, ordered by step; eta per step from the shared normaliser.
-         * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
-         * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
-         * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
-         * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
-         * eta xs_l^2 the system row. With every scale 1 this is the
-         * unscaled arithmetic, bit for bit. */
-        int64_t P = 0;
-        for (int64_t j = 0; j < Lc; j++) {
-            first[j] = P;
-            int64_t e = falcon_example_of_step(&src.ex, c0 + j);
-            if (e < 0) continue;
-            const int64_t lf = falcon_window_first(&src.ex, e);
-            REAL sum = 0, sigma = xs[lf - g_lo];
-            for (int64_t l = lf + 1; l <= e; l++)
-                if (xs[l - g_lo] > sigma) sigma = xs[l - g_lo];
-            for (int64_t l = lf; l <= e; l++) {
-                const REAL rho = xs[l - g_lo] / sigma;
-                term_l[P] = l - g_lo;
-                term_j[P] = j;
-                ts[P] = rho; /* for now */
-                P++;
-                sum += rho * rho * xz[l - g_lo];
-            }
-            eta[j] = RS(falcon_eta_scaled)(h->beta[(c0 + j) * h->lds], h->eps, sigma, xt[e - g_lo], sum);
-            for (int64_t p = first[j]; p < P; p++) {
-                const REAL rho = ts[p];
-                tc[p] = eta[j] * rho;
-                ts[p] = eta[j] * (rho * xs[term_l[p]]);
-            }
-        }
-        first[Lc] = P;
-
-        /* Row i of F gives the system rows of step i and output row i;
-         * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
-        row[0] = 1.0;
-        f0[0] = 1.0;
-        for (int64_t i = 1; i <= Lc; i++) {
-            const int64_t j = i - 1;
-            falcon_decay_row_advance(row, i, h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0);
-            f0[i] = row[0];
-            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
-            for (int64_t p = first[j]; p < first[i]; p++) {
-                const int64_t l = term_l[p];
-                const REAL *restrict y = yrow[l];
-                REAL *restrict r = R + p * ldm;
-                const REAL ej = tc[p];
-                if (!h->regression) {
-                    for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
-                    continue;
-                }
-                const REAL d0 = (REAL)row[0], sl = xs[l];
-                const REAL *restrict u = U + l * ldm;
-                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
-                /* strictly lower row p of A; terms of step j do not couple */
-                REAL *restrict a = A + p * ldp;
-                const REAL *restrict kz = Kz + l * ldg;
-                const REAL ejs = ts[p];
-                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
-                for (int64_t q = first[j]; q < p; q++) a[q] = 0;
-            }
-            REAL *restrict w = Wm + j * ldp;
-            const REAL *restrict qz = Qz + j * ldg;
-            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
-            for (int64_t p = first[i]; p < P; p++) w[p] = 0;
-        }
-        if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
-
-        uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
-        for (int64_t j = 0; j < Lc; j++) {
-            REAL *restrict o = h->out + (c0 + j) * h->ldo;
-            const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
-            const REAL d = (REAL)f0[j + 1];
-            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + d * sj[c];
-        }
-
-        /* End state: row is now F[Lc][.]; pseudo-values gathered per example. */
-        for (int64_t g = 0; g < G; g++)
-            for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
-        for (int64_t p = 0; p < P; p++) {
-            const REAL d = (REAL)row[term_j[p] + 1];
-            REAL *restrict rg = Rg + term_l[p] * ldm;
-            const REAL *restrict rp = R + p * ldm;
-            for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
-        }
-        uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
     }
-    RS(store_memory)(h->S, St, ldm, m, n);
-    free(cv.base);
-    RS(examples_close)(&src);
+    for (int64_t i = 0; i < count; i++) RS(blk_close)(&c[i], w.ldm, 1);
+    free(w.mem);
     return FALCON_OK;
 }

@@ -39,17 +39,18 @@
     /* (falcon_fw_<isa>_<prec>, paired with its kernels in src/backends.c). */       \
     typedef struct falcon_drivers_##SFX {                                              \
         const char *isa; /* "baseline", or the ISA (a backend's name) */               \
-        /* Recurrent form: `count` (<= FALCON_RECURRENT_GROUP_MAX) heads of */         \
+        /* Recurrent form: `count` (<= FALCON_HEAD_GROUP_MAX) heads of */         \
         /* the same T, run together in time blocks.                        */         \
         falcon_status (*recurrent)(const falcon_head_##SFX *heads, int64_t count);    \
-        /* Chunk-parallel with blocks of L steps; the masked-parallel form */         \
-        /* is the same equations with one block over the whole call.       */         \
-        falcon_status (*blocked)(const falcon_head_##SFX *h, int64_t L);              \
+        /* Chunk-parallel with blocks of L steps, `count` heads of the same */        \
+        /* T a block of each in turn; the masked-parallel form is the same   */        \
+        /* equations with one block over the whole call.                     */        \
+        falcon_status (*blocked)(const falcon_head_##SFX *heads, int64_t count, int64_t L); \
     } falcon_drivers_##SFX;                                                            \
     extern const falcon_drivers_##SFX falcon_fw_##SFX;
 
-/* Most heads one recurrent call runs together. */
-#define FALCON_RECURRENT_GROUP_MAX 16
+/* Most heads one driver call runs together. */
+#define FALCON_HEAD_GROUP_MAX 16
 
 FALCON_HEAD_DECLARE(float, f32)
 FALCON_HEAD_DECLARE(double, f64)
