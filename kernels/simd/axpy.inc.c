@@ -28,7 +28,7 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
     REAL *const c = g->C + i0 * ldc + j0;
     const REAL *const p = g->P + i0 * rs;
     const REAL *const b = g->B + j0;
-    vreal acc[AX_MR][AX_NV];
+    vreal acc[AX_MR][2 * AX_NV];
     if (g->read_c) {
         const int do_scale = g->do_scale;
         const vreal sc = v_set1(g->scale);
@@ -47,11 +47,14 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
             for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
     }
     for (int64_t k = k0; k < k1; k++) {
-        vreal bv[AX_NV];
+        vreal bv[2 * AX_NV];
         const REAL *bk = b + k * ldb, *pk = p + k * cs;
 #pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
+        for (int v = 0; v < nv; v++) {
             bv[v] = masked && v == nv - 1 ? v_load_mask(bk + v * VL, tm) : v_loadu(bk + v * VL);
+            /* in a register: folded into each row's FMA, B is loaded mr times */
+            if (mr > 1) V_KEEP(bv[v]);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             const vreal a = v_set1(pk[i * rs]);
@@ -71,12 +74,18 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
         }
 }
 
-/* One block of mr rows across all N columns. */
+/* One block of mr rows across all N columns. Blocks of one or two rows
+ * (the recurrent form's [x; q] S^T) take tiles twice as wide, so that
+ * they still keep ports x latency independent FMAs in flight (on AVX2,
+ * 2 x 2 vectors left three quarters of the FMA slots empty). */
 VINLINE void VNAME(ax_rows)(const int mr, const VNAME(ax_args) *g, int64_t i0, int64_t N,
                             int64_t k0, int64_t k1)
 {
     const vmask none = v_mask(0);
     int64_t j = 0;
+    if (mr <= 2)
+        for (; j + 2 * AX_NV * VL <= N; j += 2 * AX_NV * VL)
+            VNAME(ax_tile)(mr, 2 * AX_NV, 0, none, g, i0, j, k0, k1);
     for (; j + AX_NV * VL <= N; j += AX_NV * VL) VNAME(ax_tile)(mr, AX_NV, 0, none, g, i0, j, k0, k1);
     if (AX_NV > 2 && N - j >= 2 * VL) {
         VNAME(ax_tile)(mr, 2, 0, none, g, i0, j, k0, k1);

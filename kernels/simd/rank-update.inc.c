@@ -79,12 +79,38 @@ VINLINE void VNAME(ru_stream_rows)(const int rows, const int kk, const int scale
         if (jend < n) v_storeu(s[r] + n - VL, tail[r]);
     }
 }
+/* Every row made of whole aligned vectors (the framework's padded work
+ * matrices): no head or tail, and nothing to set up per row but the
+ * coefficients. At n = 64 the per-row set-up of the general path cost as
+ * much as the row itself. */
+VINLINE void VNAME(ru_stream_aligned)(const int kk, const int scale, int64_t m, int64_t n, vreal av,
+                                      REAL *S, int64_t lds, const REAL *E, int64_t lde,
+                                      const REAL *Z, int64_t ldz)
+{
+    const REAL *z1 = Z + ldz;
+    for (int64_t r = 0; r < m; r++) {
+        REAL *s = S + r * lds;
+        const vreal e0 = v_set1(E[r]), e1 = v_set1(kk > 1 ? E[lde + r] : 0);
+#pragma GCC unroll 4
+        for (int64_t j = 0; j < n; j += VL) {
+            vreal x = v_loadu(s + j);
+            if (scale) x = v_mul(x, av);
+            x = v_fma(e0, v_loadu(Z + j), x);
+            if (kk > 1) x = v_fma(e1, v_loadu(z1 + j), x);
+            v_storeu(s + j, x);
+        }
+    }
+}
 #undef RU_VEC
 
 VINLINE void VNAME(ru_stream)(const int kk, const int scale, int64_t m, int64_t n, REAL a, REAL *S,
                               int64_t lds, const REAL *E, int64_t lde, const REAL *Z, int64_t ldz)
 {
     const vreal av = v_set1(a);
+    if (n % VL == 0 && lds % VL == 0 && (uintptr_t)S % (VL * sizeof(REAL)) == 0) {
+        VNAME(ru_stream_aligned)(kk, scale, m, n, av, S, lds, E, lde, Z, ldz);
+        return;
+    }
     int64_t r = 0;
     for (; r + 2 <= m; r += 2) VNAME(ru_stream_rows)(2, kk, scale, r, n, av, S, lds, E, lde, Z, ldz);
     if (r < m) VNAME(ru_stream_rows)(1, kk, scale, r, n, av, S, lds, E, lde, Z, ldz);
