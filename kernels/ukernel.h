@@ -1,7 +1,7 @@
 /*
  * The micro-kernel interface: the only code a CPU backend (scalar, AVX2,
  * AVX-512) provides. The framework (kernels/framework) expresses every
- * variant and form through these four operations, so the variant logic is
+ * variant and form through these five operations, so the variant logic is
  * written once and an ISA only swaps the inner loops (BLIS-style).
  * Matrices are row-major with explicit leading dimensions.
  */
@@ -25,6 +25,12 @@
         /* X[P][m] <- (I + L)^{-1} X, L[P][P] strictly lower (diagonal, upper unread) */ \
         void (*trsm_unit_lower)(int64_t P, int64_t m, const R *L, int64_t ldl, R *X,   \
                                 int64_t ldx);                                          \
+        /* S as rank_update (k = 0, a = 1: unchanged), then P[r][n] = X[r][m] S   */  \
+        /* with the new S, in one pass over S; P is not read. Each P element is */  \
+        /* 0, then one FMA per row of S in order, every row (zeros included).  */  \
+        void (*update_read)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
+                            const R *E, int64_t lde, const R *Z, int64_t ldz, int64_t r, \
+                            const R *X, int64_t ldx, R *P, int64_t ldp);               \
     } falcon_uk_##SFX;
 
 FALCON_UK_DECLARE(float, f32)

@@ -23,12 +23,12 @@ fi
 # name | file | sed expression (must change the file)
 mutants=(
 "prefix-as-same|src/run_cpu.inc.c|s/\.prefix = cfg->align == FALCON_ALIGN_PREFIX,/.prefix = 0,/"
-"decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1;/const REAL a = (h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1;/"
+"decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/rec_step st = {h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1,/rec_step st = {(h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1,/"
 "decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j != 3 ? /"
 "eta-without-eps|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ (xz_sum))/"
 "eta-with-norm-not-square|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + sqrt(xz_sum)))/"
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/"
-"chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&src.ex, e_first);/g_lo = falcon_window_first(\&src.ex, e_first) + (c0 > 0);/"
+"chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&srcp->ex, e_first);/g_lo = falcon_window_first(\&srcp->ex, e_first) + (c0 > 0);/"
 "chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0);/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0);/"
 # Keys at the limits of the precision (issue 14): the scaling that keeps x.x
 # in range, and the places each form must undo it.
@@ -39,7 +39,7 @@ mutants=(
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/"
 "residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/"
 "system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/"
-"gain-direction-unscaled-recurrent|kernels/framework/recurrent.inc.c|s/(tau = RS(falcon_key_scale)(Zg, n)) != 1/(tau = 1) != 1/"
+"gain-direction-unscaled-recurrent|kernels/framework/recurrent.inc.c|s/(st.tau = RS(falcon_key_scale)(Zg, n)) != 1/(st.tau = 1) != 1/"
 "gain-direction-unscaled-blocked|kernels/framework/blocked.inc.c|s/(xt\[g\] = RS(falcon_key_scale)(zg, n)) != 1/(xt[g] = 1) != 1/"
 "rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/"
 "rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g"
@@ -48,11 +48,13 @@ mutants=(
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/"
 # A step without an example (prefix alignment, no previous key) on a memory
 # that is not zero must still decay it and read it.
-"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/uk->rank_update(m, n, 0, a, S/uk->rank_update(m, n, 0, 1, S/"
-"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/continue;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/"
+"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.a;/const REAL a = st.k == 0 ? 1 : st.a;/"
+"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/"
 "first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /"
-# Head groups of the recurrent form: the cap, and a last group that is not full.
+# Head groups of the drivers: the cap, and a last group that is not full;
+# the fused write-and-read kernel's column tail.
 "recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//"
+"update-read-drops-tail|kernels/simd/update-read.inc.c|s/VNAME(ur_block)(1, 1, v_mask(n - j), kk/VNAME(ur_block)(1, 1, v_mask(n - j - 1), kk/"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 )
 

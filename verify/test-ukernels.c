@@ -27,7 +27,12 @@
  *   gemm: |C - C*| <= gamma(K + 2) (|beta| |C0| + sum_k |A_ik| |B_kj|);
  *   rank_update: |S - S*| <= gamma(k + 2) (|a| |S0| + sum_i |E_ir| |Z_ic|);
  *   trsm: (I + L + dT) X = X0 with |dT| <= gamma(P) |I + L|, so
- *         |X - X*| <= gamma(P) |(I + L)^-1| |I + L| |X|.
+ *         |X - X*| <= gamma(P) |(I + L)^-1| |I + L| |X|;
+ *   update_read: S as rank_update, and P = X S from the S it stored:
+ *         |P - X S| <= gamma(m + 2) |X| |S|.
+ * update_read must also give bitwise what the recurrent form assumes when
+ * a call or a time block starts: the same S and P as rank_update followed
+ * by update_read with nothing to write.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -398,6 +403,90 @@ static void trsm_shape(int f32, const int64_t dim[3], int64_t idx, const table *
     mat_free(&X0);
 }
 
+/* ---- update_read: S[m][n] = a S + E[k][m]^T Z[k][n], then P[r][n] = X[r][m] S ----
+ * r runs over 0..5 with the shape index: the rows the pass adds (up to 2)
+ * and the rows after it. */
+static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt,
+                              int64_t *fails)
+{
+    const int64_t m = dim[0], n = dim[1], k = dim[2] % 4 == 3 ? 0 : dim[2], r = idx % 6;
+    const double a = idx % 2 ? 1.0 : 0.625;
+    mat E = mat_new(f32, k > 0 ? k : 1, m, idx % 4, offset_of(f32, idx, 3));
+    mat Z = mat_new(f32, k > 0 ? k : 1, n, (idx / 4) % 4, offset_of(f32, idx, 7));
+    mat X = mat_new(f32, r > 0 ? r : 1, m, (idx / 2) % 4, offset_of(f32, idx, 2));
+    mat S0 = mat_new(f32, m, n, (idx + 2) % 4, offset_of(f32, idx, 13));
+    mat P0 = mat_new(f32, r > 0 ? r : 1, n, (idx + 3) % 4, offset_of(f32, idx, 6));
+    mat_fill(&E, 1);
+    mat_fill(&Z, 1);
+    mat_fill(&X, 1);
+    mat_fill(&S0, 1);
+    mat_save(&P0); /* all NaN: P must not be read */
+    long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n + 2 * (r + 1) * n));
+    cr_assert(want);
+    long double *bound = want + m * n, *pw = bound + m * n, *pb = pw + (r + 1) * n;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < n; c++) {
+            long double v = (long double)a * mat_get(&S0, i, c), v_abs = fabsl(v);
+            for (int64_t q = 0; q < k; q++) {
+                const long double p = (long double)mat_get(&E, q, i) * mat_get(&Z, q, c);
+                v += p;
+                v_abs += fabsl(p);
+            }
+            want[i * n + c] = v;
+            bound[i * n + c] = gamma_k(f32, k + 2) * v_abs;
+        }
+    mat_save(&E);
+    mat_save(&Z);
+    mat_save(&X);
+    for (int ti = 0; ti < nt; ti++) {
+        mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
+        P.rows = P2.rows = r; /* the cells it must write */
+        if (f32) {
+            t[ti].f32->update_read(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
+            t[ti].f32->rank_update(m, n, k, (float)a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
+            t[ti].f32->update_read(m, n, 0, 1.0f, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
+        } else {
+            t[ti].f64->update_read(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
+            t[ti].f64->rank_update(m, n, k, a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
+            t[ti].f64->update_read(m, n, 0, 1.0, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
+        }
+        verdict v = {0};
+        judge(&v, &S, want, bound);
+        /* P against X times the S the kernel stored */
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t c = 0; c < n; c++) {
+                long double sum = 0, sum_abs = 0;
+                for (int64_t q = 0; q < m; q++) {
+                    const long double p = (long double)mat_get(&X, i, q) * mat_get(&S, q, c);
+                    sum += p;
+                    sum_abs += fabsl(p);
+                }
+                pw[i * n + c] = sum;
+                pb[i * n + c] = gamma_k(f32, m + 2) * sum_abs;
+            }
+        judge(&v, &P, pw, pb);
+        v.changed += mat_changed_outside(&E, 0) + mat_changed_outside(&Z, 0) + mat_changed_outside(&X, 0);
+        /* bitwise the same as the write and the read apart */
+        v.changed += memcmp(S.base, S2.base, esize(f32) * (size_t)S.count) != 0;
+        v.changed += memcmp(P.base, P2.base, esize(f32) * (size_t)P.count) != 0;
+        char what[200];
+        snprintf(what, sizeof what, "update_read m=%lld n=%lld k=%lld r=%lld lds=%lld lde=%lld ldz=%lld ldx=%lld ldp=%lld a=%g",
+                 (long long)m, (long long)n, (long long)k, (long long)r, (long long)S.ld, (long long)E.ld,
+                 (long long)Z.ld, (long long)X.ld, (long long)P.ld, a);
+        report(fails, &v, what, &t[ti], f32);
+        mat_free(&S);
+        mat_free(&P);
+        mat_free(&S2);
+        mat_free(&P2);
+    }
+    free(want);
+    mat_free(&E);
+    mat_free(&Z);
+    mat_free(&X);
+    mat_free(&S0);
+    mat_free(&P0);
+}
+
 static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
 {
     table t[FALCON_BACKEND_COUNT];
@@ -411,8 +500,9 @@ static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
     cr_expect_eq(fails, 0, "%s: %lld shape(s) wrong or written outside their output", kernel, (long long)fails);
 }
 
-/* Dimensions: gemm (M, N, K), rank_update (m, n, k), trsm (P, m, -). */
+/* Dimensions: gemm (M, N, K), rank_update and update_read (m, n, k), trsm (P, m, -). */
 Test(ukernels, gemm_nt) { run_kernel("gemm_nt", (const int64_t[3]){LR, LR, LV}, gemm_nt_shape); }
 Test(ukernels, gemm_nn) { run_kernel("gemm_nn", (const int64_t[3]){LR, LV, LR}, gemm_nn_shape); }
 Test(ukernels, rank_update) { run_kernel("rank_update", (const int64_t[3]){LR, LV, LR}, rank_update_shape); }
 Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", (const int64_t[3]){LR, LV, 1}, trsm_shape); }
+Test(ukernels, update_read) { run_kernel("update_read", (const int64_t[3]){LR, LV, LR}, update_read_shape); }

@@ -12,6 +12,7 @@
 #include "../simd/gemm-nn.inc.c"
 #include "../simd/rank-update.inc.c"
 #include "../simd/trsm.inc.c"
+#include "../simd/update-read.inc.c"
 
 extern const RS(falcon_uk) RS(falcon_uk_avx2);
 const RS(falcon_uk) RS(falcon_uk_avx2) = {
@@ -20,4 +21,5 @@ const RS(falcon_uk) RS(falcon_uk_avx2) = {
     VNAME(gemm_nn),
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
+    VNAME(update_read),
 };

@@ -17,6 +17,7 @@
 #include "../simd/gemm-nn.inc.c"
 #include "../simd/rank-update.inc.c"
 #include "../simd/trsm.inc.c"
+#include "../simd/update-read.inc.c"
 
 #ifdef FALCON_AVX512_SIMDE
 extern const RS(falcon_uk) RS(falcon_uk_avx512emu);
@@ -31,4 +32,5 @@ const RS(falcon_uk) RS(falcon_uk_avx512) = {
     VNAME(gemm_nn),
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
+    VNAME(update_read),
 };

@@ -232,6 +232,13 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         }
     }
     first[Lc] = P;
+    /* A window of one gives one term per step with an example, in order:
+     * term p is example dl + p at step dj + p, and the gathers below by
+     * term_l and term_j are contiguous loads (which the compiler
+     * vectorizes); the same values either way. */
+    int affine = P > 0;
+    const int64_t dl = P > 0 ? term_l[0] : 0, dj = P > 0 ? term_j[0] : 0;
+    for (int64_t p = 1; affine && p < P; p++) affine = term_l[p] == dl + p && term_j[p] == dj + p;
 
     /* Row i of F gives the system rows of step i and output row i;
      * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
@@ -241,7 +248,12 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         const int64_t j = i - 1;
         falcon_decay_row_advance(row, i, h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0);
         f0[i] = row[0];
-        for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
+        if (affine) {
+            const double *restrict rj = row + dj + 1;
+            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)rj[p];
+        } else {
+            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
+        }
         for (int64_t p = first[j]; p < first[i]; p++) {
             const int64_t l = term_l[p];
             const REAL *restrict y = yrow[l];
@@ -258,12 +270,22 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             REAL *restrict a = A + p * ldp;
             const REAL *restrict kz = Kz + l * ldg;
             const REAL ejs = ts[p];
-            for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
+            if (affine) {
+                const REAL *restrict kzl = kz + dl;
+                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kzl[q];
+            } else {
+                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
+            }
             for (int64_t q = first[j]; q < p; q++) a[q] = 0;
         }
         REAL *restrict w = Wm + j * ldp;
         const REAL *restrict qz = Qz + j * ldg;
-        for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
+        if (affine) {
+            const REAL *restrict qzl = qz + dl;
+            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
+        } else {
+            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
+        }
         for (int64_t p = first[i]; p < P; p++) w[p] = 0;
     }
     RS(blk_prefetch_some)(pf);
@@ -278,17 +300,28 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         for (int64_t c = 0; c < m; c++) o[c] = oj[c] + d * sj[c];
     }
 
-    /* End state: row is now F[Lc][.]; pseudo-values gathered per example. */
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
-    for (int64_t p = 0; p < P; p++) {
-        const REAL d = (REAL)row[term_j[p] + 1];
-        REAL *restrict rg = Rg + term_l[p] * ldm;
-        const REAL *restrict rp = R + p * ldm;
-        for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
-    }
+    /* End state: row is now F[Lc][.]; pseudo-values gathered per example
+     * (one term per example: scaled in place, the rank update reads the
+     * examples dl .. dl + P - 1). */
     RS(blk_prefetch_some)(pf);
-    uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
+    if (affine) {
+        for (int64_t p = 0; p < P; p++) {
+            const REAL d = (REAL)row[dj + p + 1];
+            REAL *restrict rp = R + p * ldm;
+            for (int64_t c = 0; c < m; c++) rp[c] = 0 + d * rp[c];
+        }
+        uk->rank_update(n, m, P, (REAL)f0[Lc], St, ldm, Zg + dl * ldn, ldn, R, ldm);
+    } else {
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
+        for (int64_t p = 0; p < P; p++) {
+            const REAL d = (REAL)row[term_j[p] + 1];
+            REAL *restrict rg = Rg + term_l[p] * ldm;
+            const REAL *restrict rp = R + p * ldm;
+            for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
+        }
+        uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
+    }
     pf->slice = pf->end - pf->u; /* what is left */
     RS(blk_prefetch_some)(pf);
 }

@@ -1,11 +1,14 @@
 /*
  * The recurrent form (docs/math.md sections 1, 7.1), one precision. Each step of a head is two
  * passes over its memory whatever the variant:
- *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (gemm_nn, k = |E_t|)
- *   2. S_t = alpha S_{t-1} + sum_i eta e_i z_i^T  (rank_update, decay fused)
+ *   1. P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T       (k = |E_t|)
+ *   2. S_t = alpha S_{t-1} + sum_i eta e_i z_i^T  (decay fused)
  * on the transposed copy St = S^T [n][m] (examples.inc.c): pass 1 is rows
  * of St scaled by the keys' entries and summed, pass 2 adds z_i[c] e_i to
- * row c of St.
+ * row c of St. Pass 2 of step t and pass 1 of step t + 1 are one sweep of
+ * the update_read micro-kernel (each row of St updated, stored and added
+ * into P while in registers), so the memory is read and written once a
+ * step (rec_steps below).
  * with e_i = y_i - alpha P_i (regression) or y_i (inner product), and the
  * read o_t = alpha P_q + eta sum_i (z_i . q) e_i taken from pass 1, which
  * equals S_t phi(q_t) without a third pass. Decay is applied to S directly
@@ -45,6 +48,7 @@ typedef struct rec_head {
     int64_t ldn, ldm;
     REAL *St, *X, *Zg, *P, *E, *xz, *zq; /* St: S^T; X: the window's keys oldest first, then phi(q) */
     REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
+    REAL *Zw; /* the write directions of the step whose write is pending */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
 } rec_head;
@@ -63,6 +67,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldm));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
         c->Zg = RS(carve)(&cv, sizeof(REAL) * (size_t)ldn);
+        c->Zw = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldn));
         c->P = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldm));
         c->E = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldm));
         c->xz = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
@@ -103,132 +108,173 @@ static void RS(rec_close)(rec_head *c, int store)
     RS(examples_close)(&c->src);
 }
 
-/* Steps [t0, t1) of one head. */
+/* What a step's first phase leaves for its second. */
+typedef struct rec_step {
+    REAL a;         /* decay */
+    int64_t k;      /* examples written (0: none revealed) */
+    REAL tau;       /* Falcon-2/2A: z scaled on its own */
+    const REAL *Z;  /* the write directions: X, or Zg */
+} rec_step;
+
+/* Step t's first phase, which does not read the memory: the window and
+ * its keys, phi(q) after them in X, the new example's [z.x, z.q]. If z.x
+ * is out of range, x is stored scaled, x = xs x' (falcon_math.h), and
+ * both are taken again. */
+static rec_step RS(rec_prepare)(rec_head *c, int64_t t)
+{
+    const RS(falcon_head) *h = c->h;
+    const int64_t n = h->n, W = h->window, T = h->T, ldn = c->ldn;
+    const RS(falcon_uk) *uk = h->uk;
+    REAL *const X = c->X, *const Zg = c->Zg, *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
+    enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
+    if (AHEAD > 0 && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
+    rec_step st = {h->alpha ? h->alpha[t * h->lds] : (REAL)1, 0, 1, X};
+    const int64_t e = falcon_example_of_step(&c->src.ex, t);
+    if (e >= 0) {
+        if (c->cnt == W) { /* slide the window by one */
+            if (W > 1) {
+                memmove(X, X + ldn, sizeof(REAL) * (size_t)((W - 1) * ldn));
+                memmove(c->yrow, c->yrow + 1, sizeof(const REAL *) * (size_t)(W - 1));
+                memmove(xz, xz + 1, sizeof(REAL) * (size_t)(W - 1));
+                memmove(xs, xs + 1, sizeof(REAL) * (size_t)(W - 1));
+            }
+            c->cnt--;
+        }
+        const REAL *key;
+        RS(example_get)(&c->src, e, &key, &c->yrow[c->cnt]);
+        RS(falcon_featurize)(h->phi, key, X + c->cnt * ldn, n);
+        c->cnt++;
+    }
+    const int64_t k = e >= 0 ? c->cnt : 0;
+    st.k = k;
+    RS(falcon_featurize)(h->phi, h->q + t * h->ldk, X + k * ldn, n);
+    /* The new example (row k - 1 of X, phi(q) right after it): its
+     * [z.x, z.q], z = g_t * x for Falcon-2/2A (W = 1), else x. */
+    if (k > 0) {
+        REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn, d2[2];
+        xs[k - 1] = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            if (h->gain) RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
+            uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
+            if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
+            if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
+        }
+        if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (st.tau = RS(falcon_key_scale)(Zg, n)) != 1)
+            uk->gemm_nt(1, 2, n, Zg, ldn, xn, ldn, 0, d2, 2);
+        xz[k - 1] = d2[0];
+        zq[k - 1] = d2[1];
+        st.Z = h->gain ? Zg : X;
+    }
+    return st;
+}
+
+/* Step t's second phase, from P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T: the
+ * residuals, eta, the read o_t and the rows E the write needs. */
+static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st)
+{
+    const RS(falcon_head) *h = c->h;
+    const int64_t n = h->n, m = h->m, ldn = c->ldn, ldm = c->ldm, k = st->k;
+    const RS(falcon_uk) *uk = h->uk;
+    REAL *const X = c->X, *const P = c->P, *const E = c->E;
+    REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
+    const REAL **const yrow = c->yrow;
+    const REAL a = st->a;
+    REAL *restrict o = h->out + t * h->ldo;
+    const REAL *restrict pq = P + k * ldm;
+    if (k == 0) {
+        for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
+        return;
+    }
+    /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
+     * P_i = S x'_i, so the residual takes xs_i P_i, and the write is
+     * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma
+     * (falcon_math.h). With every scale 1 (keys of ordinary size) this is
+     * the unscaled arithmetic, bit for bit, and costs no more. */
+    REAL xzsum = 0, sigma = xs[0];
+    int scaled = xs[0] != 1;
+    if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, X + k * ldn, ldn, 0, zq, 1);
+    for (int64_t i = 1; i < k; i++) {
+        scaled |= xs[i] != 1;
+        if (xs[i] > sigma) sigma = xs[i];
+    }
+    if (!scaled)
+        for (int64_t i = 0; i < k; i++) xzsum += xz[i];
+    else
+        for (int64_t i = 0; i < k; i++) {
+            const REAL rho = xs[i] / sigma;
+            xzsum += rho * rho * xz[i];
+        }
+    const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
+    if (k == 1) {
+        const REAL *restrict y = yrow[0], *restrict p0 = P;
+        REAL *restrict e0 = E;
+        const REAL zq0 = zq[0], s0 = xs[0];
+        if (h->regression && s0 == 1)
+            for (int64_t r = 0; r < m; r++) {
+                e0[r] = eta * (y[r] - a * p0[r]);
+                o[r] = a * pq[r] + zq0 * e0[r];
+            }
+        else if (h->regression)
+            for (int64_t r = 0; r < m; r++) {
+                e0[r] = eta * (y[r] - a * (s0 * p0[r]));
+                o[r] = a * pq[r] + zq0 * e0[r];
+            }
+        else
+            for (int64_t r = 0; r < m; r++) {
+                e0[r] = eta * y[r];
+                o[r] = a * pq[r] + zq0 * e0[r];
+            }
+    } else {
+        for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
+        for (int64_t i = 0; i < k; i++) {
+            const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
+            REAL *restrict ei = E + i * ldm;
+            const REAL zqi = zq[i], si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
+            if (h->regression && si == 1)
+                for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * pi[r]);
+            else if (h->regression)
+                for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * (si * pi[r]));
+            else
+                for (int64_t r = 0; r < m; r++) ei[r] = ci * y[r];
+            for (int64_t r = 0; r < m; r++) o[r] += zqi * ei[r];
+        }
+    }
+    /* The next step's first phase may overwrite the window's rows (or Zg):
+     * the write keeps its own copy of the directions. */
+    memcpy(c->Zw, st->Z, sizeof(REAL) * (size_t)(k * ldn));
+}
+
+/* Steps [t0, t1) of one head. The write of step t and the read of step
+ * t + 1 are one pass over the memory (update_read): S_t = alpha S_{t-1} +
+ * E^T Z, then P_{t+1} = [X; q]_{t+1} S_t^T. The first read of a time
+ * block and the last write are the same kernel with nothing to write or
+ * nothing to read, so every step does the same arithmetic wherever a
+ * call or a block starts. */
 static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 {
     const RS(falcon_head) *h = c->h;
-    const int64_t n = h->n, m = h->m, W = h->window, T = h->T, ldn = c->ldn, ldm = c->ldm;
+    const int64_t n = h->n, m = h->m, ldn = c->ldn, ldm = c->ldm;
     const RS(falcon_uk) *uk = h->uk;
-    REAL *const St = c->St, *const X = c->X, *const Zg = c->Zg, *const P = c->P, *const E = c->E;
-    REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
-    const REAL **const yrow = c->yrow;
-    int64_t cnt = c->cnt;
-    enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
+    if (t0 >= t1) return;
+    rec_step st = RS(rec_prepare)(c, t0);
+    uk->update_read(n, m, 0, 1, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
     for (int64_t t = t0; t < t1; t++) {
-        if (AHEAD > 0 && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
-        const REAL a = h->alpha ? h->alpha[t * h->lds] : (REAL)1;
-        const int64_t e = falcon_example_of_step(&c->src.ex, t);
-        if (e >= 0) {
-            if (cnt == W) { /* slide the window by one */
-                if (W > 1) {
-                    memmove(X, X + ldn, sizeof(REAL) * (size_t)((W - 1) * ldn));
-                    memmove(yrow, yrow + 1, sizeof(const REAL *) * (size_t)(W - 1));
-                    memmove(xz, xz + 1, sizeof(REAL) * (size_t)(W - 1));
-                    memmove(xs, xs + 1, sizeof(REAL) * (size_t)(W - 1));
-                }
-                cnt--;
-            }
-            const REAL *key;
-            RS(example_get)(&c->src, e, &key, &yrow[cnt]);
-            RS(falcon_featurize)(h->phi, key, X + cnt * ldn, n);
-            cnt++;
-        }
-        const int64_t k = e >= 0 ? cnt : 0;
-        REAL *xq = X + k * ldn;
-        RS(falcon_featurize)(h->phi, h->q + t * h->ldk, xq, n);
-        /* The new example (row k - 1 of X, phi(q) right after it): its
-         * [z.x, z.q], z = g_t * x for Falcon-2/2A (W = 1), else x. If z.x is
-         * out of range, x is stored scaled, x = xs x' (falcon_math.h), and
-         * both are taken again. */
-        const REAL *Z = X;
-        REAL d2[2], tau = 1; /* tau: Falcon-2/2A's z scaled on its own */
-        if (k > 0) {
-            REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn;
-            xs[k - 1] = 1;
-            for (int pass = 0; pass < 2; pass++) {
-                if (h->gain) RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
-                uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
-                if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
-                if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
-            }
-            if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (tau = RS(falcon_key_scale)(Zg, n)) != 1)
-                uk->gemm_nt(1, 2, n, Zg, ldn, xn, ldn, 0, d2, 2);
-            xz[k - 1] = d2[0];
-            zq[k - 1] = d2[1];
-            Z = h->gain ? Zg : X;
-        }
-        uk->gemm_nn(k + 1, m, n, X, ldn, St, ldm, 0, P, ldm);
-
-        REAL *restrict o = h->out + t * h->ldo;
-        const REAL *restrict pq = P + k * ldm;
-        if (k == 0) {
-            for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
-            uk->rank_update(n, m, 0, a, St, ldm, X, ldn, E, ldm);
-            continue;
-        }
-        /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
-         * P_i = S x'_i, so the residual takes xs_i P_i, and the write is
-         * c rho_i e_i z'_i^T with c = eta sigma, rho_i = xs_i / sigma
-         * (falcon_math.h). With every scale 1 (keys of ordinary size) this is
-         * the unscaled arithmetic, bit for bit, and costs no more. */
-        REAL xzsum = 0, sigma = xs[0];
-        int scaled = xs[0] != 1;
-        if (k > 1) uk->gemm_nt(k - 1, 1, n, X, ldn, xq, ldn, 0, zq, 1);
-        for (int64_t i = 1; i < k; i++) {
-            scaled |= xs[i] != 1;
-            if (xs[i] > sigma) sigma = xs[i];
-        }
-        if (!scaled)
-            for (int64_t i = 0; i < k; i++) xzsum += xz[i];
-        else
-            for (int64_t i = 0; i < k; i++) {
-                const REAL rho = xs[i] / sigma;
-                xzsum += rho * rho * xz[i];
-            }
-        const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, tau, xzsum);
-        if (k == 1) {
-            const REAL *restrict y = yrow[0], *restrict p0 = P;
-            REAL *restrict e0 = E;
-            const REAL zq0 = zq[0], s0 = xs[0];
-            if (h->regression && s0 == 1)
-                for (int64_t r = 0; r < m; r++) {
-                    e0[r] = eta * (y[r] - a * p0[r]);
-                    o[r] = a * pq[r] + zq0 * e0[r];
-                }
-            else if (h->regression)
-                for (int64_t r = 0; r < m; r++) {
-                    e0[r] = eta * (y[r] - a * (s0 * p0[r]));
-                    o[r] = a * pq[r] + zq0 * e0[r];
-                }
-            else
-                for (int64_t r = 0; r < m; r++) {
-                    e0[r] = eta * y[r];
-                    o[r] = a * pq[r] + zq0 * e0[r];
-                }
+        RS(rec_finish)(c, t, &st);
+        const REAL a = st.a;
+        const int64_t k = st.k;
+        if (t + 1 < t1) {
+            st = RS(rec_prepare)(c, t + 1);
+            uk->update_read(n, m, k, a, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
         } else {
-            for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
-            for (int64_t i = 0; i < k; i++) {
-                const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
-                REAL *restrict ei = E + i * ldm;
-                const REAL zqi = zq[i], si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
-                if (h->regression && si == 1)
-                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * pi[r]);
-                else if (h->regression)
-                    for (int64_t r = 0; r < m; r++) ei[r] = ci * (y[r] - a * (si * pi[r]));
-                else
-                    for (int64_t r = 0; r < m; r++) ei[r] = ci * y[r];
-                for (int64_t r = 0; r < m; r++) o[r] += zqi * ei[r];
-            }
+            uk->update_read(n, m, k, a, c->St, ldm, c->Zw, ldn, c->E, ldm, 0, c->X, ldn, c->P, ldm);
         }
-        uk->rank_update(n, m, k, a, St, ldm, Z, ldn, E, ldm);
     }
-    c->cnt = cnt;
 }
 
 /* A group of heads (same T), FW_TIME_BLOCK steps of each in turn. */
 static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
 {
-    enum { GROUP_MAX = FALCON_RECURRENT_GROUP_MAX };
+    enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
     rec_head c[GROUP_MAX];
     if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) {

@@ -7,6 +7,7 @@
 #include "gemm-nn-scalar.inc.c"
 #include "rank-update-scalar.inc.c"
 #include "trsm-scalar.inc.c"
+#include "update-read-scalar.inc.c"
 
 const RS(falcon_uk) RS(falcon_uk_scalar) = {
     "scalar",
@@ -14,4 +15,5 @@ const RS(falcon_uk) RS(falcon_uk_scalar) = {
     RS(gemm_nn_scalar),
     RS(rank_update_scalar),
     RS(trsm_unit_lower_scalar),
+    RS(update_read_scalar),
 };

@@ -1,0 +1,144 @@
+/* The recurrent step's two passes over the memory fused into one, SIMD:
+ *     S = a*S + E[k][m]^T Z[k][n]       (rank_update, element for element)
+ *     P[r][n] = X[r][m] S               (with the new S)
+ * In column blocks of UR_NV vectors: each row of S is loaded once,
+ * updated, stored, and while it is in registers added into the UR_R rows
+ * of P it feeds (P[i] += X[i][row] * row), so S is read and written once
+ * per step instead of read twice and written once. Z's vectors of the
+ * block stay in registers for k <= 2 (the recurrent step's windows of 1
+ * or 2). Rows of P past UR_R are read after the pass by the axpy tiles
+ * (axpy.inc.c), untrimmed, which add the same FMAs in the same order.
+ * Each element of S: init (S, or a*S), then one FMA per k in order, as
+ * rank_update; of P: 0, then one FMA per row of S in order, every row. */
+/* Rows of P added in the pass ([x; q] of a window of one), and the width
+ * of a column block: the axpy tile's, whose register budget it shares
+ * (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z). */
+#define UR_R 2
+#define UR_NV AX_NV
+
+VINLINE void VNAME(ur_block)(const int nv, const int masked, vmask tm, const int kk, const int scale,
+                             const int rr, int64_t m, int64_t j0, vreal av, REAL *S, int64_t lds,
+                             const REAL *E, int64_t lde, const REAL *Z, int64_t ldz,
+                             const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
+{
+    vreal acc[UR_R][UR_NV], zv[2][UR_NV];
+#pragma GCC unroll 4
+    for (int i = 0; i < rr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+#pragma GCC unroll 2
+    for (int i = 0; i < kk && i < 2; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            const REAL *z = Z + i * ldz + j0 + v * VL;
+            zv[i][v] = masked && v == nv - 1 ? v_load_mask(z, tm) : v_loadu(z);
+        }
+    for (int64_t row = 0; row < m; row++) {
+        REAL *s = S + row * lds + j0;
+        vreal x[UR_NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            x[v] = masked && v == nv - 1 ? v_load_mask(s + v * VL, tm) : v_loadu(s + v * VL);
+            if (scale) x[v] = v_mul(x[v], av);
+        }
+        if (kk <= 2) {
+#pragma GCC unroll 2
+            for (int i = 0; i < kk; i++) {
+                const vreal e = v_set1(E[i * lde + row]);
+#pragma GCC unroll 8
+                for (int v = 0; v < nv; v++) x[v] = v_fma(e, zv[i][v], x[v]);
+            }
+        } else {
+            for (int i = 0; i < kk; i++) {
+                const vreal e = v_set1(E[i * lde + row]);
+                const REAL *z = Z + i * ldz + j0;
+#pragma GCC unroll 8
+                for (int v = 0; v < nv; v++)
+                    x[v] = v_fma(e, masked && v == nv - 1 ? v_load_mask(z + v * VL, tm) : v_loadu(z + v * VL), x[v]);
+            }
+        }
+        if (kk > 0 || scale)
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) {
+                if (masked && v == nv - 1) v_store_mask(s + v * VL, tm, x[v]);
+                else v_storeu(s + v * VL, x[v]);
+            }
+#pragma GCC unroll 4
+        for (int i = 0; i < rr; i++) {
+            const vreal c = v_set1(X[i * ldx + row]);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) acc[i][v] = v_fma(c, x[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < rr; i++)
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            REAL *p = P + i * ldp + j0 + v * VL;
+            if (masked && v == nv - 1) v_store_mask(p, tm, acc[i][v]);
+            else v_storeu(p, acc[i][v]);
+        }
+}
+
+/* All column blocks for one (k class, scale, rows of P) instance. */
+VINLINE void VNAME(ur_sweep)(const int kk2, const int scale, const int rr, int64_t m, int64_t n,
+                             int64_t k, vreal av, REAL *S, int64_t lds, const REAL *E, int64_t lde,
+                             const REAL *Z, int64_t ldz, const REAL *X, int64_t ldx, REAL *P,
+                             int64_t ldp)
+{
+    /* kk2: k as a constant when it is 0, 1 or 2; 3 stands for any larger k */
+    const int kk = kk2 < 3 ? kk2 : (int)k;
+    const vmask none = v_mask(0);
+    int64_t j = 0;
+    for (; j + UR_NV * VL <= n; j += UR_NV * VL)
+        VNAME(ur_block)(UR_NV, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+    for (; j + VL <= n; j += VL)
+        VNAME(ur_block)(1, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+    if (j < n)
+        VNAME(ur_block)(1, 1, v_mask(n - j), kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+}
+
+/* One instance per (k class, scale) for rr rows of P in the pass. */
+#define UR_KS(RR)                                                                                      \
+    do {                                                                                               \
+        if (a != 1) {                                                                                  \
+            if (k == 0) VNAME(ur_sweep)(0, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
+            else if (k == 1) VNAME(ur_sweep)(1, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else if (k == 2) VNAME(ur_sweep)(2, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else VNAME(ur_sweep)(3, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
+        } else {                                                                                       \
+            if (k == 0) VNAME(ur_sweep)(0, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
+            else if (k == 1) VNAME(ur_sweep)(1, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else if (k == 2) VNAME(ur_sweep)(2, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else VNAME(ur_sweep)(3, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
+        }                                                                                              \
+    } while (0)
+
+static void VNAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
+                               const REAL *E, int64_t lde, const REAL *Z, int64_t ldz, int64_t r,
+                               const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
+{
+    if (n <= 0) return;
+    if (k < 0) k = 0;
+    if (r < 0) r = 0;
+    const vreal av = v_set1(a);
+    /* rows of P added in the pass: up to UR_R */
+    if (m > 0 && r >= 2) UR_KS(2);
+    else if (m > 0 && r == 1) UR_KS(1);
+    else if (m > 0 && (k > 0 || a != 1)) UR_KS(0);
+    const int64_t done = r < UR_R ? r : UR_R;
+    if (r > done) {
+        /* the rest of P from the new S, by the axpy tiles with every row */
+        const VNAME(ax_args) g = {
+            .P = X + done * ldx, .rs = ldx, .cs = 1, .B = S, .ldb = lds, .C = P + done * ldp, .ldc = ldp,
+            .read_c = 0, .do_scale = 0, .scale = 1,
+        };
+        VNAME(axpy)(&g, 0, r - done, n, m);
+    }
+    if (m <= 0) /* no rows of S: P is zero */
+        for (int64_t i = 0; i < done; i++)
+            for (int64_t c = 0; c < n; c++) P[i * ldp + c] = 0;
+}
+#undef UR_KS
+#undef UR_R
+#undef UR_NV
