@@ -32,7 +32,7 @@
 #include <unistd.h>
 #include "compare.h"
 #include "falcon.h"
-#include "json.h"
+#include "../util/json.h"
 
 /* cpu_time: the main thread's CPU time per iteration. On a shared machine
  * the ratio of CPU times shows whether a change in tokens/s is the code or

@@ -11,12 +11,13 @@
  *                          (file name: the other parameters, '_'-separated)
  * The median of a case is Google Benchmark's "median" aggregate (what
  * `make bench` writes, with repetitions), else the median of its iteration
- * runs, as `falcon compare` takes it. JSON is read with bench/json.h.
+ * runs, as `falcon compare` takes it. JSON is read with util/json.h, the
+ * reader `falcon compare` uses too (tools-level code, not the benchmark's).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../bench/json.h"
+#include "../util/json.h" /* the tools' JSON reader (benchmark files hold NaN) */
 #include "stability.h"
 #include "study.h"
 
