@@ -15,8 +15,11 @@
 # b.json"): the N-machine table and plot of those and this run instead.
 COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 # The CLI links $(STUDY_OBJ) (with the gate's objects and util/, which it
-# links anyway) for `falcon stability`; build/falcon-study runs the same
-# study and `falcon-study bench-dat` (the benchmark plots' data, plots/plot-all.sh).
+# links anyway) for `falcon stability`, the study's one implementation;
+# build/falcon-study is the study without the CLI: `falcon-study stability`
+# is the same command (the same function, options and outputs), beside
+# `falcon-study merge` and `falcon-study bench-dat` (the benchmark plots'
+# data, plots/plot-all.sh).
 
 PROFILE    ?= quick
 REPORT_DIR ?= report

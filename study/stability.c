@@ -952,6 +952,7 @@ static void usage(FILE *f)
             "usage: falcon stability [--profile quick|full|huge|deep] [--out DIR] [--backend NAME]\n"
             "                        [--tmax T] [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
             "                        [--shard K/N] [--resume] [--checkpoint-every SECONDS]\n"
+            "       falcon-study stability [the same options: the same command]\n"
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
             "       falcon stability --learning [options: falcon stability --learning --help]\n"
