@@ -25,6 +25,12 @@ ifeq ($(MPFR),0)
 LIB_SRC := $(filter-out src/mpfr_backend.c reference/%,$(LIB_SRC)) src/stubs/mpfr.c
 LDLIBS  := -lm
 endif
+# What every tool links, above the library and below the CLI (util/): the
+# option scanner and error line of every command, and the JSON reader of
+# benchmark files (`falcon compare`, `falcon-study bench-dat`). Set before
+# the includes, which name it in their rules.
+UTIL_SRC := util/opts.c util/json.c
+UTIL_OBJ := $(UTIL_SRC:%.c=$(BUILD)/obj/%.o)
 # Set before the includes: a rule in mk/*.mk never becomes the default goal.
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
@@ -77,7 +83,7 @@ $(BUILD)/obj/flags.stamp: flags-stamp-force
 	@echo '$(subst ',,$(FLAGS_STAMP_TEXT))' | cmp -s - $@ || echo '$(subst ',,$(FLAGS_STAMP_TEXT))' > $@
 .PHONY: flags-stamp-force
 flags-stamp-force:
-$(LIB_OBJ) $(GRADE_OBJ) $(GATE_OBJ): $(BUILD)/obj/flags.stamp
+$(LIB_OBJ) $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ): $(BUILD)/obj/flags.stamp
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -103,15 +109,15 @@ $(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
 # The grading layer for other languages (python/falcon loads it): `falcon
 # cases export` and `falcon check` as functions, over libfalcon.so (found
 # beside it). Exports falcon_grade_* only.
-$(GRADE_SHLIB): $(GRADE_OBJ) $(GATE_OBJ) $(BUILD)/libfalcon.so mk/libfalcon-grade.map
+$(GRADE_SHLIB): $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) $(BUILD)/libfalcon.so mk/libfalcon-grade.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mk/libfalcon-grade.map $(if $(SANITIZE),,-Wl,-z,defs) \
-	  -o $@ $(GRADE_OBJ) $(GATE_OBJ) -L$(BUILD) -lfalcon -Wl,-rpath,'$$ORIGIN' -ljansson -lmpfr -lgmp -lm
+	  -o $@ $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) -L$(BUILD) -lfalcon -Wl,-rpath,'$$ORIGIN' -ljansson -lmpfr -lgmp -lm
 
-$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(LIB) -ljansson $(LDLIBS)
+$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB) -ljansson $(LDLIBS)
 
-$(BUILD)/falcon-verify: $(TEST_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) -lcriterion $(LDLIBS)
+$(BUILD)/falcon-verify: $(TEST_OBJ) $(UTIL_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(UTIL_OBJ) $(LIB) -lcriterion $(LDLIBS)
 
 # The gate. Criterion runs its tests in parallel on every core.
 test: $(BUILD)/falcon-verify $(BUILD)/falcon
@@ -199,4 +205,4 @@ install: all $(INSTALL_BIN) mk/falcon.pc.in
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GRADE_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GRADE_OBJ:.o=.d) $(UTIL_OBJ:.o=.d)

@@ -32,7 +32,8 @@
 #include <unistd.h>
 #include "compare.h"
 #include "falcon.h"
-#include "json.h"
+#include "../util/json.h"
+#include "../util/opts.h"
 
 /* cpu_time: the main thread's CPU time per iteration. On a shared machine
  * the ratio of CPU times shows whether a change in tokens/s is the code or
@@ -419,25 +420,17 @@ int falcon_compare_main(int argc, char **argv)
 {
     const char *file[MAX_FILES] = {NULL}, *out = NULL;
     int nfile = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            out = argv[++i];
-        } else if (strncmp(argv[i], "--out=", 6) == 0) {
-            out = argv[i] + 6;
-        } else if (strcmp(argv[i], "--out") == 0) {
-            fprintf(stderr, "falcon: error: --out needs a value (see falcon compare --help)\n");
-            return 2;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "falcon: error: unknown option '%s' (see falcon compare --help)\n", argv[i]);
-            return 2;
-        } else if (nfile < MAX_FILES) {
-            file[nfile++] = argv[i];
-        } else {
-            fprintf(stderr, "falcon: error: more than %d files ('%s')\n", MAX_FILES, argv[i]);
-            return 2;
+    static const opt_def defs[] = {{"out", 'o', 1}, {"help", 'h', 0}, {NULL, 0, 0}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon compare", defs, OPT_POSITIONALS);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        switch (id) {
+        case OPT_ERROR: return CLI_FAIL;
+        case 'h': usage(stdout); return 0;
+        case 'o': out = sc.value; break;
+        default: /* a file */
+            if (nfile == MAX_FILES) return cli_error("more than %d files ('%s')", MAX_FILES, sc.value);
+            file[nfile++] = sc.value;
         }
     }
     if (nfile < 2) {

@@ -1,40 +1,19 @@
 /*
  * Options of `falcon run`: one table drives parsing and --help, so the two
- * cannot drift apart. Values are checked for syntax here (a number that is
- * not one, an unknown name); their ranges are the library's to check, so
- * the command and the API reject the same configurations with the same words.
+ * cannot drift apart. The syntax (--name VALUE, --name=VALUE, flags, and
+ * the words about it) is the scanner every command shares (util/opts.c).
+ * Values are checked for syntax here (a number that is not one, an unknown
+ * name); their ranges are the library's to check, so the command and the
+ * API reject the same configurations with the same words.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-
-static FILE *error_stream; /* NULL: stderr */
-static int progress_open;  /* a progress line without its newline is on stderr */
-
-void cli_set_error_stream(FILE *f) { error_stream = f; }
-void cli_progress_line(int open) { progress_open = open; }
-
-int cli_error(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* One line, whatever a library message or a file name contains. */
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    if (progress_open && !error_stream) fputc('\n', stderr);
-    progress_open = 0;
-    fprintf(error_stream ? error_stream : stderr, "falcon: error: %s\n", msg);
-    return CLI_FAIL;
-}
 
 typedef enum { K_ENUM, K_INT64, K_INT, K_REAL, K_PATH, K_FLAG } opt_kind;
 
@@ -236,43 +215,29 @@ static int set_value(cli_run_args *a, const opt_spec *s, const char *text)
     return 0;
 }
 
-static const opt_spec *find(const char *name, size_t len)
+/* The scanner's id of an option: its index in specs + 1. */
+static int spec_id(const char *name)
 {
-    for (int i = 0; i < NUM_SPECS; i++)
-        if (strlen(specs[i].name) == len && !strncmp(specs[i].name, name, len)) return &specs[i];
-    return NULL;
-}
-
-/* One "--name value", "--name=value" or "--flag" at argv[*i]; advances *i. */
-static int parse_option(int argc, char **argv, int *i, cli_run_args *a, unsigned char *seen)
-{
-    const char *arg = argv[*i];
-    if (!strcmp(arg, "-h")) arg = "--help";
-    if (strncmp(arg, "--", 2) != 0)
-        return cli_error("unexpected argument '%s' (see falcon run --help)", arg);
-    const char *eq = strchr(arg, '=');
-    const size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-    const opt_spec *s = find(arg + 2, len);
-    if (!s) return cli_error("unknown option '%.*s' (see falcon run --help)", (int)len + 2, arg);
-    if (seen[s - specs]++) return cli_error("--%s given twice", s->name);
-    if (s->kind == K_FLAG && eq) return cli_error("--%s takes no value", s->name);
-    if (s->kind == K_FLAG) return set_value(a, s, "");
-    if (!eq && *i + 1 >= argc) return cli_error("--%s needs a value", s->name);
-    return set_value(a, s, eq ? eq + 1 : argv[++*i]);
+    int i = 0;
+    while (i < NUM_SPECS && strcmp(specs[i].name, name) != 0) i++;
+    return i + 1;
 }
 
 int cli_parse_run(int argc, char **argv, cli_run_args *a)
 {
-    unsigned char seen[NUM_SPECS] = {0};
+    opt_def defs[NUM_SPECS + 1] = {{0}};
+    for (int i = 0; i < NUM_SPECS; i++) defs[i] = (opt_def){specs[i].name, i + 1, specs[i].kind != K_FLAG};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon run", defs, OPT_ONCE);
     set_defaults(a);
-    for (int i = 1; i < argc; i++)
-        if (parse_option(argc, argv, &i, a, seen)) return CLI_FAIL;
+    for (int id; (id = opt_next(&sc)) != OPT_END;)
+        if (id < 0 || set_value(a, &specs[id - 1], sc.value ? sc.value : "")) return CLI_FAIL;
     if (a->help) return 0;
-    if (a->segment < 0 || (a->segment == 0 && seen[find("segment", 7) - specs]))
+    if (a->segment < 0 || (a->segment == 0 && opt_given(&sc, spec_id("segment"))))
         return cli_error("--segment = %lld: must be >= 1 (steps per segment)", (long long)a->segment);
     for (int i = 0; i < NUM_SPECS; i++)
-        if (specs[i].required && !seen[i]) return cli_error("missing required option --%s (see falcon run --help)",
-                                                            specs[i].name);
+        if (specs[i].required && !opt_given(&sc, i + 1))
+            return cli_error("missing required option --%s (see falcon run --help)", specs[i].name);
     if (falcon_variant_has_gain((falcon_variant)a->variant) && !a->gain)
         return cli_error("--gain is required by %s: per-column gains shaped as q",
                          falcon_variant_name((falcon_variant)a->variant));

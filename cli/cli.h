@@ -5,10 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "falcon.h"
-
-/* Exit status of every failure the command reports (bad arguments, bad or
- * unreadable input files, a failed run, an unwritable output). */
-#define CLI_FAIL 2
+#include "../util/opts.h" /* CLI_FAIL, cli_error and the option scanner */
 
 /* Everything `falcon run` was asked for, as plain values. */
 typedef struct cli_run_args {
@@ -21,13 +18,6 @@ typedef struct cli_run_args {
     const char *out, *state_out, *ckpt_in, *ckpt_out;
     int verbose, progress, help;
 } cli_run_args;
-
-/* Print "falcon: error: <message>" as one line on stderr; returns CLI_FAIL. */
-int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Where cli_error prints (NULL: stderr); the fuzzing harness silences it. */
-void cli_set_error_stream(FILE *f);
-/* Whether a progress line is open on stderr (cli_error ends it first). */
-void cli_progress_line(int open);
 
 /* Parse the options after `run` (argv[0] is "run" and is skipped): 0, or
  * CLI_FAIL after reporting the error. It only parses: no file is opened.

@@ -36,7 +36,8 @@ static void print_usage(FILE *f)
                "             profile by default, --profile full: the whole case table)\n"
                "  compare    benchmark result files (falcon-bench JSON) case by case: two side\n"
                "             by side, or N machines with geometric means\n"
-               "  stability  the long-sequence error study (and --learning: the learning curves)\n"
+               "  stability  the long-sequence error study (--learning: the learning curves);\n"
+               "             falcon-study stability is the same command, without the CLI\n"
                "  cases      export the gate's cases with MPFR references and thresholds, to\n"
                "             grade any implementation (falcon cases export --help)\n"
                "  check      judge an implementation's results on an exported case set\n");

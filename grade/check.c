@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <unistd.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,36 +45,33 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
-    static const struct option longs[] = {
-        {"results", required_argument, 0, 'r'}, {"precision", required_argument, 0, 'u'},
-        {"json", required_argument, 0, 'j'},    {"junit", required_argument, 0, 'x'},
-        {"verbose", no_argument, 0, 'v'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const opt_def defs[] = {
+        {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
+        {"help", 'h', 0}, {NULL, 0, 0}};
     *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0};
     *help = 0;
-    optind = 0;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon check", defs, OPT_POSITIONALS);
+    int ch, nset = 0;
+    while ((ch = opt_next(&sc)) != OPT_END) {
         switch (ch) {
-        case 'r': o->results = optarg; break;
+        case 'r': o->results = sc.value; break;
         case 'u':
-            if ((o->unit = grade_unit_parse(optarg)) < 0)
-                return grade_error("check: --precision %s: must be one of fp64, fp32, tf32, bf16, fp16", optarg);
+            if ((o->unit = grade_unit_parse(sc.value)) < 0)
+                return cli_error("check: --precision %s: must be one of fp64, fp32, tf32, bf16, fp16", sc.value);
             break;
-        case 'j': o->json = optarg; break;
-        case 'x': o->junit = optarg; break;
+        case 'j': o->json = sc.value; break;
+        case 'x': o->junit = sc.value; break;
         case 'v': o->verbose = 1; break;
         case 'h': *help = 1; return 0;
-        case ':': return grade_error("check: %s needs a value", argv[optind - 1]);
-        default: return grade_error("check: unknown option %s", argv[optind - 1]);
+        case OPT_POSITIONAL: o->cases = sc.value, nset++; break;
+        default: return CLI_FAIL; /* OPT_ERROR: reported */
         }
     }
-    if (optind != argc - 1)
-        return grade_error("check: %s", optind >= argc ? "no case set given (falcon check DIR --results RDIR)"
-                                                         : "give one case set directory");
-    o->cases = argv[optind];
-    if (!o->results) return grade_error("check: --results RDIR is required (the implementation's outputs)");
+    if (nset != 1)
+        return cli_error("check: %s", !nset ? "no case set given (falcon check DIR --results RDIR)"
+                                            : "give one case set directory");
+    if (!o->results) return cli_error("check: --results RDIR is required (the implementation's outputs)");
     return 0;
 }
 
@@ -85,9 +81,9 @@ static json_t *load_json(const char *path, const char *what)
 {
     json_error_t e;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
-    if (!j) grade_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    if (!j) cli_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
     else if (!json_is_object(j)) {
-        grade_error("%s: '%s': not a JSON object", what, path);
+        cli_error("%s: '%s': not a JSON object", what, path);
         json_decref(j);
         j = NULL;
     }
@@ -109,7 +105,7 @@ static int read_array(const char *casename, const char *path, const char *label,
     falcon_npy_reader *r;
     falcon_array info;
     if (falcon_npy_open(path, &r, &info))
-        return grade_error("%s: %s: %s", casename, label, falcon_last_error());
+        return cli_error("%s: %s: %s", casename, label, falcon_last_error());
     int ok = json_is_array(want) && (size_t)info.ndim == json_array_size(want);
     for (int i = 0; ok && i < info.ndim; i++) ok = info.shape[i] == json_integer_value(json_array_get(want, (size_t)i));
     if (!ok) {
@@ -120,20 +116,20 @@ static int read_array(const char *casename, const char *path, const char *label,
             snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", i ? "," : "",
                      (long long)json_integer_value(json_array_get(want, i)));
         falcon_npy_close(r);
-        return grade_error("%s: %s: shape [%s], expected [%s]", casename, label, got, exp);
+        return cli_error("%s: %s: shape [%s], expected [%s]", casename, label, got, exp);
     }
     double *x = malloc(sizeof(double) * (size_t)(info.count + 1));
     falcon_status s = x ? falcon_npy_read_range(r, 0, info.count, FALCON_DTYPE_F64, x) : FALCON_E_NOMEM;
     falcon_npy_close(r);
     if (s) {
         free(x);
-        return grade_error("%s: %s: %s", casename, label, s == FALCON_E_NOMEM ? "out of memory" : falcon_last_error());
+        return cli_error("%s: %s: %s", casename, label, s == FALCON_E_NOMEM ? "out of memory" : falcon_last_error());
     }
     for (int64_t i = 0; finite && i < info.count; i++)
         if (!isfinite(x[i])) {
             const double bad = x[i];
             free(x);
-            return grade_error("%s: %s: element %lld is %g: an implementation's result must be finite "
+            return cli_error("%s: %s: element %lld is %g: an implementation's result must be finite "
                                "(or the case declared skipped)", casename, label, (long long)i, bad);
         }
     *out = x;
@@ -157,7 +153,7 @@ static int exists(const char *path)
 static int no_extra_results(const check_opts *o, json_t *cases)
 {
     DIR *d = opendir(o->results);
-    if (!d) return grade_error("check: --results '%s': cannot open it as a directory", o->results);
+    if (!d) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(d))) {
@@ -168,7 +164,7 @@ static int no_extra_results(const check_opts *o, json_t *cases)
         int known = 0;
         for (size_t i = 0; i < json_array_size(cases) && !known; i++)
             known = !strcmp(get_str(json_array_get(cases, i), "name"), e->d_name);
-        if (!known) rc = grade_error("%s: '%s': a result for a case that is not in '%s' (extra result)", e->d_name, path, o->cases);
+        if (!known) rc = cli_error("%s: '%s': a result for a case that is not in '%s' (extra result)", e->d_name, path, o->cases);
     }
     closedir(d);
     return rc;
@@ -184,7 +180,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     snprintf(out->variant, sizeof out->variant, "%s", get_str(row, "variant"));
     snprintf(out->form, sizeof out->form, "%s", get_str(row, "form"));
     if (!*name || !*dirname || strchr(dirname, '/'))
-        return grade_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
+        return cli_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
     char cdir[4400], path[4600], rdir[4400];
     snprintf(cdir, sizeof cdir, "%s/%s", o->cases, dirname);
     snprintf(rdir, sizeof rdir, "%s/%s", o->results, name);
@@ -203,12 +199,12 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
         out->status = CHECK_SKIP;
         snprintf(out->reason, sizeof out->reason, "%s", why);
     } else if (!(out->thr_out_u > 0) || !(out->thr_state_u > 0) || !json_is_object(expected)) {
-        rc = grade_error("%s: '%s': no thresholds or expected shapes", name, path);
+        rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
         double *x = NULL, *ref = NULL;
         int64_t nx = 0, nref = 0;
         snprintf(path, sizeof path, "%s/out.npy", rdir);
-        if (!exists(path)) rc = grade_error("%s: '%s': missing result (write it, or declare the case skipped in "
+        if (!exists(path)) rc = cli_error("%s: '%s': missing result (write it, or declare the case skipped in "
                                             "manifest.json)", name, path);
         if (!rc) rc = read_array(name, path, path, json_object_get(expected, "out"), 1, &x, &nx);
         snprintf(path, sizeof path, "%s/ref_out.npy", cdir);
@@ -237,7 +233,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
 /* Text into a report's temporary (the transaction commits it). */
 static int write_report(falcon_outputs *tx, int slot, const char *what, char *text)
 {
-    if (!text) return grade_error("check: %s: out of memory", what);
+    if (!text) return cli_error("check: %s: out of memory", what);
     const int fd = falcon_outputs_fd(tx, slot);
     size_t done = 0, len = strlen(text);
     while (done < len) {
@@ -247,7 +243,7 @@ static int write_report(falcon_outputs *tx, int slot, const char *what, char *te
         done += (size_t)n;
     }
     free(text);
-    return done == len ? 0 : grade_error("check: %s: cannot write '%s': %s", what, falcon_outputs_path(tx, slot),
+    return done == len ? 0 : cli_error("check: %s: cannot write '%s': %s", what, falcon_outputs_path(tx, slot),
                                          strerror(errno));
 }
 
@@ -260,8 +256,8 @@ int falcon_grade_check_main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!is_dir(o.cases)) return grade_error("check: '%s': not a directory (a case set from falcon cases export)", o.cases);
-    if (!is_dir(o.results)) return grade_error("check: --results '%s': not a directory", o.results);
+    if (!is_dir(o.cases)) return cli_error("check: '%s': not a directory (a case set from falcon cases export)", o.cases);
+    if (!is_dir(o.results)) return cli_error("check: --results '%s': not a directory", o.results);
     /* The reports are outputs of one transaction, checked before anything is
      * read: never a directory, a device, the case set, the results or each
      * other (src/outputs.c). */
@@ -273,7 +269,7 @@ int falcon_grade_check_main(int argc, char **argv)
          falcon_outputs_input_tree(tx, "--results", o.results) ||
          (o.json && (what = "--json", falcon_outputs_file(tx, "--json", o.json, &json_slot))) ||
          (o.junit && (what = "--junit", falcon_outputs_file(tx, "--junit", o.junit, &junit_slot))))) {
-        rc = grade_error("check: %s%s%s", what, *what ? ": " : "", falcon_last_error());
+        rc = cli_error("check: %s%s%s", what, *what ? ": " : "", falcon_last_error());
         falcon_outputs_abort(tx);
         return rc;
     }
@@ -289,7 +285,7 @@ int falcon_grade_check_main(int argc, char **argv)
         !json_is_array(cases)) {
         json_decref(index);
         falcon_outputs_abort(tx);
-        return grade_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
+        return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
     const int set_unit = grade_unit_parse(get_str(index, "precision"));
     const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit >= 0 ? set_unit : GRADE_FP32);
@@ -301,7 +297,7 @@ int falcon_grade_check_main(int argc, char **argv)
         if (!(manifest = load_json(path, "manifest"))) rc = 2;
         skip = manifest ? json_object_get(manifest, "skip") : NULL;
         if (!rc && skip && !json_is_object(skip))
-            rc = grade_error("manifest: '%s': \"skip\" must map case names to reasons", path);
+            rc = cli_error("manifest: '%s': \"skip\" must map case names to reasons", path);
         const char *key;
         json_t *val;
         json_object_foreach(skip, key, val) {
@@ -309,22 +305,22 @@ int falcon_grade_check_main(int argc, char **argv)
             for (size_t i = 0; i < json_array_size(cases) && !known; i++)
                 known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
             if (rc) break;
-            if (!known) rc = grade_error("%s: '%s': declared skipped, but the set has no such case", key, path);
+            if (!known) rc = cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
             else if (!json_is_string(val) || !*json_string_value(val))
-                rc = grade_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
+                rc = cli_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
         }
     }
     if (!rc) rc = no_extra_results(&o, cases);
     const size_t ncase = json_array_size(cases);
     check_case *results = calloc(ncase + 1, sizeof *results);
-    if (!rc && !results) rc = grade_error("out of memory");
+    if (!rc && !results) rc = cli_error("out of memory");
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
     if (!rc) {
         check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
         check_print(stdout, &rep, o.verbose);
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
-        if (!rc && tx && falcon_outputs_commit(tx)) rc = grade_error("check: %s", falcon_last_error());
+        if (!rc && tx && falcon_outputs_commit(tx)) rc = cli_error("check: %s", falcon_last_error());
         tx = NULL; /* committed (or freed by the failed commit) */
         if (!rc) rc = check_failed(&rep) ? 1 : 0;
     }

@@ -10,7 +10,6 @@
  * existing DIR is never touched.
  */
 #include <ftw.h>
-#include <getopt.h>
 #include <signal.h>
 #include <jansson.h>
 #include <math.h>
@@ -227,7 +226,7 @@ static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndi
     float *f = NULL;
     if (dt == FALCON_DTYPE_F32) {
         f = malloc(sizeof(float) * (size_t)(count + 1));
-        if (!f) return grade_error("'%s': out of memory", path);
+        if (!f) return cli_error("'%s': out of memory", path);
         for (int64_t i = 0; i < count; i++) f[i] = (float)x[i];
         a.data = f;
     } else {
@@ -235,7 +234,7 @@ static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndi
     }
     falcon_status s = falcon_npy_write(path, &a);
     free(f);
-    return s ? grade_error("%s", falcon_last_error()) : 0;
+    return s ? cli_error("%s", falcon_last_error()) : 0;
 }
 
 /* A [B][H][m][n] memory in the layout's order (fla: [B][H][n][m]). */
@@ -253,10 +252,10 @@ static void state_in_layout(const double *S, int64_t heads, int64_t m, int64_t n
 static int write_json(const char *path, json_t *j)
 {
     char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    if (!text) return grade_error("'%s': out of memory", path);
+    if (!text) return cli_error("'%s': out of memory", path);
     const size_t len = strlen(text);
     char *withnl = malloc(len + 2);
-    int rc = withnl ? 0 : grade_error("'%s': out of memory", path);
+    int rc = withnl ? 0 : cli_error("'%s': out of memory", path);
     if (!rc) {
         memcpy(withnl, text, len);
         withnl[len] = '\n';
@@ -284,7 +283,7 @@ static int write_case(const char *root, int index, const export_case *e, const c
              falcon_form_name(form), e->carried ? "-carried" : "");
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
-    if (mkdir(dir, 0777)) return grade_error("'%s': cannot create it", dir);
+    if (mkdir(dir, 0777)) return cli_error("'%s': cannot create it", dir);
     const falcon_dtype dt = o->precision == GRADE_FP64 ? FALCON_DTYPE_F64 : FALCON_DTYPE_F32;
     const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, heads = B * H;
     const int64_t sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m}, sh_1[3] = {B, T, H};
@@ -295,10 +294,10 @@ static int write_case(const char *root, int index, const export_case *e, const c
              (in->alpha && write_npy(dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
              (in->gain && write_npy(dir, "gain.npy", dt, 4, sh_n, in->gain));
     double *buf = malloc(sizeof(double) * (size_t)(heads * m * n + B * T * H * m + 1));
-    if (!rc && !buf) rc = grade_error("out of memory");
+    if (!rc && !buf) rc = cli_error("out of memory");
     if (!rc) {
         snprintf(path, sizeof path, "%s/state0", dir);
-        if (falcon_checkpoint_save(k->init, path)) rc = grade_error("%s", falcon_last_error());
+        if (falcon_checkpoint_save(k->init, path)) rc = cli_error("%s", falcon_last_error());
     }
     if (!rc) {
         state_in_layout(falcon_state_get_view(k->init).S, heads, m, n, o->layout, buf);
@@ -416,8 +415,7 @@ static void die_of_signal(int sig)
 static int parse_enum(const char *opt, const char *arg, int (*parse)(const char *), int *out)
 {
     *out = parse(arg);
-    return *out < 0 ? grade_error("cases export: %s %s: unknown value (see falcon cases export --help)", opt, arg)
-                    : 0;
+    return *out < 0 ? cli_error("cases export: %s %s: unknown value (see falcon cases export --help)", opt, arg) : 0;
 }
 
 static int decay_parse(const char *s)
@@ -431,20 +429,18 @@ static int profile_parse(const char *s) { return !strcmp(s, "quick") ? 0 : !strc
 
 static int parse_args(int argc, char **argv, export_opts *o, int *help)
 {
-    static const struct option longs[] = {
-        {"profile", required_argument, 0, 'p'}, {"variant", required_argument, 0, 'v'},
-        {"form", required_argument, 0, 'f'},    {"align", required_argument, 0, 'a'},
-        {"phi", required_argument, 0, 'P'},     {"decay", required_argument, 0, 'd'},
-        {"precision", required_argument, 0, 'u'}, {"layout", required_argument, 0, 'l'},
-        {"scale", required_argument, 0, 's'},   {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const opt_def defs[] = {
+        {"profile", 'p', 1}, {"variant", 'v', 1}, {"form", 'f', 1}, {"align", 'a', 1}, {"phi", 'P', 1},
+        {"decay", 'd', 1}, {"precision", 'u', 1}, {"layout", 'l', 1}, {"scale", 's', 1}, {"quiet", 'q', 0},
+        {"help", 'h', 0}, {NULL, 0, 0}};
     *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0};
     *help = 0;
-    optind = 0; /* a fresh scan: the command may run more than once in a process */
-    opterr = 0;
-    int ch, rc = 0, u;
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon cases export", defs, OPT_POSITIONALS);
+    int ch, rc = 0, u, ndir = 0;
     char *end;
-    while (!rc && (ch = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+    while (!rc && (ch = opt_next(&sc)) != OPT_END) {
+        const char *optarg = sc.value;
         switch (ch) {
         case 'p': rc = parse_enum("--profile", optarg, profile_parse, &o->profile); break;
         case 'v': rc = parse_enum("--variant", optarg, falcon_variant_parse, &o->variant); break;
@@ -455,30 +451,29 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
         case 'u':
             rc = parse_enum("--precision", optarg, grade_unit_parse, &u);
             if (!rc && u == GRADE_TF32)
-                rc = grade_error("cases export: --precision tf32: tf32 rounds matrix-product operands, not "
-                                 "inputs: export fp32 inputs and check with --precision tf32");
+                rc = cli_error("cases export: --precision tf32: tf32 rounds matrix-product operands, not "
+                               "inputs: export fp32 inputs and check with --precision tf32");
             o->precision = (grade_unit)u;
             break;
         case 'l': rc = parse_enum("--layout", optarg, grade_layout_parse, &u), o->layout = (grade_layout)u; break;
         case 's':
             o->scale = strtod(optarg, &end);
             if (*end || !(o->scale > 0) || !isfinite(o->scale))
-                rc = grade_error("cases export: --scale %s: must be a positive number", optarg);
+                rc = cli_error("cases export: --scale %s: must be a positive number", optarg);
             break;
         case 'q': o->quiet = 1; break;
         case 'h': *help = 1; return 0;
-        case ':': rc = grade_error("cases export: %s needs a value", argv[optind - 1]); break;
-        default: rc = grade_error("cases export: unknown option %s", argv[optind - 1]); break;
+        case OPT_POSITIONAL: o->dir = optarg, ndir++; break;
+        default: rc = CLI_FAIL; break; /* OPT_ERROR: reported */
         }
     }
     if (rc) return rc;
-    if (optind != argc - 1)
-        return grade_error("cases export: %s", optind >= argc ? "no directory given (falcon cases export DIR)"
-                                                                : "give one directory");
-    o->dir = argv[optind];
-    if (!*o->dir) return grade_error("cases export: the directory name is empty");
+    if (ndir != 1)
+        return cli_error("cases export: %s", !ndir ? "no directory given (falcon cases export DIR)"
+                                                   : "give one directory");
+    if (!*o->dir) return cli_error("cases export: the directory name is empty");
     if (o->scale && o->layout != GRADE_LAYOUT_FLA)
-        return grade_error("cases export: --scale is for the fla layout (falcon reads are unscaled, "
+        return cli_error("cases export: --scale is for the fla layout (falcon reads are unscaled, "
                            "ggml's are 1/sqrt(S))");
     return 0;
 }
@@ -489,9 +484,9 @@ static int check_target(const char *dir)
     struct stat st;
     if (lstat(dir, &st)) return 0;
     if (!S_ISDIR(st.st_mode))
-        return grade_error("cases export: '%s' exists and is not a directory: choose a new directory", dir);
+        return cli_error("cases export: '%s' exists and is not a directory: choose a new directory", dir);
     if (rmdir(dir))
-        return grade_error("cases export: '%s' exists and is not empty: export writes a new directory "
+        return cli_error("cases export: '%s' exists and is not empty: export writes a new directory "
                            "(remove it, or choose another)", dir);
     return 0;
 }
@@ -532,7 +527,7 @@ int falcon_grade_export_main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     export_case *cases;
     const int ncase = build_cases(o.profile, &cases);
-    if (ncase < 0) return grade_error("out of memory");
+    if (ncase < 0) return cli_error("out of memory");
     if ((rc = check_target(o.dir))) {
         free(cases);
         return rc;
@@ -541,12 +536,12 @@ int falcon_grade_export_main(int argc, char **argv)
     char *tmp = malloc(dlen + 16);
     if (!tmp) {
         free(cases);
-        return grade_error("out of memory");
+        return cli_error("out of memory");
     }
     snprintf(tmp, dlen + 16, "%s.tmp-XXXXXX", o.dir);
     while (dlen > 1 && tmp[dlen - 1] == '/') memmove(tmp + dlen - 1, tmp + dlen, strlen(tmp + dlen) + 1);
     if (!mkdtemp(tmp)) {
-        rc = grade_error("cases export: cannot create a directory beside '%s'", o.dir);
+        rc = cli_error("cases export: cannot create a directory beside '%s'", o.dir);
         free(tmp);
         free(cases);
         return rc;
@@ -555,13 +550,13 @@ int falcon_grade_export_main(int argc, char **argv)
     int written = 0, skipped = 0;
     for (int i = 0; i < ncase && !rc; i++) {
         if (stop_signal) {
-            rc = grade_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o.dir);
+            rc = cli_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o.dir);
             break;
         }
         if (!keep(&cases[i], &o)) continue;
         case_data k;
         const int made = case_data_make(&cases[i], o.precision, &k);
-        if (made < 0) rc = grade_error("cases export: case %d: %s", i + 1, falcon_last_error());
+        if (made < 0) rc = cli_error("cases export: case %d: %s", i + 1, falcon_last_error());
         skipped += made > 0;
         const int64_t n = cases[i].c.n;
         double scale = o.layout == GRADE_LAYOUT_FALCON ? 1.0
@@ -576,7 +571,7 @@ int falcon_grade_export_main(int argc, char **argv)
         }
         if (made >= 0) case_data_free(&k);
     }
-    if (!rc && written == 0) rc = grade_error("cases export: no case matches the filters");
+    if (!rc && written == 0) rc = cli_error("cases export: no case matches the filters");
     if (!rc) {
         json_t *index = json_object();
         json_object_set_new(index, "format", json_string("falcon-cases"));
@@ -593,10 +588,10 @@ int falcon_grade_export_main(int argc, char **argv)
         json_decref(index);
     }
     json_decref(list);
-    if (!rc && stop_signal) rc = grade_error("cases export: interrupted by signal %d: '%s' was not written",
+    if (!rc && stop_signal) rc = cli_error("cases export: interrupted by signal %d: '%s' was not written",
                                              (int)stop_signal, o.dir);
     if (!rc && rename(tmp, o.dir))
-        rc = grade_error("cases export: cannot rename the finished set onto '%s' (it appeared meanwhile?)", o.dir);
+        rc = cli_error("cases export: cannot rename the finished set onto '%s' (it appeared meanwhile?)", o.dir);
     if (rc) remove_tree(tmp);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (!rc && !o.quiet)

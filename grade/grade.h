@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "falcon.h"
+#include "../util/opts.h"
 
 /* The precisions an implementation can be judged in (units of roundoff). */
 typedef enum grade_unit {
@@ -61,13 +62,13 @@ void falcon_grade_export_catch_signals(void);
 
 /* ---- shared by export and check ---- */
 
-/* Print "falcon: error: <message>" as one line on stderr; returns 2. */
-int grade_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Messages are cli_error's "falcon: error: <message>" line (util/opts.h),
+ * as every command's; arguments are read with its option scanner. */
 
 /* Write `len` bytes to `path` through a temporary file in the same
  * directory, fsynced, then renamed over it. A path that exists and is not a
  * regular file (a directory, a device, a symlink) is refused: the tool
- * never replaces what is not its own. 0, or 2 after grade_error. */
+ * never replaces what is not its own. 0, or 2 after cli_error. */
 int grade_write_file(const char *path, const char *data, size_t len);
 
 #endif

@@ -1,26 +1,12 @@
-/* Messages and safe file writes of the grading commands (see grade.h). */
+/* Safe file writes of the grading commands (see grade.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "grade.h"
-
-int grade_error(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    for (char *p = msg; *p; p++) /* one line, whatever a file name holds */
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "falcon: error: %s\n", msg);
-    return 2;
-}
 
 static const char *kind_of(mode_t m)
 {
@@ -31,18 +17,18 @@ int grade_write_file(const char *path, const char *data, size_t len)
 {
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return grade_error("'%s': is %s: an output replaces only a regular file of its own", path,
+        return cli_error("'%s': is %s: an output replaces only a regular file of its own", path,
                            kind_of(st.st_mode));
     const size_t plen = strlen(path);
     char *tmp = malloc(plen + 16);
-    if (!tmp) return grade_error("'%s': out of memory", path);
+    if (!tmp) return cli_error("'%s': out of memory", path);
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp-XXXXXX", 12);
     const int fd = mkstemp(tmp);
     if (fd < 0) {
         const int e = errno;
         free(tmp);
-        return grade_error("'%s': cannot create a temporary file beside it: %s", path, strerror(e));
+        return cli_error("'%s': cannot create a temporary file beside it: %s", path, strerror(e));
     }
     const mode_t mask = umask(0);
     umask(mask);
@@ -59,5 +45,5 @@ int grade_write_file(const char *path, const char *data, size_t len)
     if (!e && rename(tmp, path)) e = errno;
     if (e) unlink(tmp);
     free(tmp);
-    return e ? grade_error("'%s': cannot write it: %s", path, strerror(e)) : 0;
+    return e ? cli_error("'%s': cannot write it: %s", path, strerror(e)) : 0;
 }

@@ -8,8 +8,9 @@
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
 # only the compare objects are built.
 
-# `falcon compare` needs no Google Benchmark: the CLI links these.
-CLI_EXTRA_OBJ := $(BUILD)/obj/bench/compare.o $(BUILD)/obj/bench/json.o
+# `falcon compare` needs no Google Benchmark: the CLI links it (and the JSON
+# reader, util/json.c, with every tool's $(UTIL_OBJ)).
+CLI_EXTRA_OBJ := $(BUILD)/obj/bench/compare.o
 
 BENCH_HEADER ?= /usr/include/benchmark/benchmark.h
 BENCH_OUT    ?= report/bench.json

@@ -33,8 +33,8 @@ FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/fuzz/replay-%)
 FUZZ_BIN        := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz-%)
 FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o
 
-# The argument harness links the CLI's parser.
-$(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args.o
+# The argument harness links the CLI's parser (and the scanner under it).
+$(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args.o $(BUILD)/obj/util/opts.o
 
 $(BUILD)/fuzz/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o $(BUILD)/libfalcon.a
 	@mkdir -p $(dir $@)

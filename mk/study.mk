@@ -14,9 +14,12 @@
 # (COMPARE= leaves the comparison out). Several files (COMPARE="a.json
 # b.json"): the N-machine table and plot of those and this run instead.
 COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
-# The CLI links $(STUDY_OBJ) (with the gate's objects and bench/json.o, which
-# it links anyway) for `falcon stability`; build/falcon-study runs the same
-# study and `falcon-study bench-dat` (the benchmark plots' data, plots/plot-all.sh).
+# The CLI links $(STUDY_OBJ) (with the gate's objects and util/, which it
+# links anyway) for `falcon stability`, the study's one implementation;
+# build/falcon-study is the study without the CLI: `falcon-study stability`
+# is the same command (the same function, options and outputs), beside
+# `falcon-study merge` and `falcon-study bench-dat` (the benchmark plots'
+# data, plots/plot-all.sh).
 
 PROFILE    ?= quick
 REPORT_DIR ?= report
@@ -24,7 +27,7 @@ REPORT_DIR ?= report
 STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(BUILD)/obj/bench/json.o
+STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -11,12 +11,14 @@
  *                          (file name: the other parameters, '_'-separated)
  * The median of a case is Google Benchmark's "median" aggregate (what
  * `make bench` writes, with repetitions), else the median of its iteration
- * runs, as `falcon compare` takes it. JSON is read with bench/json.h.
+ * runs, as `falcon compare` takes it. JSON is read with util/json.h, the
+ * reader `falcon compare` uses too (tools-level code, not the benchmark's).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../bench/json.h"
+#include "../util/json.h" /* the tools' JSON reader (benchmark files hold NaN) */
+#include "../util/opts.h"
 #include "stability.h"
 #include "study.h"
 
@@ -131,31 +133,31 @@ static int write_sweeps(const char *out, bcase *cs, int nc, int axis, const char
 int falcon_benchdat_main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    static const opt_def defs[] = {{"out", 'o', 1}, {"help", 'h', 0}, {NULL, 0, 0}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon-study bench-dat", defs, OPT_POSITIONALS);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        if (id == OPT_ERROR) return CLI_FAIL;
+        if (id == 'h') {
             printf("usage: falcon-study bench-dat BENCH.json --out DIR\n"
                    "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the\n"
                    "one-axis sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak\n"
                    "fraction), which plots/bench.gp draws (plots/plot-all.sh runs both).\n");
             return 0;
-        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] != '-' && !in) {
-            in = argv[i];
-        } else {
-            fprintf(stderr, "falcon-study: error: bench-dat: unexpected argument %s (see --help)\n", argv[i]);
-            return 2;
         }
+        if (id == 'o') out = sc.value;
+        else if (!in) in = sc.value;
+        else return cli_error("unexpected argument '%s' (see falcon-study bench-dat --help)", sc.value);
     }
     if (!in || !out) {
-        fprintf(stderr, "falcon-study: error: bench-dat: need BENCH.json and --out DIR\n");
+        cli_error("bench-dat: need BENCH.json and --out DIR");
         return 2;
     }
     char err[512];
     falcon_json *doc = falcon_json_parse_file(in, err, sizeof err);
     const falcon_json *list = doc ? falcon_json_get(doc, "benchmarks") : NULL;
     if (!list || list->type != FALCON_JSON_ARRAY) {
-        fprintf(stderr, "falcon-study: error: bench-dat: %s\n", doc ? "no \"benchmarks\" array" : err);
+        cli_error("bench-dat: %s", doc ? "no \"benchmarks\" array" : err);
         falcon_json_free(doc);
         return 2;
     }

@@ -392,11 +392,22 @@ static int write_out(const lparams *P, const tuned *slot, const lrun *runs, int 
 int study_learning_main(int argc, char **argv)
 {
     lparams P = {"quick", "report/learning", 16, 16, 1000, 64, 4, 2, 0.01, 0.1, omp_get_max_threads()};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t x;
-        if (!strcmp(a, "--learning")) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    enum { O_LEARNING = 1, O_HELP, O_PROFILE, O_OUT, O_T0, O_FACTOR, O_SEEDS, O_N, O_THREADS };
+    static const opt_def defs[] = {
+        {"learning", O_LEARNING, 0}, {"help", O_HELP, 0}, {"profile", O_PROFILE, 1}, {"out", O_OUT, 1},
+        {"t0", O_T0, 1}, {"factor", O_FACTOR, 1}, {"seeds", O_SEEDS, 1}, {"n", O_N, 1}, {"threads", O_THREADS, 1},
+        {NULL, 0, 0}};
+    int64_t threads = P.threads;
+    const study_int_opt ints[] = {{O_T0, 8, 100000000, &P.t0}, {O_FACTOR, 1, 1000000, &P.factor},
+                                  {O_SEEDS, 1, 100000, &P.seeds}, {O_N, 1, 1024, &P.n},
+                                  {O_THREADS, 1, 1024, &threads}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon stability --learning", defs, 0);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        const char *v = sc.value;
+        if (id == OPT_ERROR) return CLI_FAIL;
+        if (id == O_LEARNING) continue;
+        if (id == O_HELP) {
             printf("usage: falcon stability --learning [--profile quick|full] [--out DIR] [--t0 T] [--factor F]\n"
                    "                                   [--seeds S] [--n N] [--threads P]\n"
                    "Prediction error of o_t for v_{t+1} on a drifting linear stream, every variant, both\n"
@@ -405,35 +416,21 @@ int study_learning_main(int argc, char **argv)
                    "DIR/curves/*.dat (default DIR report/learning).\n");
             return 0;
         }
-        if (!v) {
-            fprintf(stderr, "falcon: error: stability --learning: unknown option or missing value: %s\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--profile")) {
+        if (id == O_PROFILE) {
             const int full = study_parse_profile(v);
             if (full < 0) return 2;
             P.profile = full ? "full" : "quick", P.factor = full ? 1024 : 64, P.seeds = full ? 16 : 4;
             P.tune_seeds = full ? 8 : 2;
-        } else if (!strcmp(a, "--out")) {
-            P.out = v;
-        } else if (!strcmp(a, "--t0") && !study_parse_i64(a, v, 8, 100000000, &x)) {
-            P.t0 = x;
-        } else if (!strcmp(a, "--factor") && !study_parse_i64(a, v, 1, 1000000, &x)) {
-            P.factor = x;
-        } else if (!strcmp(a, "--seeds") && !study_parse_i64(a, v, 1, 100000, &x)) {
-            P.seeds = x;
-        } else if (!strcmp(a, "--n") && !study_parse_i64(a, v, 1, 1024, &x)) {
-            P.n = P.m = x;
-        } else if (!strcmp(a, "--threads") && !study_parse_i64(a, v, 1, 1024, &x)) {
-            P.threads = (int)x;
-        } else {
-            if (strcmp(a, "--t0") && strcmp(a, "--factor") && strcmp(a, "--seeds") && strcmp(a, "--n") &&
-                strcmp(a, "--threads"))
-                fprintf(stderr, "falcon: error: stability --learning: unknown option %s\n", a);
-            return 2;
+            continue;
         }
+        if (id == O_OUT) {
+            P.out = v;
+            continue;
+        }
+        /* The integer options. */
+        if (study_int_option(&sc, id, ints, (int)(sizeof ints / sizeof ints[0])) < 0) return 2;
     }
+    P.m = P.n, P.threads = (int)threads;
     if (study_mkdir(P.out)) return 2;
     /* Bins: T0 / 8 x 2^k up to factor x T0, the first from step 1. */
     int64_t edge[MAXBIN];

@@ -952,6 +952,7 @@ static void usage(FILE *f)
             "usage: falcon stability [--profile quick|full|huge|deep] [--out DIR] [--backend NAME]\n"
             "                        [--tmax T] [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
             "                        [--shard K/N] [--resume] [--checkpoint-every SECONDS]\n"
+            "       falcon-study stability [the same options: the same command]\n"
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
             "       falcon stability --learning [options: falcon stability --learning --help]\n"
@@ -1156,43 +1157,49 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     P.every = 300;
     int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1;
     long shard_k = 0, shard_n = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    enum { O_PROFILE = 1, O_OUT, O_BACKEND, O_TMAX, O_TMPFR, O_TPAR, O_N, O_THREADS, O_EVERY, O_SHARD, O_RESUME,
+           O_HELP };
+    static const opt_def defs[] = {
+        {"profile", O_PROFILE, 1}, {"out", O_OUT, 1}, {"backend", O_BACKEND, 1}, {"tmax", O_TMAX, 1},
+        {"tmpfr", O_TMPFR, 1}, {"tmax-parallel", O_TPAR, 1}, {"n", O_N, 1}, {"threads", O_THREADS, 1},
+        {"checkpoint-every", O_EVERY, 1}, {"shard", O_SHARD, 1}, {"resume", O_RESUME, 0}, {"help", O_HELP, 0},
+        {NULL, 0, 0}};
+    opt_scan sc;
+    const study_int_opt ints[] = {
+        {O_TMAX, 100, 1000000000000, &tmax}, {O_TMPFR, 0, 1000000, &tmpfr}, {O_TPAR, 0, 1000000000000, &tpar},
+        {O_N, 1, 1024, &n}, {O_THREADS, 1, 1024, &threads}, {O_EVERY, 0, 100000000, &every}};
+    opt_begin(&sc, argc, argv, "falcon stability", defs, 0);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        const char *v = sc.value;
+        const int as_int = study_int_option(&sc, id, ints, (int)(sizeof ints / sizeof ints[0]));
+        if (as_int) {
+            if (as_int < 0) return 2;
+            continue;
+        }
+        switch (id) {
+        case OPT_ERROR:
+            return CLI_FAIL;
+        case O_HELP:
             if (!quiet) usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--resume")) {
+        case O_RESUME:
             P.resume = 1;
-            continue;
-        } else if (!v) {
-            fprintf(stderr, "falcon: error: stability: unknown option or missing value: %s\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--profile")) {
+            break;
+        case O_PROFILE:
             if ((which = parse_profile(v)) < 0) return 2;
             profile_set(&P, which);
-        } else if (!strcmp(a, "--out")) {
+            break;
+        case O_OUT:
             P.out = v;
-        } else if (!strcmp(a, "--backend")) {
+            break;
+        case O_BACKEND:
             P.only_backend = falcon_backend_parse(v);
             if (P.only_backend < 0 || P.only_backend == FALCON_BACKEND_AUTO || P.only_backend == FALCON_BACKEND_MPFR) {
                 fprintf(stderr, "falcon: error: --backend %s: not a kernel backend\n", v);
                 return 2;
             }
-        } else if (!strcmp(a, "--tmax")) {
-            if (study_parse_i64(a, v, 100, 1000000000000, &tmax)) return 2;
-        } else if (!strcmp(a, "--tmpfr")) {
-            if (study_parse_i64(a, v, 0, 1000000, &tmpfr)) return 2;
-        } else if (!strcmp(a, "--tmax-parallel")) {
-            if (study_parse_i64(a, v, 0, 1000000000000, &tpar)) return 2;
-        } else if (!strcmp(a, "--n")) {
-            if (study_parse_i64(a, v, 1, 1024, &n)) return 2;
-        } else if (!strcmp(a, "--threads")) {
-            if (study_parse_i64(a, v, 1, 1024, &threads)) return 2;
-        } else if (!strcmp(a, "--checkpoint-every")) {
-            if (study_parse_i64(a, v, 0, 100000000, &every)) return 2;
-        } else if (!strcmp(a, "--shard")) {
+            break;
+        case O_SHARD: {
             char *end, *end2;
             shard_k = strtol(v, &end, 10);
             shard_n = *end == '/' ? strtol(end + 1, &end2, 10) : 0;
@@ -1201,9 +1208,8 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
                 fprintf(stderr, "falcon: error: --shard %s: must be K/N with 0 <= K < N <= 4096\n", v);
                 return 2;
             }
-        } else {
-            fprintf(stderr, "falcon: error: stability: unknown option %s\n", a);
-            return 2;
+            break;
+        }
         }
     }
     /* Later options override the profile, whatever their order. */
@@ -1327,17 +1333,21 @@ int falcon_stability_merge_main(int argc, char **argv)
     int ndir = 0;
     const char **dirs = calloc((size_t)argc, sizeof *dirs);
     if (!dirs) return 2;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
-                   "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
-                   "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
-                   "(default DIR report/stability), as one process running every stream writes them.\n");
+    static const opt_def defs[] = {{"out", 'o', 1}, {"help", 'h', 0}, {NULL, 0, 0}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon-study merge", defs, OPT_POSITIONALS);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        if (id == OPT_ERROR || id == 'h') {
+            if (id == 'h')
+                printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
+                       "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
+                       "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
+                       "(default DIR report/stability), as one process running every stream writes them.\n");
             free(dirs);
-            return 0;
+            return id == 'h' ? 0 : CLI_FAIL;
         }
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else dirs[ndir++] = argv[i];
+        if (id == 'o') out = sc.value;
+        else dirs[ndir++] = sc.value;
     }
     int rc = 2;
     run_key first, key;
@@ -1349,14 +1359,14 @@ int falcon_stability_merge_main(int argc, char **argv)
     char path[4400];
     memset(&P, 0, sizeof P);
     if (!ndir) {
-        fprintf(stderr, "falcon-study: error: merge: no shard directory\n");
+        cli_error("merge: no shard directory");
         goto done;
     }
     for (int d = 0; d < ndir; d++) {
         snprintf(path, sizeof path, "%s/streams", dirs[d]);
         DIR *dp = opendir(path);
         if (!dp) {
-            fprintf(stderr, "falcon-study: error: merge: cannot read %s: %s\n", path, strerror(errno));
+            cli_error("merge: cannot read %s: %s", path, strerror(errno));
             goto done;
         }
         struct dirent *e;
@@ -1366,7 +1376,7 @@ int falcon_stability_merge_main(int argc, char **argv)
             const char *why;
             snprintf(path, sizeof path, "%s/streams/%s", dirs[d], e->d_name);
             if (load_result(path, &key, &s, &why)) {
-                fprintf(stderr, "falcon-study: error: merge: %s: %s\n", path, why);
+                cli_error("merge: %s: %s", path, why);
                 closedir(dp);
                 goto done;
             }
@@ -1391,18 +1401,17 @@ int falcon_stability_merge_main(int argc, char **argv)
                 }
                 build_streams(&P, skel);
             } else if (memcmp(&key, &first, sizeof key)) {
-                fprintf(stderr, "falcon-study: error: merge: %s: from a study with other parameters than the "
-                                "first stream read\n", path);
+                cli_error("merge: %s: from a study with other parameters than the first stream read", path);
                 closedir(dp);
                 goto done;
             }
             if (idx < 0 || idx >= P.nstream || !same_stream(&s, &skel[idx]) || !result_ok(&s)) {
-                fprintf(stderr, "falcon-study: error: merge: %s: not a stream of this study\n", path);
+                cli_error("merge: %s: not a stream of this study", path);
                 closedir(dp);
                 goto done;
             }
             if (have[idx]) {
-                fprintf(stderr, "falcon-study: error: merge: stream %d (%s) is in two shards\n", idx, path);
+                cli_error("merge: stream %d (%s) is in two shards", idx, path);
                 closedir(dp);
                 goto done;
             }
@@ -1411,18 +1420,18 @@ int falcon_stability_merge_main(int argc, char **argv)
         closedir(dp);
     }
     if (!have_key) {
-        fprintf(stderr, "falcon-study: error: merge: no stream results in the shard directories\n");
+        cli_error("merge: no stream results in the shard directories");
         goto done;
     }
     int missing = 0;
     for (int i = 0; i < P.nstream; i++)
         if (!have[i]) {
             if (missing++ < 8)
-                fprintf(stderr, "falcon-study: error: merge: stream %d (%s %s %s) is in no shard\n", i,
+                cli_error("merge: stream %d (%s %s %s) is in no shard", i,
                         falcon_precision_name(P.sprec[i]), falcon_variant_name(P.svar[i]), gate_decay_name(P.sdecay[i]));
         }
     if (missing) {
-        fprintf(stderr, "falcon-study: error: merge: %d of %d streams missing\n", missing, P.nstream);
+        cli_error("merge: %d of %d streams missing", missing, P.nstream);
         goto done;
     }
     if (study_mkdir(out)) goto done;

@@ -1,6 +1,11 @@
 /* build/falcon-study: the study's commands without the CLI (mk/study.mk):
  *   falcon-study stability [options]   falcon-study merge [--out DIR] DIR...
- *   falcon-study bench-dat [options] */
+ *   falcon-study bench-dat [options]
+ * `falcon-study stability` is `falcon stability`: both call
+ * falcon_stability_main (study/stability.c), the one implementation, so the
+ * options, outputs and messages are the same; this program only spares the
+ * study's users (make stability, make report, Slurm jobs) the CLI's
+ * dependencies. */
 #include <stdio.h>
 #include <string.h>
 #include "stability.h"
@@ -11,6 +16,7 @@ static void usage(FILE *f)
                "       falcon-study merge [--out DIR] SHARD_DIR...  (falcon-study merge --help)\n"
                "       falcon-study bench-dat BENCH.json --out DIR   (falcon-study bench-dat --help)\n\n"
                "  stability  the long-sequence error study; with --learning, the learning curves\n"
+               "             (the same command as falcon stability: same options and outputs)\n"
                "  merge      the shards of a study (stability --shard K/N) into its outputs\n"
                "  bench-dat  falcon-bench JSON to the data files of the benchmark plots\n");
 }

@@ -116,12 +116,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return argc > 1 && !strcmp(argv[1], "--help") ? 0 : 2;
     }
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "--shard") || !strcmp(argv[i], "--learning")) {
-            if (rank == 0) fprintf(stderr, "falcon-study-mpi: error: %s: not with MPI\n", argv[i]);
+    /* --shard K/N or --shard=K/N (stab_open takes both, util/opts.h). */
+    for (int i = 2; i < argc; i++) {
+        const size_t len = strcspn(argv[i], "=");
+        if ((len == 7 && !strncmp(argv[i], "--shard", 7)) || !strcmp(argv[i], "--learning")) {
+            if (rank == 0) fprintf(stderr, "falcon-study-mpi: error: %.*s: not with MPI\n", (int)len, argv[i]);
             MPI_Finalize();
             return 2;
         }
+    }
     study_stab *st;
     /* Every rank parses the same options and builds the same streams. */
     int rc = stab_open(argc - 1, argv + 1, rank != 0, &st);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include "falcon.h"
+#include "../util/opts.h" /* the option scanner and cli_error of every command */
 
 /*
  * The long-double reference (ldref.c): docs/math.md section 1 step by step, identity phi,
@@ -65,6 +66,15 @@ int study_learning_main(int argc, char **argv);
 int study_parse_profile(const char *s);
 /* Parse an integer option value (1e6 accepted); -1 with a message. */
 int study_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* The integer options of a study command: the option's id, its range, where
+ * its value goes. study_int_option parses the value of the option sc just
+ * read (with id) if it is one of the rows: 1 done, -1 bad (with a
+ * message), 0 not an integer option. */
+typedef struct study_int_opt {
+    int id;
+    int64_t lo, hi, *to;
+} study_int_opt;
+int study_int_option(const opt_scan *sc, int id, const study_int_opt *rows, int count);
 
 /* mkdir -p; 0 or -1 with a message on stderr. */
 int study_mkdir(const char *path);

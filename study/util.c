@@ -106,6 +106,17 @@ int study_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int6
     return 0;
 }
 
+int study_int_option(const opt_scan *sc, int id, const study_int_opt *rows, int count)
+{
+    for (int k = 0; k < count; k++)
+        if (rows[k].id == id) {
+            char opt[64];
+            snprintf(opt, sizeof opt, "--%s", sc->opt->name);
+            return study_parse_i64(opt, sc->value, rows[k].lo, rows[k].hi, rows[k].to) ? -1 : 1;
+        }
+    return 0;
+}
+
 void study_json_str(FILE *f, const char *s)
 {
     fputc('"', f);

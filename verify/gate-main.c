@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gate.h"
+#include "../util/opts.h"
 
 typedef struct cell {
     int cases, failed;
@@ -52,27 +53,11 @@ static void usage(FILE *f)
             backend_choices(list, sizeof list));
 }
 
-/* One "--name value" or "--name=value" at argv[*i]: its value, or NULL
- * (*bad set, the error reported) when it lacks one. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    const size_t len = strlen(name);
-    if (strncmp(argv[*i], name, len) != 0) return NULL;
-    if (argv[*i][len] == '=') return argv[*i] + len + 1;
-    if (argv[*i][len] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "falcon: error: %s needs a value (see falcon verify --help)\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 /* A name option's value: its enum value, or -1 after the error. */
 static int enum_value(const char *opt, const char *text, int (*parse)(const char *), const char *list)
 {
     const int v = parse(text);
-    if (v < 0) fprintf(stderr, "falcon: error: %s: unknown value '%s' (choose one of %s)\n", opt, text, list);
+    if (v < 0) cli_error("%s: unknown value '%s' (choose one of %s)", opt, text, list);
     return v;
 }
 
@@ -101,58 +86,65 @@ int falcon_gate_main(int argc, char **argv)
     const char *json = NULL;
     long long shape[3] = {0, 0, 0};
     char list[160];
-    for (int i = 1; i < argc; i++) {
-        const char *val;
-        int bad = 0;
-        if ((val = option_value(argc, argv, &i, "--profile", &bad))) {
+    static const opt_def defs[] = {
+        {"profile", 'p', 1}, {"backend", 'b', 1}, {"variant", 'v', 1}, {"form", 'f', 1}, {"precision", 'P', 1},
+        {"json", 'j', 1}, {"seeds", 's', 1}, {"shape", 'S', 1}, {"verbose", 'V', 0}, {"help", 'h', 0},
+        {NULL, 0, 0}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon verify", defs, 0);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        const char *val = sc.value;
+        switch (id) {
+        case OPT_ERROR:
+            return CLI_FAIL;
+        case 'p':
             if (!strcmp(val, "quick")) profile = 0;
             else if (!strcmp(val, "full")) profile = 1;
-            else { fprintf(stderr, "falcon: error: --profile: unknown value '%s' (choose one of {quick,full})\n", val); return 2; }
-        } else if ((val = option_value(argc, argv, &i, "--backend", &bad))) {
+            else return cli_error("--profile: unknown value '%s' (choose one of {quick,full})", val);
+            break;
+        case 'b':
             backend_choices(list, sizeof list);
             only = falcon_backend_parse(val);
-            if (only == FALCON_BACKEND_MPFR || only == FALCON_BACKEND_AUTO) {
-                fprintf(stderr, "falcon: error: --backend: '%s' is not a kernel backend (choose one of %s)\n", val, list);
-                return 2;
-            }
-            if (only < 0) {
-                fprintf(stderr, "falcon: error: --backend: unknown value '%s' (choose one of %s)\n", val, list);
-                return 2;
-            }
-        } else if ((val = option_value(argc, argv, &i, "--variant", &bad))) {
+            if (only == FALCON_BACKEND_MPFR || only == FALCON_BACKEND_AUTO)
+                return cli_error("--backend: '%s' is not a kernel backend (choose one of %s)", val, list);
+            if (only < 0) return cli_error("--backend: unknown value '%s' (choose one of %s)", val, list);
+            break;
+        case 'v':
             if ((only_variant = enum_value("--variant", val, falcon_variant_parse,
                                            "{falcon1,falcon2,falcon3,falcon1a,falcon2a,falcon3a}")) < 0) return 2;
-        } else if ((val = option_value(argc, argv, &i, "--form", &bad))) {
+            break;
+        case 'f':
             if ((only_form = enum_value("--form", val, falcon_form_parse, "{recurrent,chunk,parallel}")) < 0) return 2;
-        } else if ((val = option_value(argc, argv, &i, "--precision", &bad))) {
+            break;
+        case 'P':
             if ((only_prec = enum_value("--precision", val, falcon_precision_parse, "{fp32,fp64}")) < 0) return 2;
-        } else if ((val = option_value(argc, argv, &i, "--json", &bad))) {
-            if (!*val) { fprintf(stderr, "falcon: error: --json: the path is empty\n"); return 2; }
+            break;
+        case 'j':
+            if (!*val) return cli_error("--json: the path is empty");
             json = val;
-        } else if ((val = option_value(argc, argv, &i, "--seeds", &bad))) {
+            break;
+        case 's': {
             char *end;
-            long s = strtol(val, &end, 10);
-            if (*end || end == val || s < 1 || s > 100000) { fprintf(stderr, "falcon: error: --seeds: '%s' must be an integer in [1, 100000]\n", val); return 2; }
-            seeds = (int)s;
-        } else if ((val = option_value(argc, argv, &i, "--shape", &bad))) {
+            long n = strtol(val, &end, 10);
+            if (*end || end == val || n < 1 || n > 100000)
+                return cli_error("--seeds: '%s' must be an integer in [1, 100000]", val);
+            seeds = (int)n;
+            break;
+        }
+        case 'S': {
             char tail;
             if (sscanf(val, "%lld,%lld,%lld%c", &shape[0], &shape[1], &shape[2], &tail) != 3 ||
                 shape[0] < 1 || shape[0] > 100000000 || shape[1] < 1 || shape[1] > FALCON_MAX_DIM ||
-                shape[2] < 1 || shape[2] > FALCON_MAX_DIM) {
-                fprintf(stderr, "falcon: error: --shape: '%s' must be T,n,m with T >= 1 and 1 <= n, m <= %d\n",
-                        val, FALCON_MAX_DIM);
-                return 2;
-            }
-        } else if (bad) {
-            return 2;
-        } else if (!strcmp(argv[i], "--verbose")) {
+                shape[2] < 1 || shape[2] > FALCON_MAX_DIM)
+                return cli_error("--shape: '%s' must be T,n,m with T >= 1 and 1 <= n, m <= %d", val, FALCON_MAX_DIM);
+            break;
+        }
+        case 'V':
             verbose = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            break;
+        case 'h':
             usage(stdout);
             return 0;
-        } else {
-            fprintf(stderr, "falcon: error: unknown option '%s' (see falcon verify --help)\n", argv[i]);
-            return 2;
         }
     }
     if (only >= 0 && !falcon_backend_available((falcon_backend)only)) {

@@ -4,17 +4,29 @@
 #   . "$(dirname "$0")/lib.sh"; test_begin "$1" "usage text"
 #   ... ok NAME / bad NAME WHY ...
 #   test_end
-test_begin() {
-    FALCON=${1:?usage: $2}
-    FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
+# A test of the build directory rather than of the falcon binary
+# (test_shlib.sh, test_install.sh) calls test_workdir instead of test_begin.
+test_workdir() { # HERE: verify/; WORK: the scratch directory, made current; the counters
     HERE=$(cd "$(dirname "$0")" && pwd)
     WORK=$(mktemp -d)
     trap 'rm -rf "$WORK"' EXIT
     cd "$WORK"
-    ${CC:-cc} -std=c11 -O2 -o npygen "$HERE/tools/npygen.c" -lm
-    G=./npygen
     passed=0
     failed=0
+}
+
+test_begin() {
+    FALCON=${1:?usage: $2}
+    FALCON=$(cd "$(dirname "$FALCON")" && pwd)/$(basename "$FALCON")
+    test_workdir
+    ${CC:-cc} -std=c11 -O2 -o npygen "$HERE/tools/npygen.c" -lm
+    G=./npygen
+}
+
+# version and major: the header's FALCON_VERSION and its first number.
+falcon_version() {
+    version=$(sed -n 's/^#define FALCON_VERSION "\(.*\)"/\1/p' "$HERE/../include/falcon.h")
+    major=${version%%.*}
 }
 
 ok() { passed=$((passed + 1)); echo "ok   $1"; }

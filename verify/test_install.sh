@@ -21,12 +21,9 @@ set -eu
 BUILD=$(cd "${1:?usage: verify/test_install.sh BUILD_DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MAKE=${MAKE:-make}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+. "$(dirname "$0")/lib.sh"
+test_workdir
+falcon_version
 # block MARKER LANG: the fenced block of README.md after the line holding MARKER.
 block() {
     awk -v marker="$1" -v fence='```'"$2" '
@@ -35,9 +32,6 @@ block() {
         inside && $0 == "```" { exit }
         inside { print }' "$ROOT/README.md"
 }
-
-version=$(sed -n 's/^#define FALCON_VERSION "\(.*\)"/\1/p' "$ROOT/include/falcon.h")
-major=${version%%.*}
 
 # ---- DESTDIR staging ----
 if $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX=/opt/falcon-test DESTDIR="$WORK/stage" > stage.log 2>&1 \
@@ -57,7 +51,7 @@ fi
 P=$WORK/prefix
 if ! $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX="$P" > install.log 2>&1; then
     bad install "$(tail -5 install.log | tr '\n' ' ')"
-    echo "$passed passed, $failed failed"
+    test_end
     exit 1
 fi
 missing=
@@ -149,5 +143,4 @@ else
     echo "skip quick start: python3 has no numpy (make deps installs python3-numpy)"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+test_end

@@ -17,15 +17,9 @@
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_shlib.sh BUILD_DIR}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-
-version=$(sed -n 's/^#define FALCON_VERSION "\(.*\)"/\1/p' "$ROOT/include/falcon.h")
-major=${version%%.*}
+. "$(dirname "$0")/lib.sh"
+test_workdir
+falcon_version
 
 # ---- the files and the soname ----
 if [ "$(readlink "$BUILD/libfalcon.so")" = "libfalcon.so.$major" ] &&
@@ -131,5 +125,4 @@ print(lib.falcon_backend_name(lib.falcon_backend_resolve(0)).decode())' "$BUILD/
     fi
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+test_end

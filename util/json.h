@@ -9,9 +9,13 @@
  * a failed or unmeasured counter.
  * The whole document is parsed into a tree; malformed input gets a message
  * with the line and column.
+ * It is tools-level code (util/), not the benchmark's: `falcon compare`
+ * (bench/compare.c) and `falcon-study bench-dat` (study/benchdat.c) both
+ * read benchmark files through it, and neither tool reaches into the
+ * other's sources.
  */
-#ifndef FALCON_BENCH_JSON_H
-#define FALCON_BENCH_JSON_H
+#ifndef FALCON_UTIL_JSON_H
+#define FALCON_UTIL_JSON_H
 
 #include <stddef.h>
 
