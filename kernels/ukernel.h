@@ -27,7 +27,8 @@
                                 int64_t ldx);                                          \
         /* S as rank_update (k = 0, a = 1: unchanged), then P[r][n] = X[r][m] S   */  \
         /* with the new S, in one pass over S; P is not read. Each P element is */  \
-        /* 0, then one FMA per row of S in order, every row (zeros included).  */  \
+        /* 0, then one FMA per row of S, every row (zeros included), in an    */  \
+        /* order that depends only on r.                                      */  \
         void (*update_read)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
                             const R *E, int64_t lde, const R *Z, int64_t ldz, int64_t r, \
                             const R *X, int64_t ldx, R *P, int64_t ldp);               \

@@ -13,6 +13,8 @@
  *  - a step that learns nothing (prefix alignment, no previous key) on a
  *    memory that is not zero, as falcon_state_set_memory leaves it: the step
  *    must still decay and read the memory;
+ *  - near-reset decays whose product is below the smallest normal number,
+ *    on a memory large enough that what they leave of it is not;
  *  - batches whose head count is not a multiple of the recurrent form's head
  *    group and exceeds its cap, at 1 and 2 threads.
  */
@@ -35,6 +37,7 @@ typedef struct limits_case {
     double query_mag; /* queries scaled to this magnitude */
     int zero_key;     /* step 4's key is exactly zero (l2norm maps it to 0) */
     double gain_mag;  /* Falcon-2/2A: gains scaled to this magnitude (0: as generated) */
+    double reset;     /* if not 0: alpha at steps 1 and 2 (near-resets whose product is tiny) */
 } limits_case;
 
 static double round_to(falcon_precision p, double x) { return p == FALCON_FP32 ? (double)(float)x : x; }
@@ -66,6 +69,7 @@ static void data_make(const limits_case *lc, falcon_precision prec, gate_data *d
         if (lc->gain_mag != 0 && d->in64.gain)
             for (int64_t i = 0; i < n; i++)
                 set_both(d, d->in.gain, d->in64.gain, r * n + i, lc->gain_mag * ((const double *)d->in64.gain)[r * n + i]);
+        if (lc->reset != 0 && d->in64.alpha && (t == 1 || t == 2)) set_both(d, d->in.alpha, d->in64.alpha, r, lc->reset);
     }
 }
 
@@ -281,7 +285,7 @@ static void keys_at_the_limits(falcon_precision prec)
                  * it to ones: an example of scale 1 among keys of 1e20 is a
                  * different, ill-conditioned problem. */
                 limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, phi, seed++),
-                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1, 0};
+                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1, 0, 0};
                 lc.c.eps = mags[i][2];
                 check(&lc, prec, NULL, 1, "keys");
             }
@@ -298,10 +302,10 @@ static void large_values(falcon_precision prec)
     uint64_t seed = 950;
     for (int v = FALCON_1; v <= FALCON_3A; v++) {
         limits_case fits = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++),
-                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0, 0};
+                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0, 0, 0};
         check(&fits, prec, NULL, 1, "values");
         limits_case over = {base_case((falcon_variant)v, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, seed++),
-                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0, 0};
+                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0, 0, 0};
         check(&over, prec, NULL, 1, "overflow");
     }
 }
@@ -322,7 +326,7 @@ static void gains_at_the_limits(falcon_precision prec)
             for (int ki = 0; ki < 3; ki++)
                 for (int a = 0; a < 2; a++) {
                     limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
-                                      keys[ki], 0, 1.0, 1.0, 0, gains[gi]};
+                                      keys[ki], 0, 1.0, 1.0, 0, gains[gi], 0};
                     if (gi == 1 && ki == 2) continue; /* tiny gains and keys: subnormal results */
                     check(&lc, prec, NULL, 1, "gains");
                 }
@@ -339,12 +343,33 @@ Test(limits, step_without_example_on_a_set_memory)
     for (int p = 0; p < 2; p++)
         for (int v = FALCON_1; v <= FALCON_3A; v++) {
             limits_case lc = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, (falcon_phi)(v % 4), seed++),
-                              1.0, 0, 1.0, 1.0, 0, 0};
+                              1.0, 0, 1.0, 1.0, 0, 0, 0};
             lc.c.decay = GATE_DECAY_STRONG; /* alpha = 1/2 on every step: a skipped decay shows */
             lc.c.T = 7;
             double S0[30];
             for (int i = 0; i < 30; i++) S0[i] = 0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)i;
             check(&lc, (falcon_precision)p, S0, 1, "set-memory");
+        }
+}
+
+/* Two near-resets in a row on a large memory: their product, 1e-40, is
+ * below the smallest normal float, and the memory of 1e30 it scales
+ * still reads as 1e-10, above the tiny values written since. The chunk
+ * form must take that product in double (blocked.inc.c, RS(decay_mul),
+ * RS(memory_decay)): rounded to a subnormal float first, the factor kept
+ * 16 bits and the reads were off by about 10^-5. */
+Test(limits, near_resets_on_a_large_memory_fp32)
+{
+    uint64_t seed = 1100;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int a = 0; a < 2; a++) {
+            limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
+                              1.0, 0, 1e-15, 1.0, 0, 0, 1e-20};
+            lc.c.decay = GATE_DECAY_MILD;
+            lc.c.T = 9;
+            double S0[30];
+            for (int i = 0; i < 30; i++) S0[i] = 1e30 * (0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)i);
+            check(&lc, FALCON_FP32, S0, 1, "near-resets");
         }
 }
 
@@ -358,7 +383,7 @@ Test(limits, batches_beyond_the_head_group)
         for (int threads = 1; threads <= 2; threads++)
             for (int p = 0; p < 2; p++) {
                 const falcon_variant v = sh ? FALCON_3A : FALCON_1;
-                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0, 0};
+                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0, 0, 0};
                 lc.c.B = shapes[sh][0];
                 lc.c.H = shapes[sh][1];
                 lc.c.T = 9;

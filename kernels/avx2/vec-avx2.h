@@ -7,7 +7,7 @@
  * trsm.inc.c) see only:
  *   vreal, vmask, VL                       vector type, tail-mask type, lanes
  *   v_loadu v_storeu v_set1 v_zero         unaligned memory, broadcast
- *   v_mul v_fma (a*b+c) v_fnma (c-a*b)     arithmetic (FMA: one rounding)
+ *   v_mul v_add v_fma (a*b+c) v_fnma (c-a*b)  arithmetic (FMA: one rounding)
  *   v_mask(r) v_load_mask v_store_mask     the first r lanes (0 < r < VL)
  *   v_reduce4(v0, v1, v2, v3, out)         out[i] = sum of the lanes of vi
  *   V_KEEP(v)                              keep v in a register (no refolding)
@@ -54,6 +54,7 @@ VINLINE void v_storeu(float *p, vreal v) { _mm256_storeu_ps(p, v); }
 VINLINE vreal v_set1(float x) { return _mm256_set1_ps(x); }
 VINLINE vreal v_zero(void) { return _mm256_setzero_ps(); }
 VINLINE vreal v_mul(vreal a, vreal b) { return _mm256_mul_ps(a, b); }
+VINLINE vreal v_add(vreal a, vreal b) { return _mm256_add_ps(a, b); }
 VINLINE vreal v_fma(vreal a, vreal b, vreal c) { return _mm256_fmadd_ps(a, b, c); }
 VINLINE vreal v_fnma(vreal a, vreal b, vreal c) { return _mm256_fnmadd_ps(a, b, c); }
 VINLINE vmask v_mask(int64_t r)
@@ -81,6 +82,7 @@ VINLINE void v_storeu(double *p, vreal v) { _mm256_storeu_pd(p, v); }
 VINLINE vreal v_set1(double x) { return _mm256_set1_pd(x); }
 VINLINE vreal v_zero(void) { return _mm256_setzero_pd(); }
 VINLINE vreal v_mul(vreal a, vreal b) { return _mm256_mul_pd(a, b); }
+VINLINE vreal v_add(vreal a, vreal b) { return _mm256_add_pd(a, b); }
 VINLINE vreal v_fma(vreal a, vreal b, vreal c) { return _mm256_fmadd_pd(a, b, c); }
 VINLINE vreal v_fnma(vreal a, vreal b, vreal c) { return _mm256_fnmadd_pd(a, b, c); }
 VINLINE vmask v_mask(int64_t r)

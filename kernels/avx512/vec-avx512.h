@@ -56,6 +56,7 @@ VINLINE void v_storeu(float *p, vreal v) { _mm512_storeu_ps(p, v); }
 VINLINE vreal v_set1(float x) { return _mm512_set1_ps(x); }
 VINLINE vreal v_zero(void) { return _mm512_setzero_ps(); }
 VINLINE vreal v_mul(vreal a, vreal b) { return _mm512_mul_ps(a, b); }
+VINLINE vreal v_add(vreal a, vreal b) { return _mm512_add_ps(a, b); }
 VINLINE vreal v_fma(vreal a, vreal b, vreal c) { return _mm512_fmadd_ps(a, b, c); }
 VINLINE vreal v_fnma(vreal a, vreal b, vreal c) { return _mm512_fnmadd_ps(a, b, c); }
 /* lanes i and i+8 added, then the AVX2 tree of vec-avx2.h */
@@ -92,6 +93,7 @@ VINLINE void v_storeu(double *p, vreal v) { _mm512_storeu_pd(p, v); }
 VINLINE vreal v_set1(double x) { return _mm512_set1_pd(x); }
 VINLINE vreal v_zero(void) { return _mm512_setzero_pd(); }
 VINLINE vreal v_mul(vreal a, vreal b) { return _mm512_mul_pd(a, b); }
+VINLINE vreal v_add(vreal a, vreal b) { return _mm512_add_pd(a, b); }
 VINLINE vreal v_fma(vreal a, vreal b, vreal c) { return _mm512_fmadd_pd(a, b, c); }
 VINLINE vreal v_fnma(vreal a, vreal b, vreal c) { return _mm512_fnmadd_pd(a, b, c); }
 VINLINE __m256d v_fold256(vreal v)

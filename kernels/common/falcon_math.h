@@ -69,11 +69,23 @@ FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
  * Taken as running products of the (positive, <= 1) alphas, a factor never
  * overflows, never divides two underflowed numbers, and carries a relative
  * error of at most (i - j) roundoffs whatever the size of log alpha; this is
- * how the forms meet docs/math.md section 8 without exponentials. Kept in double. */
+ * how the forms meet docs/math.md section 8 without exponentials. Kept in
+ * double. A factor that would fall below the smallest normal double is
+ * zero (the comparison comes before the product, which would otherwise be
+ * a subnormal result: a microcode assist on x86 for every one, and
+ * near-reset decays make them by the thousand). Nothing it could scale in
+ * fp32 is lost. In fp64 the chunk form's block ends keep every factor
+ * between two steps of a block above 2^-996 (blocked.inc.c); only the
+ * decay of the memory a block starts from, times its first alpha, can
+ * fall below, and then a memory entry above 2^52 that it would still leave
+ * normal is lost (the subnormal product kept fewer than 52 bits of it). */
 FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
 {
-    for (int64_t j = 0; j < i; j++)
-        row[j] *= alpha;
+    const double keep = 0x1p-1022 / alpha; /* row[j] * alpha >= the smallest normal */
+    for (int64_t j = 0; j < i; j++) {
+        const double r = row[j] < keep ? 0.0 : row[j]; /* select, then multiply */
+        row[j] = r * alpha;
+    }
     row[i] = 1.0;
 }
 

@@ -23,12 +23,90 @@
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
  * explicit masked matrices, O(T^2) work.
  */
+/* ---- decay factors in a block's products (docs/math.md section 8) ----
+ * A block ends before a step whose decay would take a factor between two
+ * of its steps, F[i][j + 1] (the alphas of the steps after the first),
+ * below FW_SAFE_FACTOR: 2^-100 in fp32, 2^-996 in fp64. Every coupling of
+ * the block's system, every entry of W and every factor of its write is
+ * then a normal number, and so are its products with values above 2^-26:
+ * no subnormal operand for the micro-kernels (an x86 core takes a
+ * microcode assist, about a hundred cycles, for each: near-reset decays
+ * made the chunk form 8 to 16 times slower on Sapphire Rapids), and no
+ * coupling rounded to a few bits, where a tiny factor times a large
+ * pseudo-value is a large part of a small memory. Blocks stay chunk-sized
+ * unless the decays are near-resets. The first step's alpha scales only
+ * the memory the block starts from, F[i][0], which may be tiny: it is
+ * applied in double (RS(decay_mul), RS(memory_decay)). */
+#define FW_SAFE_FACTOR ((double)REAL_MIN * 0x1p26)
+
+static int64_t RS(block_length)(const RS(falcon_head) *h, int64_t c0, int64_t L)
+{
+    const int64_t Lc = h->T - c0 < L ? h->T - c0 : L;
+    if (!h->alpha) return Lc;
+    double g = 1;
+    for (int64_t i = 1; i < Lc; i++) {
+        g *= (double)h->alpha[(c0 + i) * h->lds];
+        if (g < FW_SAFE_FACTOR) return i;
+    }
+    return Lc;
+}
+
+/* A factor times a value, taken in double and rounded once, so that in
+ * fp32 a factor below the smallest normal float still scales a large value
+ * exactly. */
+static inline REAL RS(decay_mul)(double f, REAL x) { return (REAL)(f * (double)x); }
+
+/* The memory's decay over a block, f = F[L][0], as the rank update's
+ * scale. A factor below the smallest normal number of the precision (in
+ * fp32 the double row can hold one) is applied here instead, in the
+ * precision and exactly: g = f 2^128 is normal, t = g S is rounded once,
+ * and t 2^-64 2^-64 is exact; an entry whose result would be below the
+ * smallest normal number is zero (a memory that small carries an absolute
+ * error of that size, docs/math.md section 4), decided on t, and only
+ * magnitudes of at least 2^2 are scaled: no subnormal number is formed. The rank update then
+ * adds to the memory as it is. (fp64: the row holds no factor below the
+ * smallest normal double, falcon_decay_row_advance.) */
+#ifdef FALCON_REAL_F32
+typedef uint32_t RS(bits);
+#else
+typedef uint64_t RS(bits);
+#endif
+static REAL RS(memory_decay)(REAL *St, int64_t ldm, int64_t n, int64_t m, double f)
+{
+    if (f == 0 || f >= REAL_MIN) return (REAL)f;
+    const double gd = f * 0x1p128;
+    const REAL g = gd >= REAL_MIN ? (REAL)gd : 0, low = (REAL)0x1p-64, floor = (REAL)(REAL_MIN * 0x1p128);
+    RS(bits) floor_bits;
+    memcpy(&floor_bits, &floor, sizeof floor_bits);
+    for (int64_t r = 0; r < n; r++) {
+        REAL *s = St + r * ldm;
+        for (int64_t c = 0; c < m; c++) {
+            /* On the bits: magnitude and sign apart, the magnitude scaled
+             * from at least `floor` only, then masked to zero; a select
+             * would become a branch per element on AVX2, or arithmetic on
+             * every lane, subnormal ones included. */
+            const REAL t = g * s[c];
+            RS(bits) tb, vb;
+            memcpy(&tb, &t, sizeof tb);
+            const RS(bits) sign = tb & ~(~(RS(bits))0 >> 1), mag = tb ^ sign; /* bits order as values */
+            const RS(bits) big = mag > floor_bits ? mag : floor_bits;
+            REAL x;
+            memcpy(&x, &big, sizeof x);
+            x = x * low * low;
+            memcpy(&vb, &x, sizeof vb);
+            vb = (vb | sign) & -(RS(bits))(mag >= floor_bits);
+            memcpy(&s[c], &vb, sizeof vb);
+        }
+    }
+    return 1;
+}
+
 /* The work buffers of one block, shared by the heads of a group (one
  * block of one head at a time); sized for blocks of L steps. */
 typedef struct blk_work {
     int64_t L, ldn, ldm, ldg, ldp;
     void *mem;
-    REAL *XQ, *Zbuf, *Zt, *xz, *KQ, *US, *A, *R, *Wm, *Rg, *O, *eta, *fq, *xs, *xt, *tc, *ts;
+    REAL *XQ, *Zbuf, *Zt, *xz, *KQ, *US, *A, *R, *Wm, *Rg, *O, *eta, *fq, *kzg, *xs, *xt, *tc, *ts;
     double *row;
     int64_t *idx;
     const REAL **yrow;
@@ -68,6 +146,7 @@ static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
         w->O = RS(carve)(&cv, sizeof(REAL) * (size_t)(L * ldm));
         w->eta = RS(carve)(&cv, sizeof(REAL) * (size_t)L);
         w->fq = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
+        w->kzg = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
         w->xs = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
         w->xt = RS(carve)(&cv, sizeof(REAL) * (size_t)Gmax);
         w->tc = RS(carve)(&cv, sizeof(REAL) * (size_t)Pmax);
@@ -135,7 +214,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     const example_src *const srcp = &c->src;
     REAL *const St = c->St, *const XQ = w->XQ, *const Zbuf = w->Zbuf, *const Zt = w->Zt;
     REAL *const xz = w->xz, *const KQ = w->KQ, *const US = w->US, *const A = w->A, *const R = w->R;
-    REAL *const Wm = w->Wm, *const Rg = w->Rg, *const O = w->O, *const eta = w->eta, *const fq = w->fq;
+    REAL *const Wm = w->Wm, *const Rg = w->Rg, *const O = w->O, *const eta = w->eta, *const fq = w->fq, *const kzg = w->kzg;
     REAL *const xs = w->xs, *const xt = w->xt, *const tc = w->tc, *const ts = w->ts;
     double *const row = w->row, *const f0 = w->row + (w->L + 1);
     int64_t *const term_l = w->idx, *const term_j = w->idx + Pmax, *const first = w->idx + 2 * Pmax;
@@ -263,29 +342,36 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
                 for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
                 continue;
             }
-            const REAL d0 = (REAL)row[0], sl = xs[l];
+            const REAL sl = xs[l];
             const REAL *restrict u = U + l * ldm;
-            for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
+            if (row[0] >= FW_SAFE_FACTOR) { /* else: a tiny first alpha, see above */
+                const REAL d0 = (REAL)row[0];
+                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
+            } else {
+                const double d0 = row[0];
+                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - RS(decay_mul)(d0, sl * u[c]));
+            }
             /* strictly lower row p of A; terms of step j do not couple */
             REAL *restrict a = A + p * ldp;
             const REAL *restrict kz = Kz + l * ldg;
             const REAL ejs = ts[p];
-            if (affine) {
-                const REAL *restrict kzl = kz + dl;
-                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kzl[q];
-            } else {
-                for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kz[term_l[q]];
+            /* kz in term order: contiguous, so that both loops vectorize */
+            const REAL *restrict kzl = kz + dl;
+            if (!affine) {
+                for (int64_t q = 0; q < first[j]; q++) kzg[q] = kz[term_l[q]];
+                kzl = kzg;
             }
+            for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kzl[q];
             for (int64_t q = first[j]; q < p; q++) a[q] = 0;
         }
         REAL *restrict w = Wm + j * ldp;
         const REAL *restrict qz = Qz + j * ldg;
-        if (affine) {
-            const REAL *restrict qzl = qz + dl;
-            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
-        } else {
-            for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qz[term_l[p]];
+        const REAL *restrict qzl = qz + dl;
+        if (!affine) {
+            for (int64_t p = 0; p < first[i]; p++) kzg[p] = qz[term_l[p]];
+            qzl = kzg;
         }
+        for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
         for (int64_t p = first[i]; p < P; p++) w[p] = 0;
     }
     RS(blk_prefetch_some)(pf);
@@ -296,8 +382,13 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     for (int64_t j = 0; j < Lc; j++) {
         REAL *restrict o = h->out + (c0 + j) * h->ldo;
         const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
-        const REAL d = (REAL)f0[j + 1];
-        for (int64_t c = 0; c < m; c++) o[c] = oj[c] + d * sj[c];
+        const double d = f0[j + 1];
+        if (d >= FW_SAFE_FACTOR) {
+            const REAL dr = (REAL)d;
+            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + dr * sj[c];
+        } else {
+            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + RS(decay_mul)(d, sj[c]);
+        }
     }
 
     /* End state: row is now F[Lc][.]; pseudo-values gathered per example
@@ -310,7 +401,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rp[c] = 0 + d * rp[c];
         }
-        uk->rank_update(n, m, P, (REAL)f0[Lc], St, ldm, Zg + dl * ldn, ldn, R, ldm);
+        uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg + dl * ldn, ldn, R, ldm);
     } else {
         for (int64_t g = 0; g < G; g++)
             for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
@@ -320,7 +411,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             const REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
-        uk->rank_update(n, m, G, (REAL)f0[Lc], St, ldm, Zg, ldn, Rg, ldm);
+        uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg, ldn, Rg, ldm);
     }
     pf->slice = pf->end - pf->u; /* what is left */
     RS(blk_prefetch_some)(pf);
@@ -350,17 +441,22 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
             free(w.mem);
             return FALCON_E_NOMEM;
         }
-    for (int64_t c0 = 0; c0 < T; c0 += L) {
-        const int64_t Lc = T - c0 < L ? T - c0 : L;
+    /* Each head at its own step: blocks end early at near-reset decays,
+     * which differ from head to head. */
+    int64_t pos[GROUP_MAX] = {0}, left = count;
+    while (left > 0)
         for (int64_t i = 0; i < count; i++) {
-            /* the next (head, block): head i + 1 of this block, or head 0 of the next */
-            const RS(falcon_head) *nh = i + 1 < count ? &heads[i + 1] : &heads[0];
-            const int64_t u0 = i + 1 < count ? c0 : c0 + Lc;
-            blk_prefetch pf = {nh, u0, u0 + L < T ? u0 + L : T, (L + 4) / 5};
+            if (pos[i] >= T) continue;
+            const int64_t c0 = pos[i], Lc = RS(block_length)(&heads[i], c0, L);
+            pos[i] += Lc;
+            left -= pos[i] >= T;
+            /* the next (head, block): head i + 1 where it stands, or head 0 */
+            const int64_t ni = i + 1 < count ? i + 1 : 0, u0 = pos[ni];
+            const int64_t un = u0 < T ? RS(block_length)(&heads[ni], u0, L) : 0;
+            blk_prefetch pf = {&heads[ni], u0, u0 + un, (un + 4) / 5};
             if (L > 256) pf.end = u0; /* a masked-parallel block would not keep them cached */
             RS(blk_block)(&w, &c[i], c0, Lc, &pf);
         }
-    }
     for (int64_t i = 0; i < count; i++) RS(blk_close)(&c[i], w.ldm, 1);
     free(w.mem);
     return FALCON_OK;

@@ -9,12 +9,14 @@ static void RS(gemm_nn_scalar)(int64_t M, int64_t N, int64_t K, const REAL *A, i
             for (int64_t j = 0; j < N; j++) c[j] = 0;
         else if (beta != 1)
             for (int64_t j = 0; j < N; j++) c[j] *= beta;
-        for (int64_t k = 0; k < K; k++) {
+        for (int64_t k = K - 1; k >= 0; k--) { /* newest first, as the SIMD tiles */
             REAL aik = A[i * lda + k];
             if (aik == 0) continue; /* masked (causal) entries */
             const REAL *b = B + k * ldb;
-            for (int64_t j = 0; j < N; j++)
-                c[j] += aik * b[j];
+            if (RS(tiny)(aik))
+                for (int64_t j = 0; j < N; j++) c[j] = (REAL)(c[j] + (RS(wide))aik * b[j]);
+            else
+                for (int64_t j = 0; j < N; j++) c[j] += aik * b[j];
         }
     }
 }

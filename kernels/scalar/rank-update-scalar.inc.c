@@ -1,17 +1,43 @@
 /* S = a*S + E^T Z: the decay and the rank-k write fused into one pass over
- * the memory, row by row. */
+ * the memory, row by row: the row scaled by a, then each term added in
+ * order. Without an FMA instruction the product a*S is rounded on its own,
+ * and a near-reset decay would make it subnormal (a microcode assist on
+ * x86 for each one): below 2^-60 (fp32; 2^-500 in fp64) the row's element
+ * is taken whole in the wider type, where that product is normal, and
+ * rounded once; a tiny coefficient likewise (ukernels-scalar.inc.c). */
+#ifdef FALCON_REAL_F32
+#define SCALAR_TINY_DECAY 0x1p-60f
+#else
+#define SCALAR_TINY_DECAY 0x1p-500
+#endif
+
+/* Row r of S (s, n elements) updated in place. */
+static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, const REAL *E, int64_t lde,
+                           const REAL *Z, int64_t ldz)
+{
+    if (a < SCALAR_TINY_DECAY) {
+        for (int64_t c = 0; c < n; c++) {
+            RS(wide) t = (RS(wide))a * s[c];
+            for (int64_t i = 0; i < k; i++) t += (RS(wide))E[i * lde + r] * Z[i * ldz + c];
+            s[c] = (REAL)t;
+        }
+        return;
+    }
+    if (a != 1)
+        for (int64_t c = 0; c < n; c++) s[c] *= a;
+    for (int64_t i = 0; i < k; i++) {
+        const REAL e = E[i * lde + r];
+        const REAL *z = Z + i * ldz;
+        if (RS(tiny)(e))
+            for (int64_t c = 0; c < n; c++) s[c] = (REAL)(s[c] + (RS(wide))e * z[c]);
+        else
+            for (int64_t c = 0; c < n; c++) s[c] += e * z[c];
+    }
+}
+#undef SCALAR_TINY_DECAY
+
 static void RS(rank_update_scalar)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
                                    const REAL *E, int64_t lde, const REAL *Z, int64_t ldz)
 {
-    for (int64_t r = 0; r < m; r++) {
-        REAL *s = S + r * lds;
-        if (a != 1)
-            for (int64_t c = 0; c < n; c++) s[c] *= a;
-        for (int64_t i = 0; i < k; i++) {
-            REAL e = E[i * lde + r];
-            const REAL *z = Z + i * ldz;
-            for (int64_t c = 0; c < n; c++)
-                s[c] += e * z[c];
-        }
-    }
+    for (int64_t r = 0; r < m; r++) RS(update_row)(r, n, k, a, S + r * lds, E, lde, Z, ldz);
 }

@@ -10,8 +10,10 @@ static void RS(trsm_unit_lower_scalar)(int64_t P, int64_t m, const REAL *L, int6
             REAL l = L[p * ldl + q];
             if (l == 0) continue;
             const REAL *y = X + q * ldx;
-            for (int64_t j = 0; j < m; j++)
-                x[j] -= l * y[j];
+            if (RS(tiny)(l))
+                for (int64_t j = 0; j < m; j++) x[j] = (REAL)(x[j] - (RS(wide))l * y[j]);
+            else
+                for (int64_t j = 0; j < m; j++) x[j] -= l * y[j];
         }
     }
 }

@@ -1,12 +1,16 @@
 /* The axpy-form register tile shared by gemm_nn and rank_update (SIMD,
  * vec-*.h abstraction): rows of C are sums of rows of B,
- *     C[i][:] = init_i + sum_{k0 <= k < k1} P[i*rs + k*cs] * B[k][:]
- * with init_i = 0, C[i][:] or scale*C[i][:]. A tile of mr rows x nv vectors
- * keeps its accumulators in registers over the whole k range: per k it
- * loads nv vectors of B, broadcasts mr coefficients and issues mr*nv FMAs,
- * so C is read and written once. Columns past N are a masked last vector.
- * Each element sees the same sequence (init, then one FMA per k in order)
- * whatever tile it falls in. */
+ *     C[i][:] = sum_{k0 <= k < k1} P[i*rs + k*cs] * B[k][:]  (+ C[i][:], or
+ *               + scale*C[i][:] in one FMA: see rank-update.inc.c)
+ * A tile of mr rows x nv vectors keeps its accumulators in registers over
+ * the whole k range: per k it loads nv vectors of B, broadcasts mr
+ * coefficients and issues mr*nv FMAs, so C is read and written once.
+ * Columns past N are a masked last vector. Each element sees the same
+ * sequence (from 0, one FMA per k from the last k to the first, then C)
+ * whatever tile it falls in. The framework orders terms oldest first, so
+ * the sum starts with the newest, least decayed ones: a sum that started
+ * with terms scaled by a near-reset decay would be subnormal for a while,
+ * and each FMA on it a microcode assist on x86. */
 typedef struct VNAME(ax_args) {
     const REAL *P; /* coefficient of (row i, k) at P[i*rs + k*cs] */
     int64_t rs, cs;
@@ -29,24 +33,11 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
     const REAL *const p = g->P + i0 * rs;
     const REAL *const b = g->B + j0;
     vreal acc[AX_MR][2 * AX_NV];
-    if (g->read_c) {
-        const int do_scale = g->do_scale;
-        const vreal sc = v_set1(g->scale);
 #pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
+    for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) {
-                const REAL *ci = c + i * ldc + v * VL;
-                acc[i][v] = masked && v == nv - 1 ? v_load_mask(ci, tm) : v_loadu(ci);
-                if (do_scale) acc[i][v] = v_mul(acc[i][v], sc);
-            }
-    } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
-    }
-    for (int64_t k = k0; k < k1; k++) {
+        for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+    for (int64_t k = k1 - 1; k >= k0; k--) { /* newest first: see above */
         vreal bv[2 * AX_NV];
         const REAL *bk = b + k * ldb, *pk = p + k * cs;
 #pragma GCC unroll 8
@@ -62,11 +53,17 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
             for (int v = 0; v < nv; v++) acc[i][v] = v_fma(a, bv[v], acc[i][v]);
         }
     }
+    const int read_c = g->read_c, do_scale = g->do_scale;
+    const vreal sc = v_set1(g->scale);
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             REAL *ci = c + i * ldc + v * VL;
+            if (read_c) {
+                const vreal c0 = masked && v == nv - 1 ? v_load_mask(ci, tm) : v_loadu(ci);
+                acc[i][v] = do_scale ? v_fma(sc, c0, acc[i][v]) : v_add(c0, acc[i][v]);
+            }
             if (masked && v == nv - 1)
                 v_store_mask(ci, tm, acc[i][v]);
             else

@@ -8,8 +8,11 @@
  * block stay in registers for k <= 2 (the recurrent step's windows of 1
  * or 2). Rows of P past UR_R are read after the pass by the axpy tiles
  * (axpy.inc.c), untrimmed, which add the same FMAs in the same order.
- * Each element of S: init (S, or a*S), then one FMA per k in order, as
- * rank_update; of P: 0, then one FMA per row of S in order, every row. */
+ * Each element of S: the k terms from 0, one FMA each from the last to
+ * the first, then S added (fma(a, S, terms), or S + terms), as
+ * rank_update; of P: 0, then one FMA per row of S in order, every row
+ * (the rows after the pass: from the last row to the first, as the axpy
+ * tiles add). */
 /* Rows of P added in the pass ([x; q] of a window of one), and the width
  * of a column block: the axpy tile's, whose register budget it shares
  * (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z). */
@@ -27,36 +30,41 @@ VINLINE void VNAME(ur_block)(const int nv, const int masked, vmask tm, const int
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
 #pragma GCC unroll 2
-    for (int i = 0; i < kk && i < 2; i++)
+    for (int i = 0; i < 2; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             const REAL *z = Z + i * ldz + j0 + v * VL;
-            zv[i][v] = masked && v == nv - 1 ? v_load_mask(z, tm) : v_loadu(z);
+            zv[i][v] = i >= kk ? v_zero() : masked && v == nv - 1 ? v_load_mask(z, tm) : v_loadu(z);
         }
     for (int64_t row = 0; row < m; row++) {
         REAL *s = S + row * lds + j0;
-        vreal x[UR_NV];
+        vreal x[UR_NV], p[UR_NV];
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             x[v] = masked && v == nv - 1 ? v_load_mask(s + v * VL, tm) : v_loadu(s + v * VL);
-            if (scale) x[v] = v_mul(x[v], av);
+            p[v] = v_zero();
         }
         if (kk <= 2) {
 #pragma GCC unroll 2
-            for (int i = 0; i < kk; i++) {
+            for (int i = kk - 1; i >= 0; i--) {
                 const vreal e = v_set1(E[i * lde + row]);
 #pragma GCC unroll 8
-                for (int v = 0; v < nv; v++) x[v] = v_fma(e, zv[i][v], x[v]);
+                for (int v = 0; v < nv; v++) p[v] = v_fma(e, zv[i][v], p[v]);
             }
         } else {
-            for (int i = 0; i < kk; i++) {
+            for (int i = kk - 1; i >= 0; i--) {
                 const vreal e = v_set1(E[i * lde + row]);
                 const REAL *z = Z + i * ldz + j0;
 #pragma GCC unroll 8
                 for (int v = 0; v < nv; v++)
-                    x[v] = v_fma(e, masked && v == nv - 1 ? v_load_mask(z + v * VL, tm) : v_loadu(z + v * VL), x[v]);
+                    p[v] = v_fma(e, masked && v == nv - 1 ? v_load_mask(z + v * VL, tm) : v_loadu(z + v * VL), p[v]);
             }
         }
+        /* the decay in the same FMA as the write (rank-update.inc.c) */
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            if (scale) x[v] = v_fma(av, x[v], p[v]);
+            else if (kk > 0) x[v] = v_add(x[v], p[v]);
         if (kk > 0 || scale)
 #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) {
