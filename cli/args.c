@@ -49,7 +49,8 @@ static const opt_spec specs[] = {
     {"phi", K_ENUM, AT(phi), 0, NULL, "feature map of keys and queries (default identity)", phi_name,
      falcon_phi_parse},
     {"window", K_INT64, AT(window), 0, "W", "rehearsal window, falcon3/falcon3a only (default 1)", NULL, NULL},
-    {"chunk", K_INT64, AT(chunk), 0, "C", "chunk size of the chunk form (default 64)", NULL, NULL},
+    {"chunk", K_INT64, AT(chunk), 0, "C", "chunk size of the chunk form, or auto (the default: picked from n, m and "
+     "the window)", NULL, NULL},
     {"eps", K_REAL, AT(eps), 0, "E", "normaliser floor, > 0 (default 1e-6)", NULL, NULL},
     {"threads", K_INT, AT(threads), 0, "N", "threads over heads (default 0: OpenMP's choice)", NULL, NULL},
     {"mpfr-bits", K_INT, AT(mpfr_bits), 0, "B", "precision of the mpfr backend (default 256)", NULL, NULL},
@@ -196,6 +197,10 @@ static int set_value(cli_run_args *a, const opt_spec *s, const char *text)
             return cli_error("--%s: unknown value '%s' (choose one of %s)", s->name, text, choices(s, list, sizeof list));
         return 0;
     case K_INT64:
+        if (s->offset == AT(chunk) && !strcmp(text, "auto")) {
+            *(int64_t *)field(a, s) = FALCON_CHUNK_AUTO;
+            return 0;
+        }
         return parse_number(s, text, field(a, s), NULL);
     case K_INT:
         if (parse_number(s, text, &i, NULL)) return CLI_FAIL;

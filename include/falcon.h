@@ -86,6 +86,7 @@ typedef enum falcon_precision {
 #define FALCON_MAX_DIM     16384   /* n and m */
 #define FALCON_MAX_WINDOW  4096
 #define FALCON_MAX_CHUNK   4096
+#define FALCON_CHUNK_AUTO  0 /* chunk: picked from the shapes (falcon_chunk_auto) */
 #define FALCON_MAX_THREADS 1024
 
 typedef struct falcon_config {
@@ -97,13 +98,13 @@ typedef struct falcon_config {
     falcon_precision precision;
     double eps;        /* normaliser floor, > 0 (default 1e-6) */
     int64_t window;    /* W >= 1; must be 1 unless the variant is Falcon-3/3A */
-    int64_t chunk;     /* C >= 1, chunk form only (default 64) */
+    int64_t chunk;     /* C in [1, FALCON_MAX_CHUNK], chunk form only, or FALCON_CHUNK_AUTO */
     int mpfr_bits;     /* mpfr backend precision, >= 64 (default 256) */
     int threads;       /* heads run in parallel; 0 = OpenMP's default */
 } falcon_config;
 
 /* Defaults: Falcon-1, prefix, identity, recurrent, auto, fp32, eps 1e-6,
- * window 1, chunk 64, 256 bits, threads 0. */
+ * window 1, chunk FALCON_CHUNK_AUTO, 256 bits, threads 0. */
 void falcon_config_default(falcon_config *cfg);
 
 /*
@@ -181,6 +182,11 @@ int64_t falcon_parallel_block(int64_t window);
  * memory is bounded as the masked-parallel form's is, whatever C, W and T
  * are. -1 when C or W is out of range. */
 int64_t falcon_chunk_block(int64_t chunk, int64_t window);
+/* The chunk size FALCON_CHUNK_AUTO stands for: the fastest of 8 .. 256
+ * by a cost model of the chunk form (README, "Choosing the chunk size"),
+ * from the key and value widths and the window; deterministic, so a run's
+ * results do not depend on timings. */
+int64_t falcon_chunk_auto(int64_t n, int64_t m, int64_t window);
 
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,

@@ -16,7 +16,7 @@ void falcon_config_default(falcon_config *cfg)
     cfg->precision = FALCON_FP32;
     cfg->eps = 1e-6;
     cfg->window = 1;
-    cfg->chunk = 64;
+    cfg->chunk = FALCON_CHUNK_AUTO;
     cfg->mpfr_bits = 256;
     cfg->threads = 0;
 }

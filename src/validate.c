@@ -89,8 +89,8 @@ static falcon_status check_config(const falcon_config *cfg)
         return falcon_fail(FALCON_E_RANGE,
                            "window = %lld: must be 1 for %s (only falcon3/falcon3a keep a window)",
                            (long long)cfg->window, falcon_variant_name(cfg->variant));
-    if (cfg->chunk < 1 || cfg->chunk > FALCON_MAX_CHUNK)
-        return falcon_fail(FALCON_E_RANGE, "chunk = %lld: must be in [1, %d]",
+    if (cfg->chunk < 0 || cfg->chunk > FALCON_MAX_CHUNK)
+        return falcon_fail(FALCON_E_RANGE, "chunk = %lld: must be in [1, %d], or 0 (auto)",
                            (long long)cfg->chunk, FALCON_MAX_CHUNK);
     if (cfg->mpfr_bits < 64 || cfg->mpfr_bits > 65536) /* whatever the backend: a bad option is bad */
         return falcon_fail(FALCON_E_RANGE, "mpfr_bits = %d: must be in [64, 65536]", cfg->mpfr_bits);

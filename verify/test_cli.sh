@@ -100,6 +100,14 @@ for form in chunk parallel; do
     run_args form=$form --chunk 5
     if expect_ok "form $form" "${ARGS[@]}"; then close "form $form equals recurrent" out.npy out_ref.npy 1e-12; fi
 done
+# --chunk auto (the default) is the model's C: here n, m small, so 8 (falcon_chunk_auto)
+run_args form=chunk out=out_auto.npy --chunk auto
+if expect_ok "chunk auto" "${ARGS[@]}"; then
+    run_args form=chunk out=out_8.npy --chunk 8
+    expect_ok "chunk 8" "${ARGS[@]}" && same_data "--chunk auto is --chunk 8 at n = $N, m = $M" out_auto.npy out_8.npy $((T * M * 8))
+    run_args form=chunk out=out_default.npy
+    expect_ok "chunk default" "${ARGS[@]}" && same_data "the default chunk is auto" out_default.npy out_auto.npy $((T * M * 8))
+fi
 $G rand e_q.npy f8 "0,$N" 1; $G rand e_v.npy f8 "0,$M" 1; $G rand e_b.npy f8 0 1
 run_args q=e_q.npy k=e_q.npy v=e_v.npy beta=e_b.npy alpha=e_b.npy
 if expect_ok "T = 0" "${ARGS[@]}"; then shape_is "T = 0 out [0,m]" out.npy "f8 0,$M"; fi
