@@ -134,7 +134,7 @@ def _ptr(a):
 
 def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
         backend="auto", precision="fp32", align="prefix", phi="identity", eps=1e-6,
-        window=1, chunk=64, threads=0, state=None, mpfr_bits=256):
+        window=1, chunk="auto", threads=0, state=None, mpfr_bits=256):
     """Run a Falcon recurrence with libfalcon.
 
     Shapes: one sequence q, k, gain [T,n], v [T,m], beta, alpha [T]; or a
@@ -185,7 +185,7 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     cfg.phi = _lib.parse_enum("phi", phi)
     cfg.eps = float(eps)
     cfg.window = int(window)
-    cfg.chunk = int(chunk)
+    cfg.chunk = 0 if chunk == "auto" else int(chunk)  # 0: the library picks (falcon_chunk_auto)
     cfg.threads = int(threads)
     cfg.mpfr_bits = int(mpfr_bits)
 
@@ -213,7 +213,7 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
 
 
 def reference(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
-              align="prefix", phi="identity", eps=1e-6, window=1, chunk=64, threads=0,
+              align="prefix", phi="identity", eps=1e-6, window=1, chunk="auto", threads=0,
               state=None, mpfr_bits=256):
     """run() through the MPFR backend (mpfr_bits of precision), inputs
     converted exactly to float64, results rounded once to float64."""
