@@ -170,7 +170,8 @@ int falcon_benchdat_main(int argc, char **argv)
             printf("usage: falcon-study bench-dat BENCH.json --out DIR\n"
                    "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the\n"
                    "one-axis sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak\n"
-                   "fraction), which plots/bench.gp draws (plots/plot-all.sh runs both).\n");
+                   "fraction), and DIR/blas.dat, the BLAS yardstick's entries (blas/...), which\n"
+                   "plots/bench.gp draws (plots/plot-all.sh runs both).\n");
             return 0;
         }
         if (id == 'o') out = sc.value;

@@ -98,19 +98,21 @@ bench_section() {
     echo "| backend | precision | form | tokens/s | GFLOPS | fraction of FMA peak | BLAS-achievable |"
     echo "|---|---|---|---|---|---|---|"
     awk 'function pct(x) { return (x == "" || x == "nan" || x == "-nan") ? "-" : sprintf("%.1f%%", 100 * x) }
-         FNR == NR { if (!/^#/ && $4 > 0) ach[$1 " " $2 " " $3 " " $4] = $6; next }
+         FILENAME == ARGV[1] { if (!/^#/ && $4 > 0) ach[$1 " " $2 " " $3 " " $4] = $6; next }
          !/^#/ && $2 == "falcon1" && $5 == 4096 && $6 == 128 && $10 == 8 && $11 == 1 && ($8 == 64 || $8 == 0) {
              y = $1 == "chunk" ? ach[$4 " " $6 " " $7 " " $8] : ""
              printf "| %s | %s | %s | %.4g | %.3g | %s | %s |\n", $3, $4, $1, $12, $13, pct($14), pct(y) }' "$blas" "$cases" |
         sort -t'|' -k2,2 -k3,3 -k4,4
     echo
     if [ -s "$blas" ] && grep -qv '^#' "$blas"; then
-        echo "The yardstick, every shape measured (OpenBLAS, 1 thread; C = 0: a square product, for reference):"
+        echo "The yardstick, every shape measured (OpenBLAS, 1 thread; the square products for reference):"
         echo
         echo "| precision | n | m | C | GFLOPS | fraction of FMA peak |"
         echo "|---|---|---|---|---|---|"
-        awk '!/^#/ { printf "| %s | %s | %s | %s | %.3g | %s |\n", $1, $2, $3, $4, $5,
-                     ($6 == "nan" || $6 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $6) }' "$blas"
+        # precision, then C (the square products last), then n
+        grep -v '^#' "$blas" | sort -k1,1 -k4,4n -k2,2n | awk '$4 > 0 { print; next } { sq[n++] = $0 } END { for (i = 0; i < n; i++) print sq[i] }' |
+            awk '{ printf "| %s | %s | %s | %s | %.3g | %s |\n", $1, $2, $3, ($4 > 0 ? $4 : "- (square)"), $5,
+                   ($6 == "nan" || $6 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $6) }'
         echo
     else
         why=$(sed -n 's/.*"falcon_blas": "\([^"]*\)".*/\1/p' "$dir/bench.json" 2>/dev/null | head -1)
