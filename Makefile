@@ -137,6 +137,8 @@ check: deps
 	bash verify/test_outputs.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
 	bash verify/test_python.sh $(BUILD)/falcon
+	@if [ -n "$(BENCH_OBJ)" ]; then $(MAKE) $(BUILD)/falcon-bench && bash verify/test_bench.sh $(BUILD); \
+	else echo "test_bench: skipped (no Google Benchmark, $(BENCH_HEADER))"; fi
 	$(MAKE) study-check
 	$(MAKE) fuzz-replay
 	$(MAKE) $(BUILD)/falcon-scaling
@@ -171,7 +173,7 @@ report: deps
 # Debian packages the build, the gate, the benchmarks and the plots need.
 DEB_PACKAGES := build-essential libmpfr-dev libgmp-dev libcriterion-dev libsimde-dev \
                 libbenchmark-dev gnuplot-nox libomp-dev clang libclang-rt-14-dev libjansson-dev \
-                pkg-config python3-numpy libxml2-utils strace \
+                pkg-config python3-numpy libxml2-utils strace libopenblas-dev \
                 python3-pytest python3-torch libopenmpi-dev openmpi-bin
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

@@ -25,6 +25,17 @@
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
+ * The yardstick (bench/blas.h; when built with OpenBLAS): for every
+ * (precision, n, m, C) of the registered CPU chunk cases, OpenBLAS on one
+ * thread running the GEMMs of one chunk block,
+ *   blas/sgemm/chunk-shapes/n:128/m:128/C:64/threads:1   (dgemm for fp64)
+ * and a plain square product for reference, blas/sgemm/square/n:1024/threads:1,
+ * with the counters GFLOPS (the chunk model's flops of one block / wall time)
+ * and peak_fraction (over the probed per-core peak): the "BLAS-achievable"
+ * fraction a chunk case's peak_fraction is read against. The same figures,
+ * timed at startup by the thread's CPU clock as the probe is, are in the
+ * context (falcon_blas_achievable, falcon_blas_square).
+ *
  * Sweeps (--sweep=default|full, or FALCON_BENCH_SWEEP): see register_default
  * and register_full. avx512-simde (AVX-512 kernels emulated on AVX2 through
  * SIMDe: a correctness tool, slow) is left out unless --simde or
@@ -38,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "falcon.h"
+#include "blas.h"
 #include "buildinfo.h"
 #include "flops.h"
 #include "gbench-shim.h"
@@ -300,6 +312,132 @@ static int register_full(void)
     return rc;
 }
 
+/* ---- the yardstick: OpenBLAS on the chunk block's shapes (bench/blas.h) ---- */
+
+typedef struct blas_case {
+    int fp64;
+    int64_t n, m, C; /* C = 0: the square product n x n x n */
+    double flops;
+    char name[96];
+} blas_case;
+
+static struct {
+    blas_case *cases;
+    size_t count;
+} gb;
+
+static void blas_body(fb_state *st, void *user)
+{
+    const blas_case *b = user;
+    fb_blas_work *w = fb_blas_new(b->fp64, b->n, b->m, b->C);
+    if (!w) {
+        fb_state_skip_with_error(st, "out of memory for the BLAS operands");
+        return;
+    }
+    fb_blas_run(w); /* warm, untimed */
+    int64_t iters = 0;
+    const double t0 = wall();
+    while (fb_state_keep_running(st)) {
+        fb_blas_run(w);
+        iters++;
+    }
+    const double elapsed = wall() - t0;
+    fb_blas_free(w);
+    fb_state_set_counter(st, "GFLOPS", b->flops * 1e-9, FB_RATE | FB_ITER_INVARIANT);
+    if (!g.probe_ok || iters == 0 || elapsed <= 0) return;
+    const double peak = b->fp64 ? g.probe.f64_best : g.probe.f32_best;
+    fb_state_set_counter(st, "peak_fraction", b->flops * 1e-9 * (double)iters / elapsed / peak, FB_DEFAULT);
+}
+
+enum { BLAS_SQUARE = 1024 };
+
+/* One entry per (precision, n, m, C) of the registered CPU chunk cases, then
+ * the square products; registered after the falcon cases. */
+static int register_blas(void)
+{
+    if (!fb_blas_available()) return 0;
+    gb.cases = calloc(g.count + 2, sizeof *gb.cases);
+    if (!gb.cases) return -1;
+    for (size_t i = 0; i < g.count; i++) {
+        const bcase *c = g.cases[i];
+        if (c->cfg.form != FALCON_FORM_CHUNK || c->cfg.backend == FALCON_BACKEND_CUDA ||
+            c->cfg.backend == FALCON_BACKEND_MPFR)
+            continue;
+        const int fp64 = c->cfg.precision == FALCON_FP64;
+        size_t k = 0;
+        while (k < gb.count && !(gb.cases[k].fp64 == fp64 && gb.cases[k].n == c->n && gb.cases[k].m == c->m &&
+                                 gb.cases[k].C == c->cfg.chunk))
+            k++;
+        if (k < gb.count) continue;
+        blas_case *b = &gb.cases[gb.count++];
+        b->fp64 = fp64, b->n = c->n, b->m = c->m, b->C = c->cfg.chunk;
+    }
+    for (int fp64 = 0; fp64 < 2; fp64++) {
+        blas_case *b = &gb.cases[gb.count];
+        b->fp64 = fp64, b->n = b->m = BLAS_SQUARE, b->C = 0;
+        b->flops = 2.0 * BLAS_SQUARE * BLAS_SQUARE * BLAS_SQUARE;
+        if (g.max_gflop <= 0 || b->flops * 1e-9 <= g.max_gflop) gb.count++;
+    }
+    int rc = 0;
+    for (size_t k = 0; k < gb.count; k++) {
+        blas_case *b = &gb.cases[k];
+        const char *fn = b->fp64 ? "dgemm" : "sgemm";
+        if (b->C) {
+            fb_blas_work *w = fb_blas_new(b->fp64, b->n, b->m, b->C);
+            if (!w) return -1;
+            b->flops = fb_blas_flops(w);
+            fb_blas_free(w);
+            snprintf(b->name, sizeof b->name, "blas/%s/chunk-shapes/n:%lld/m:%lld/C:%lld/threads:1", fn,
+                     (long long)b->n, (long long)b->m, (long long)b->C);
+        } else {
+            snprintf(b->name, sizeof b->name, "blas/%s/square/n:%lld/threads:1", fn, (long long)b->n);
+        }
+        rc |= fb_register(b->name, blas_body, b);
+    }
+    return rc;
+}
+
+/* The same figures at startup, by the thread's CPU clock (as the probe),
+ * into the context: medians of 5 timings of at least 20 ms each. */
+static void blas_context(void)
+{
+    fb_add_context("falcon_blas", fb_blas_describe());
+    if (!fb_blas_available()) {
+        fb_add_context("falcon_blas_achievable", "unavailable (built without OpenBLAS)");
+        return;
+    }
+    if (!g.probe_ok) {
+        fb_add_context("falcon_blas_achievable", "not measured (--no-probe: no peak to divide by)");
+        return;
+    }
+    char chunk[4096] = "", square[512] = "";
+    for (size_t k = 0; k < gb.count; k++) {
+        const blas_case *b = &gb.cases[k];
+        fb_blas_work *w = fb_blas_new(b->fp64, b->n, b->m, b->C);
+        if (!w) continue;
+        const double gf = fb_blas_measure(w, 5, 0.02);
+        fb_blas_free(w);
+        const double frac = gf / (b->fp64 ? g.probe.f64_best : g.probe.f32_best);
+        const char *prec = b->fp64 ? "fp64" : "fp32";
+        char *buf = b->C ? chunk : square;
+        const size_t len = b->C ? sizeof chunk : sizeof square, at = strlen(buf);
+        if (b->C)
+            snprintf(buf + at, len - at, "%s%s n=%lld m=%lld C=%lld: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
+                     (long long)b->n, (long long)b->m, (long long)b->C, frac, gf);
+        else
+            snprintf(buf + at, len - at, "%s%s %lld^3: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
+                     (long long)b->n, frac, gf);
+        fprintf(stderr, "blas: %s\n", buf + at + (at ? 2 : 0));
+    }
+    fb_add_context("falcon_blas_achievable", chunk[0] ? chunk : "no chunk cases registered");
+    if (square[0]) fb_add_context("falcon_blas_square", square);
+    fb_add_context("falcon_blas_note", "fraction of the probed per-core peak that OpenBLAS reaches on 1 thread "
+                                       "on the GEMMs of one chunk block (gemm [X;Q]Z^T, gemm [X;Q]S^T, trsm, "
+                                       "gemm W R, gemm S += R^T Z), counted as the chunk flop model counts them; "
+                                       "medians of 5 CPU-clock timings at startup; the blas/ entries time the same "
+                                       "by the wall clock");
+}
+
 /* ---- context: what a reader of the JSON needs to interpret the figures ---- */
 
 static void ctx(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -391,7 +529,10 @@ void fb_usage(void)
            "  --max-gflop=X          register no case above X GFLOP per call\n"
            "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
            "names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P/real_time\n"
-           "  (/real_time: Google Benchmark's mark of wall-clock timing)\n");
+           "  (/real_time: Google Benchmark's mark of wall-clock timing)\n"
+           "  and the yardstick (OpenBLAS, 1 thread): blas/sgemm|dgemm/chunk-shapes/n:n/m:m/C:C/threads:1,\n"
+           "  the GEMMs of one chunk block, and blas/sgemm|dgemm/square/n:1024/threads:1\n"
+           "  yardstick: %s\n", fb_blas_describe());
 }
 
 int fb_setup(int *argc, char **argv)
@@ -437,16 +578,18 @@ int fb_setup(int *argc, char **argv)
                     g.probe.threads);
     }
     add_context(sweep, simde);
-    if (strcmp(sweep, "full") == 0 ? register_full() : register_default()) {
+    if ((strcmp(sweep, "full") == 0 ? register_full() : register_default()) || register_blas()) {
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
         return 2;
     }
+    blas_context();
     return -1;
 }
 
 void fb_teardown(void)
 {
     inputs_free();
+    free(gb.cases);
     for (size_t i = 0; i < g.count; i++) free(g.cases[i]);
     free(g.cases);
 }

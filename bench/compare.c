@@ -523,7 +523,9 @@ int falcon_compare_main(int argc, char **argv)
         double ratio = va[TOK] > 0 && vb[TOK] > 0 ? vb[TOK] / va[TOK] : NAN;
         double cpu_ratio = va[CPU] > 0 && vb[CPU] > 0 ? va[CPU] / vb[CPU] : NAN;
         if (!isnan(ratio)) logsum += log(ratio), nratio++;
-        if (!isnan(cpu_ratio)) logcpu += log(cpu_ratio), ncpu++;
+        /* Both means over the same cases: those with tokens/s (the
+         * falcon cases; not the BLAS yardstick's blas/ entries). */
+        if (!isnan(cpu_ratio) && !isnan(ratio)) logcpu += log(cpu_ratio), ncpu++;
         only += !a || !b;
         failed += (a && a->failed) || (b && b->failed);
         char c[8][32];

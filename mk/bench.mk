@@ -6,7 +6,10 @@
 #   make scaling               P threads against 1, next to what the host gives
 #                              P processes (SCALING_ARGS: falcon-scaling --help)
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
-# only the compare objects are built.
+# only the compare objects are built. The yardstick next to the peak, the tuned
+# BLAS on the chunk block's GEMM shapes (bench/blas.c), needs OpenBLAS
+# (Debian libopenblas-dev, found with pkg-config); without it, or with
+# OPENBLAS=0, the benchmark is built without it and says so in its context.
 
 # `falcon compare` needs no Google Benchmark: the CLI links it (and the JSON
 # reader, util/json.c, with every tool's $(UTIL_OBJ)).
@@ -22,7 +25,7 @@ BENCH_ARGS   ?=
 
 .PHONY: bench bench-build
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o)
 BENCH_CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Werror
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
@@ -48,8 +51,29 @@ bench-stamp-force:
 $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.stamp
 	$(CC) $(CFLAGS) $(bench_info) -c $< -o $@
 
+# OpenBLAS where pkg-config knows it (its -I and -L name the threading
+# flavour Debian installed; the benchmark sets it to one thread). The stamp
+# holds the choice, so switching OPENBLAS rebuilds blas.o.
+OPENBLAS ?= 1
+ifeq ($(OPENBLAS),1)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+endif
+ifneq ($(BLAS_LIBS),)
+BLAS_CFLAGS := -DFB_HAVE_OPENBLAS $(shell pkg-config --cflags openblas 2>/dev/null)
+else
+BLAS_CFLAGS :=
+endif
+
+$(BUILD)/obj/bench/blas.stamp: bench-stamp-force
+	@mkdir -p $(dir $@)
+	@echo '$(BLAS_CFLAGS) $(BLAS_LIBS)' | cmp -s - $@ || echo '$(BLAS_CFLAGS) $(BLAS_LIBS)' > $@
+
+$(BUILD)/obj/bench/blas.o: bench/blas.c $(BUILD)/obj/bench/blas.stamp $(BUILD)/obj/flags.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libfalcon.a $(LDLIBS) -lbenchmark -lpthread -lstdc++
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
 
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench

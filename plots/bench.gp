@@ -1,7 +1,9 @@
 # Throughput figures from `falcon-study bench-dat` output (plots/plot-all.sh runs it; variable `which`):
 #   T  tokens/s vs sequence length, per backend and form (Falcon-1, fp32,
 #      n = m = 128, 8 heads, 1 thread: the benchmark's base point)
-#   n  fraction of the probed FMA peak vs n = m, per backend and form (T = 4096)
+#   n  fraction of the probed FMA peak vs n = m, per backend and form (T = 4096),
+#      with the yardstick: OpenBLAS (1 thread) on the GEMMs of one chunk block
+#      of C = 64 steps (DIR/blas.dat, the blas/sgemm/chunk-shapes entries)
 #   C  tokens/s vs chunk size C (chunk form, T = 4096, n = 128)
 # Each file of DIR/<which>/ is one series (its name: the fixed parameters).
 # Variables: dir (the bench-dat output directory), out, fmt, which.
@@ -47,8 +49,14 @@ if (which eq 'T') {
     set ylabel 'throughput (tokens/s, all heads)'
     col = 2
 }
+blas = ''
 if (which eq 'n') {
-    set title 'Fraction of the probed FMA peak vs width (Falcon-1, fp32, T = 4096, 8 heads, 1 thread)'
+    blasdata = sprintf("%s/blas.dat", dir)
+    nblas = system(sprintf("awk '$1 == \"fp32\" && $4 == 64' %s 2>/dev/null | wc -l", blasdata)) + 0
+    if (nblas > 0) { blas = sprintf("< awk '$1 == \"fp32\" && $4 == 64' %s | sort -n -k2", blasdata) }
+    set title sprintf("Fraction of the probed FMA peak vs width (Falcon-1, fp32, T = 4096, 8 heads, 1 thread)\n%s", \
+        blas ne '' ? 'black: BLAS-achievable, OpenBLAS on 1 thread on the GEMMs of one chunk block (C = 64)' : \
+        'no BLAS yardstick in this run (built without OpenBLAS)')
     set xlabel 'key/value width n = m'
     set ylabel 'GFLOPS / peak (%)'
     set yrange [0:*]
@@ -76,9 +84,13 @@ if (which eq 'C') {
     set label 1 'default C = 64' at cdef, graph 0.04 offset 0.5, 0 textcolor rgb 'gray40'
     col = 2
 }
+# The yardstick's line, only where there is one (a macro: an empty data file
+# name would make gnuplot warn).
+blasplot = blas eq '' ? '' : ", blas using 2:(100 * column(6)) with linespoints lw 2.5 pt 2 ps 1.6 lc rgb 'black' " . \
+           "title 'OpenBLAS sgemm, chunk shapes C = 64 (BLAS-achievable)'"
 plot for [i = 1:nl] word(list, i) using 1:(NPTS[i] > 1 ? (col == 4 ? 100 * column(col) : column(col)) : NaN) \
          with linespoints lw 2 pt fpt(word(list, i)) ps fps(word(list, i)) lc (bcol(word(list, i))) \
          dt fdt(word(list, i)) title (NPTS[i] > 1 ? stitle(word(list, i)) : ''), \
      for [i = 1:nl] word(list, i) using 1:(NPTS[i] == 1 ? (col == 4 ? 100 * column(col) : column(col)) : NaN) \
          with points pt fpt(word(list, i)) ps fps(word(list, i)) lw 2 lc (bcol(word(list, i))) \
-         title (NPTS[i] == 1 ? stitle(word(list, i)) . ' (one point)' : '')
+         title (NPTS[i] == 1 ? stitle(word(list, i)) . ' (one point)' : '') @blasplot

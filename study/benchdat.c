@@ -9,6 +9,10 @@
  *   DIR/<X>/<rest>.dat     one-axis sweeps, X in T, n, C, threads: the cases
  *                          equal in every other parameter, sorted by X
  *                          (file name: the other parameters, '_'-separated)
+ *   DIR/blas.dat           the yardstick's entries (blas/sgemm|dgemm/chunk-shapes/
+ *                          n:../m:../C:../threads:1, blas/.../square/n:..):
+ *                          precision n m C (0: square) and the medians of
+ *                          GFLOPS and peak_fraction ("BLAS-achievable")
  * The median of a case is Google Benchmark's "median" aggregate (what
  * `make bench` writes, with repetitions), else the median of its iteration
  * runs, as `falcon compare` takes it. JSON is read with util/json.h, the
@@ -53,6 +57,30 @@ static int parse_name(const char *name, bcase *c)
             if (!strcmp(t, param_key[k])) c->p[k] = atoll(colon + 1);
     }
     return c->p[P_T] > 0 && c->p[P_N] > 0 ? 0 : -1;
+}
+
+/* blas/sgemm|dgemm/chunk-shapes|square/key:value/...: the yardstick's
+ * entries, kept as cases of form "blas", backend the shape kind; 0 if it parses. */
+static int parse_blas(const char *name, bcase *c)
+{
+    char buf[256], *save = NULL;
+    if (strncmp(name, "blas/", 5) || strlen(name) >= sizeof buf) return -1;
+    strcpy(buf, name);
+    char *tok[3];
+    for (int i = 0; i < 3; i++)
+        if (!(tok[i] = strtok_r(i ? NULL : buf, "/", &save)) || strlen(tok[i]) >= 16) return -1;
+    snprintf(c->form, sizeof c->form, "blas"), snprintf(c->variant, sizeof c->variant, "%s", tok[1]);
+    snprintf(c->backend, sizeof c->backend, "%s", tok[2]);
+    snprintf(c->prec, sizeof c->prec, "%s", !strcmp(tok[1], "dgemm") ? "fp64" : "fp32");
+    for (char *t; (t = strtok_r(NULL, "/", &save));) {
+        char *colon = strchr(t, ':');
+        if (!colon) continue;
+        *colon = 0;
+        for (int k = 0; k < NPARAM; k++)
+            if (!strcmp(t, param_key[k])) c->p[k] = atoll(colon + 1);
+    }
+    if (!c->p[P_M]) c->p[P_M] = c->p[P_N];
+    return c->p[P_N] > 0 ? 0 : -1;
 }
 
 static int same_case(const bcase *a, const bcase *b)
@@ -103,7 +131,7 @@ static int write_sweeps(const char *out, bcase *cs, int nc, int axis, const char
     bcase **grp = malloc(sizeof *grp * ((size_t)nc + 1));
     int rc = !done || !grp ? -1 : 0;
     for (int i = 0; i < nc && !rc; i++) {
-        if (done[i] || cs[i].failed || (axis == P_C && !cs[i].p[P_C])) continue;
+        if (done[i] || cs[i].failed || (axis == P_C && !cs[i].p[P_C]) || !strcmp(cs[i].form, "blas")) continue;
         sweep_key(&cs[i], axis, key, sizeof key);
         int ng = 0;
         for (int j = i; j < nc; j++) {
@@ -142,7 +170,8 @@ int falcon_benchdat_main(int argc, char **argv)
             printf("usage: falcon-study bench-dat BENCH.json --out DIR\n"
                    "Google Benchmark JSON (build/falcon-bench) to gnuplot data: DIR/cases.dat and the\n"
                    "one-axis sweeps DIR/{T,n,C,threads}/*.dat (medians of tokens/s, GFLOPS, peak\n"
-                   "fraction), which plots/bench.gp draws (plots/plot-all.sh runs both).\n");
+                   "fraction), and DIR/blas.dat, the BLAS yardstick's entries (blas/...), which\n"
+                   "plots/bench.gp draws (plots/plot-all.sh runs both).\n");
             return 0;
         }
         if (id == 'o') out = sc.value;
@@ -169,7 +198,7 @@ int falcon_benchdat_main(int argc, char **argv)
         if (!name) name = falcon_json_get_string(b, "name");
         bcase c;
         memset(&c, 0, sizeof c);
-        if (!name || parse_name(name, &c)) {
+        if (!name || (parse_name(name, &c) && parse_blas(name, &c))) {
             skipped++;
             continue;
         }
@@ -207,6 +236,7 @@ int falcon_benchdat_main(int argc, char **argv)
                    "threads tokens_per_second GFLOPS peak_fraction\n", in);
         for (int i = 0; i < nc; i++) {
             const bcase *c = &cs[i];
+            if (!strcmp(c->form, "blas")) continue;
             fprintf(f, "%s %s %s %s", c->form, c->variant, c->backend, c->prec);
             for (int k = 0; k < NPARAM; k++) fprintf(f, " %lld", c->p[k]);
             for (int m = 0; m < NMETRIC; m++) fprintf(f, " %.6g", c->failed ? NAN : c->median[m]);
@@ -214,13 +244,29 @@ int falcon_benchdat_main(int argc, char **argv)
         }
         if (fclose(f)) rc = 2;
     }
+    FILE *fb = !rc ? study_open(out, "blas.dat", path, sizeof path) : NULL;
+    if (!rc && !fb) rc = 2;
+    if (fb) {
+        fprintf(fb, "# from %s: OpenBLAS, 1 thread, on the GEMMs of one chunk block (C > 0) or a square product "
+                    "(C = 0)\n# precision n m C GFLOPS peak_fraction (medians; NaN: absent or failed)\n", in);
+        for (int i = 0; i < nc; i++)
+            if (!strcmp(cs[i].form, "blas"))
+                fprintf(fb, "%s %lld %lld %lld %.6g %.6g\n", cs[i].prec, cs[i].p[P_N], cs[i].p[P_M], cs[i].p[P_C],
+                        cs[i].failed ? NAN : cs[i].median[GFLOPS], cs[i].failed ? NAN : cs[i].median[PEAK]);
+        if (fclose(fb)) rc = 2;
+    }
     static const int axes[] = {P_T, P_N, P_C, P_THREADS};
     static const char *const dirs[] = {"T", "n", "C", "threads"};
     for (int a = 0; a < 4 && !rc; a++)
         if (write_sweeps(out, cs, nc, axes[a], dirs[a])) rc = 2;
-    for (int i = 0; cs && i < nc; i++)
+    int nblas = 0;
+    for (int i = 0; cs && i < nc; i++) {
+        nblas += !strcmp(cs[i].form, "blas");
         for (int m = 0; m < NMETRIC; m++) free(cs[i].samples[m]);
+    }
     free(cs);
-    if (!rc) printf("bench-dat: %d cases from %s into %s (%d entries not falcon cases)\n", nc, in, out, skipped);
+    if (!rc)
+        printf("bench-dat: %d cases and %d BLAS yardstick entries from %s into %s (%d entries neither)\n",
+               nc - nblas, nblas, in, out, skipped);
     return rc;
 }

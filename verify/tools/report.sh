@@ -89,12 +89,36 @@ bench_section() {
     echo "Medians of Google Benchmark repetitions (\`bench.json\`; \`falcon compare\` reads it). Headline: the"
     echo "base point, Falcon-1, T = 4096, n = m = 128, 8 heads, 1 thread."
     echo
-    echo "| backend | precision | form | tokens/s | GFLOPS | fraction of FMA peak |"
-    echo "|---|---|---|---|---|---|"
-    awk '!/^#/ && $2 == "falcon1" && $5 == 4096 && $6 == 128 && $10 == 8 && $11 == 1 && ($8 == 64 || $8 == 0) {
-             printf "| %s | %s | %s | %.4g | %.3g | %s |\n", $3, $4, $1, $12, $13, ($14 == "nan" || $14 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $14) }' "$cases" |
+    blas=$dir/bench/blas.dat
+    [ -f "$blas" ] || blas=/dev/null
+    echo "BLAS-achievable: the fraction of the same peak that OpenBLAS reaches on one thread on the GEMMs"
+    echo "of one chunk block of the same precision, n, m and C (the \`blas/\` entries), counted as the"
+    echo "chunk form's flop model counts them: the yardstick a chunk case's fraction is read against."
+    echo
+    echo "| backend | precision | form | tokens/s | GFLOPS | fraction of FMA peak | BLAS-achievable |"
+    echo "|---|---|---|---|---|---|---|"
+    awk 'function pct(x) { return (x == "" || x == "nan" || x == "-nan") ? "-" : sprintf("%.1f%%", 100 * x) }
+         FILENAME == ARGV[1] { if (!/^#/ && $4 > 0) ach[$1 " " $2 " " $3 " " $4] = $6; next }
+         !/^#/ && $2 == "falcon1" && $5 == 4096 && $6 == 128 && $10 == 8 && $11 == 1 && ($8 == 64 || $8 == 0) {
+             y = $1 == "chunk" ? ach[$4 " " $6 " " $7 " " $8] : ""
+             printf "| %s | %s | %s | %.4g | %.3g | %s | %s |\n", $3, $4, $1, $12, $13, pct($14), pct(y) }' "$blas" "$cases" |
         sort -t'|' -k2,2 -k3,3 -k4,4
     echo
+    if [ -s "$blas" ] && grep -qv '^#' "$blas"; then
+        echo "The yardstick, every shape measured (OpenBLAS, 1 thread; the square products for reference):"
+        echo
+        echo "| precision | n | m | C | GFLOPS | fraction of FMA peak |"
+        echo "|---|---|---|---|---|---|"
+        # precision, then C (the square products last), then n
+        grep -v '^#' "$blas" | sort -k1,1 -k4,4n -k2,2n | awk '$4 > 0 { print; next } { sq[n++] = $0 } END { for (i = 0; i < n; i++) print sq[i] }' |
+            awk '{ printf "| %s | %s | %s | %s | %.3g | %s |\n", $1, $2, $3, ($4 > 0 ? $4 : "- (square)"), $5,
+                   ($6 == "nan" || $6 == "-nan") ? "-" : sprintf("%.1f%%", 100 * $6) }'
+        echo
+    else
+        why=$(sed -n 's/.*"falcon_blas": "\([^"]*\)".*/\1/p' "$dir/bench.json" 2>/dev/null | head -1)
+        echo "No BLAS yardstick in this run${why:+ (falcon-bench: $why)}."
+        echo
+    fi
     scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo

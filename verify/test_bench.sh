@@ -1,0 +1,75 @@
+#!/bin/bash
+# The benchmark binary's smoke test (make check, where Google Benchmark is
+# installed): it lists its cases, and the BLAS yardstick next to them.
+#
+#   verify/test_bench.sh BUILD_DIR        (BUILD_DIR/falcon-bench, falcon-study)
+#
+# - --benchmark_list_tests lists chunk cases;
+# - built with OpenBLAS (falcon-bench --help says which): one
+#   blas/sgemm|dgemm/chunk-shapes/n:../m:../C:../threads:1 entry per
+#   (precision, n, m, C) of the CPU chunk cases, and the square products;
+#   without it, no blas/ entry;
+# - a tiny run of one yardstick entry, with the probe: GFLOPS and a
+#   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
+#   shape, and falcon-study bench-dat writing it to blas.dat.
+# Ends with "N passed, M failed"; exits non-zero if any failed.
+set -eu
+BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
+. "$(dirname "$0")/lib.sh"
+test_workdir
+BENCH=$BUILD/falcon-bench
+
+"$BENCH" --no-probe --benchmark_list_tests > list.txt 2> list.err || { cat list.err; bad list "exit status $?"; }
+if grep -q '^chunk/falcon1/' list.txt; then ok "--benchmark_list_tests lists the chunk cases"
+else bad list "no chunk/falcon1/ case: $(head -3 list.txt | tr '\n' ' ')"; fi
+
+"$BENCH" --help > help.txt 2>&1 || true
+yard=$(sed -n 's/^ *yardstick: //p' help.txt | head -1)
+# The shapes the yardstick must cover: precision n m C of every CPU chunk case.
+awk -F/ '$1 == "chunk" && $3 != "cuda" && $3 != "mpfr" {
+             for (i = 5; i <= NF; i++) { split($i, kv, ":"); v[kv[1]] = kv[2] }
+             print ($4 == "fp64" ? "dgemm" : "sgemm") "/chunk-shapes/n:" v["n"] "/m:" v["m"] "/C:" v["C"] }' list.txt |
+    sort -u > want.txt
+sed -n 's|^blas/\([sd]gemm/chunk-shapes/n:[0-9]*/m:[0-9]*/C:[0-9]*\)/threads:1\(/real_time\)*$|\1|p' list.txt | sort -u > have.txt
+case $yard in
+"")
+    bad help "falcon-bench --help names no yardstick" ;;
+unavailable*)
+    if grep -q '^blas/' list.txt; then bad unavailable "blas/ entries listed though: $yard"
+    else ok "built without OpenBLAS: no blas/ entry ($yard)"; fi
+    echo "test_bench: yardstick unavailable, its run skipped"
+    test_end
+    exit 0 ;;
+*)
+    if [ -s want.txt ] && cmp -s want.txt have.txt; then ok "a blas/ entry per chunk shape ($(wc -l < have.txt) shapes; $yard)"
+    else bad shapes "chunk shapes without a blas/ entry, or the other way: $(diff want.txt have.txt | grep '^[<>]' | head -4 | tr '\n' ' ')"; fi
+    if grep -q '^blas/sgemm/square/n:1024/threads:1\(/real_time\)*$' list.txt &&
+       grep -q '^blas/dgemm/square/n:1024/threads:1\(/real_time\)*$' list.txt
+    then ok "the square products are listed"; else bad square "no blas/[sd]gemm/square/n:1024/threads:1"; fi ;;
+esac
+
+# One entry, timed briefly, with the probe (a few seconds).
+if "$BENCH" --benchmark_filter='^blas/sgemm/chunk-shapes/n:64/m:64/C:64/' --benchmark_min_time=0.01 \
+     --benchmark_format=json > run.json 2> run.err; then
+    gf=$(sed -n 's/^ *"GFLOPS": \([0-9.e+-]*\),*$/\1/p' run.json | head -1)
+    pf=$(sed -n 's/^ *"peak_fraction": \([0-9.e+-]*\),*$/\1/p' run.json | head -1)
+    if awk -v g="${gf:-0}" -v p="${pf:-0}" 'BEGIN { exit !(g > 0 && p > 0 && p < 2) }'; then
+        ok "blas/sgemm/chunk-shapes/n:64/m:64/C:64: $gf GFLOPS, peak_fraction $pf"
+    else
+        bad run "GFLOPS '$gf', peak_fraction '$pf'"
+    fi
+    if grep -q '"falcon_blas_achievable": ".*fp32 n=64 m=64 C=64: [0-9]' run.json; then
+        ok "the context's falcon_blas_achievable has the shape"
+    else
+        bad context "$(grep falcon_blas run.json | head -3 | tr '\n' ' ')"
+    fi
+    if [ -x "$BUILD/falcon-study" ]; then
+        if "$BUILD/falcon-study" bench-dat run.json --out dat > dat.log 2>&1 &&
+           awk '$1 == "fp32" && $2 == 64 && $3 == 64 && $4 == 64 && $5 > 0 && $6 > 0 { found = 1 } END { exit !found }' dat/blas.dat
+        then ok "falcon-study bench-dat writes the entry to blas.dat"
+        else bad bench-dat "$(cat dat.log dat/blas.dat 2>/dev/null | tr '\n' ' ')"; fi
+    fi
+else
+    bad run "exit status $?: $(tail -3 run.err | tr '\n' ' ')"
+fi
+test_end
