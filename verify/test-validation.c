@@ -151,8 +151,34 @@ Test(validation, window_and_chunk)
     f.cfg.window = 0;
     expect_error(&f, FALCON_E_RANGE, "window = 0");
     setup(&f, FALCON_3);
-    f.cfg.chunk = 0;
-    expect_error(&f, FALCON_E_RANGE, "chunk = 0");
+    f.cfg.chunk = -1;
+    expect_error(&f, FALCON_E_RANGE, "chunk = -1");
+    setup(&f, FALCON_3);
+    f.cfg.chunk = FALCON_MAX_CHUNK + 1;
+    expect_error(&f, FALCON_E_RANGE, "or 0 (auto)");
+}
+
+/* chunk = 0 is FALCON_CHUNK_AUTO (the default): a run, bit for bit the one
+ * with the model's chunk size. */
+Test(validation, chunk_auto_is_the_model_size)
+{
+    fixture f;
+    setup(&f, FALCON_3);
+    f.cfg.form = FALCON_FORM_CHUNK;
+    f.cfg.window = 2;
+    cr_assert_eq(f.cfg.chunk, FALCON_CHUNK_AUTO, "the default chunk is auto");
+    double auto_out[TT * MM], model_out[TT * MM];
+    cr_assert(falcon_run(&f.cfg, &f.in, NULL, auto_out) == FALCON_OK, "%s", falcon_last_error());
+    f.cfg.chunk = falcon_chunk_auto(NN, MM, 2);
+    cr_assert(f.cfg.chunk >= 8 && f.cfg.chunk <= 256);
+    cr_assert(falcon_run(&f.cfg, &f.in, NULL, model_out) == FALCON_OK, "%s", falcon_last_error());
+    cr_expect(memcmp(auto_out, model_out, sizeof auto_out) == 0, "auto differs from chunk = %lld",
+              (long long)f.cfg.chunk);
+    /* the model: 16 for n = m = 64 and 128, 32 for 256, 8 with a window of 4 */
+    cr_expect_eq(falcon_chunk_auto(64, 64, 1), 16);
+    cr_expect_eq(falcon_chunk_auto(128, 128, 1), 16);
+    cr_expect_eq(falcon_chunk_auto(256, 256, 1), 32);
+    cr_expect_eq(falcon_chunk_auto(64, 64, 4), 8);
 }
 
 Test(validation, shapes)
