@@ -2,6 +2,7 @@
  * docs/math.md section 10: every entry point checks its arguments before it touches
  * anything, and names the tensor, the index and the rule that failed.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include "internal.h"
@@ -23,6 +24,33 @@ static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t 
 
 typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
 
+/* 1 when every element lies in [lo, hi] (lo itself excluded when lo_open),
+ * hi finite: NaN and the infinities fail too. A typed loop without
+ * branches, so the compiler vectorizes it (element by element through
+ * falcon_load it cost 2% of a recurrent call); the loop below names the
+ * first element that fails. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VECTORIZED __attribute__((optimize("O3"))) /* GCC's -O2 leaves this loop scalar */
+#else
+#define VECTORIZED
+#endif
+#define IN_RANGE_BODY(R)                                                                      \
+    const R *x = p;                                                                           \
+    const R l = (R)lo, h = (R)hi;                                                             \
+    int bad = 0;                                                                              \
+    for (int64_t i = 0; i < count; i++) bad |= !(x[i] >= l) | !(x[i] <= h) | (lo_open & (x[i] == l)); \
+    return !bad;
+VECTORIZED static int in_range_f32(const void *p, int64_t count, double lo, int lo_open, double hi) { IN_RANGE_BODY(float) }
+VECTORIZED static int in_range_f64(const void *p, int64_t count, double lo, int lo_open, double hi) { IN_RANGE_BODY(double) }
+#undef IN_RANGE_BODY
+#undef VECTORIZED
+
+static int all_in_range(const void *p, falcon_precision prec, int64_t count, double lo, int lo_open, double hi,
+                        double hi64)
+{
+    return prec == FALCON_FP32 ? in_range_f32(p, count, lo, lo_open, hi) : in_range_f64(p, count, lo, lo_open, hi64);
+}
+
 /* Check every element of one [B][T][H][width] tensor against a rule. */
 static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, int64_t t0,
                                   const char *name, const void *p, int64_t width, rule r)
@@ -31,6 +59,11 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
     const int64_t rows = in->B * in->T * in->H;
     const int threads = falcon_threads(cfg);
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
+        return FALCON_OK;
+    const int64_t count = rows * width;
+    if ((r == RULE_BETA_REG && all_in_range(p, cfg->precision, count, 0, 0, 2, 2)) ||
+        (r == RULE_ALPHA && all_in_range(p, cfg->precision, count, 0, 1, 1, 1)) ||
+        ((r == RULE_BETA_IP || r == RULE_GAIN) && all_in_range(p, cfg->precision, count, 0, 0, FLT_MAX, DBL_MAX)))
         return FALCON_OK;
     for (int64_t row = 0; row < rows; row++) {
         for (int64_t i = 0; i < width; i++) {

@@ -89,6 +89,33 @@ Test(validation, alpha_zero_negative_above_one_nan)
     }
 }
 
+/* The same rules in fp32 (validate.c checks ranges with a typed loop per
+ * precision): each bad value, alone in a tensor of good ones, is refused
+ * and named; alpha = 1 and beta = 2 (the closed ends) pass. */
+Test(validation, ranges_in_fp32)
+{
+    enum { T32 = 40 };
+    float q[T32 * 2], v[T32], beta[T32], alpha[T32], out[T32];
+    for (int i = 0; i < T32 * 2; i++) q[i] = 0.25f * (float)(i % 5) - 0.5f;
+    const struct { int alpha; float x; falcon_status want; } cases[] = {
+        {1, 0.0f, FALCON_E_RANGE}, {1, 1.0000001f, FALCON_E_RANGE}, {1, NAN, FALCON_E_NONFINITE},
+        {1, 1.0f, FALCON_OK},      {0, 2.0f, FALCON_OK},            {0, 2.0000002f, FALCON_E_RANGE},
+        {0, -0.0f, FALCON_OK},     {0, -1e-30f, FALCON_E_RANGE},     {0, INFINITY, FALCON_E_NONFINITE},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int at = 0; at < T32; at += 13) { /* first, middle and last vector of the loop */
+            for (int i = 0; i < T32; i++) v[i] = 0.5f, beta[i] = 1.0f, alpha[i] = 0.5f;
+            (cases[c].alpha ? alpha : beta)[at] = cases[c].x;
+            falcon_config cfg;
+            falcon_config_default(&cfg);
+            cfg.backend = FALCON_BACKEND_SCALAR;
+            const falcon_inputs in = falcon_inputs_sequence(T32, 2, 1, q, q, v, beta, alpha, NULL);
+            const falcon_status s = falcon_run(&cfg, &in, NULL, out);
+            cr_expect_eq(s, cases[c].want, "%s[%d] = %g: got %s (%s)", cases[c].alpha ? "alpha" : "beta", at,
+                         (double)cases[c].x, falcon_status_name(s), falcon_last_error());
+        }
+}
+
 Test(validation, nonfinite_inputs)
 {
     fixture f;
