@@ -289,6 +289,24 @@ static void gemm_nn_shape(int f32, const int64_t dim[3], int64_t idx, const tabl
     gemm_shape(f32, dim, idx, t, nt, fails, 0);
 }
 
+/* The expected S' = a S0 + E^T Z of rank_update (and update_read) in long
+ * double, and its bound, for each of the m x n cells. */
+static void rank_update_want(int f32, int64_t m, int64_t n, int64_t k, double a, const mat *E, const mat *Z,
+                             const mat *S0, long double *want, long double *bound)
+{
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+            long double s = (long double)a * mat_get(S0, r, c), s_abs = fabsl(s);
+            for (int64_t i = 0; i < k; i++) {
+                const long double p = (long double)mat_get(E, i, r) * mat_get(Z, i, c);
+                s += p;
+                s_abs += fabsl(p);
+            }
+            want[r * n + c] = s;
+            bound[r * n + c] = gamma_k(f32, k + 2) * s_abs;
+        }
+}
+
 /* ---- rank_update: S[m][n] = a S + E[k][m]^T Z[k][n] ---- */
 static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt,
                               int64_t *fails)
@@ -304,17 +322,7 @@ static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const 
     long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n));
     cr_assert(want);
     long double *bound = want + m * n;
-    for (int64_t r = 0; r < m; r++)
-        for (int64_t c = 0; c < n; c++) {
-            long double s = (long double)a * mat_get(&S0, r, c), s_abs = fabsl(s);
-            for (int64_t i = 0; i < k; i++) {
-                const long double p = (long double)mat_get(&E, i, r) * mat_get(&Z, i, c);
-                s += p;
-                s_abs += fabsl(p);
-            }
-            want[r * n + c] = s;
-            bound[r * n + c] = gamma_k(f32, k + 2) * s_abs;
-        }
+    rank_update_want(f32, m, n, k, a, &E, &Z, &S0, want, bound);
     mat_save(&E);
     mat_save(&Z);
     for (int ti = 0; ti < nt; ti++) {
@@ -424,17 +432,7 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n + 2 * (r + 1) * n));
     cr_assert(want);
     long double *bound = want + m * n, *pw = bound + m * n, *pb = pw + (r + 1) * n;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t c = 0; c < n; c++) {
-            long double v = (long double)a * mat_get(&S0, i, c), v_abs = fabsl(v);
-            for (int64_t q = 0; q < k; q++) {
-                const long double p = (long double)mat_get(&E, q, i) * mat_get(&Z, q, c);
-                v += p;
-                v_abs += fabsl(p);
-            }
-            want[i * n + c] = v;
-            bound[i * n + c] = gamma_k(f32, k + 2) * v_abs;
-        }
+    rank_update_want(f32, m, n, k, a, &E, &Z, &S0, want, bound);
     mat_save(&E);
     mat_save(&Z);
     mat_save(&X);

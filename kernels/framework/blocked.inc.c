@@ -63,9 +63,9 @@ static inline REAL RS(decay_mul)(double f, REAL x) { return (REAL)(f * (double)x
  * and t 2^-64 2^-64 is exact; an entry whose result would be below the
  * smallest normal number is zero (a memory that small carries an absolute
  * error of that size, docs/math.md section 4), decided on t, and only
- * magnitudes of at least 2^2 are scaled: no subnormal number is formed. The rank update then
- * adds to the memory as it is. (fp64: the row holds no factor below the
- * smallest normal double, falcon_decay_row_advance.) */
+ * magnitudes of at least 2^2 are scaled: no subnormal number is formed.
+ * The rank update then adds to the memory as it is. (fp64: the row holds
+ * no factor below the smallest normal double, falcon_decay_row_advance.) */
 #ifdef FALCON_REAL_F32
 typedef uint32_t RS(bits);
 #else

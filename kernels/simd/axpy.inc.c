@@ -11,6 +11,15 @@
  * the sum starts with the newest, least decayed ones: a sum that started
  * with terms scaled by a near-reset decay would be subnormal for a while,
  * and each FMA on it a microcode assist on x86. */
+/* A decayed memory plus the step's write, s' = a s + terms (scale) or
+ * s + terms: one FMA, so the tiny product of a near-reset decay is exact
+ * inside it and never rounded to a subnormal number on its own
+ * (rank-update.inc.c). Every SIMD kernel that writes the memory uses it. */
+VINLINE vreal VNAME(decay_add)(const int scale, vreal a, vreal s, vreal terms)
+{
+    return scale ? v_fma(a, s, terms) : v_add(s, terms);
+}
+
 typedef struct VNAME(ax_args) {
     const REAL *P; /* coefficient of (row i, k) at P[i*rs + k*cs] */
     int64_t rs, cs;
@@ -62,7 +71,7 @@ VINLINE void VNAME(ax_tile)(const int mr, const int nv, const int masked, vmask 
             REAL *ci = c + i * ldc + v * VL;
             if (read_c) {
                 const vreal c0 = masked && v == nv - 1 ? v_load_mask(ci, tm) : v_loadu(ci);
-                acc[i][v] = do_scale ? v_fma(sc, c0, acc[i][v]) : v_add(c0, acc[i][v]);
+                acc[i][v] = VNAME(decay_add)(do_scale, sc, c0, acc[i][v]);
             }
             if (masked && v == nv - 1)
                 v_store_mask(ci, tm, acc[i][v]);

@@ -5,18 +5,19 @@
  * end-of-block update) is a GEMM: the register tiles of axpy.inc.c
  * with coefficient E[k][r] for row r. Either way each element is the sum
  * of the k terms (from 0, one FMA per k from the last to the first, as
- * axpy.inc.c), then S added: fma(a, S, sum), or S + sum when a = 1. The decay's product a*S is never
- * rounded on its own: a near-reset decay (the smallest normal number)
+ * axpy.inc.c), then S added: fma(a, S, sum), or S + sum when a = 1
+ * (decay_add, axpy.inc.c). The decay's product a*S is never rounded on
+ * its own: a near-reset decay (the smallest normal number)
  * would make it subnormal, and x86 cores take a microcode assist, about
  * a hundred cycles, for each vector operation with a subnormal result or
  * multiplicand (measured on Sapphire Rapids: 30 times slower). Inside the
  * FMA the product is exact and the sum is normal again. */
-/* One vector of row r at column j: init, then the k FMAs. */
+/* One vector x of row r: the k terms (zA, zB: Z's vectors), then x. */
 #define RU_VEC(x, r, zA, zB)                                   \
     do {                                                       \
         vreal p_ = kk > 1 ? v_fma(e1[r], zB, v_zero()) : v_zero(); \
         p_ = v_fma(e0[r], zA, p_);                             \
-        x = scale ? v_fma(av, x, p_) : v_add(x, p_);           \
+        x = VNAME(decay_add)(scale, av, x, p_);                \
     } while (0)
 
 /* Rows r0 .. r0+rows-1 (rows = 1 or 2, sharing the loads of Z). The stores
@@ -96,13 +97,12 @@ VINLINE void VNAME(ru_stream_aligned)(const int kk, const int scale, int64_t m, 
     const REAL *z1 = Z + ldz;
     for (int64_t r = 0; r < m; r++) {
         REAL *s = S + r * lds;
-        const vreal e0 = v_set1(E[r]), e1 = v_set1(kk > 1 ? E[lde + r] : 0);
+        const vreal e0[1] = {v_set1(E[r])}, e1[1] = {v_set1(kk > 1 ? E[lde + r] : 0)};
 #pragma GCC unroll 4
         for (int64_t j = 0; j < n; j += VL) {
-            vreal p = kk > 1 ? v_fma(e1, v_loadu(z1 + j), v_zero()) : v_zero();
-            p = v_fma(e0, v_loadu(Z + j), p);
-            const vreal x = v_loadu(s + j);
-            v_storeu(s + j, scale ? v_fma(av, x, p) : v_add(x, p));
+            vreal x = v_loadu(s + j);
+            RU_VEC(x, 0, v_loadu(Z + j), v_loadu(z1 + j));
+            v_storeu(s + j, x);
         }
     }
 }

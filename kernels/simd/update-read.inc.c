@@ -60,14 +60,10 @@ VINLINE void VNAME(ur_block)(const int nv, const int masked, vmask tm, const int
                     p[v] = v_fma(e, masked && v == nv - 1 ? v_load_mask(z + v * VL, tm) : v_loadu(z + v * VL), p[v]);
             }
         }
-        /* the decay in the same FMA as the write (rank-update.inc.c) */
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            if (scale) x[v] = v_fma(av, x[v], p[v]);
-            else if (kk > 0) x[v] = v_add(x[v], p[v]);
-        if (kk > 0 || scale)
+        if (kk > 0 || scale) /* else S stays as it is: a read only */
 #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) {
+                x[v] = VNAME(decay_add)(scale, av, x[v], p[v]);
                 if (masked && v == nv - 1) v_store_mask(s + v * VL, tm, x[v]);
                 else v_storeu(s + v * VL, x[v]);
             }
