@@ -104,12 +104,16 @@ t0=$SECONDS
 "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --out killed >killed.txt 2>&1 &
 pid=$!
 # Killed once three streams are done and another one's state is saved
-# (that stream is midway), before the study ends.
+# (that stream is midway), before the study ends. The study is stopped
+# while its files are looked at, so that the stream seen midway cannot
+# finish (and drop its state) between the look and the kill: streams of a
+# tenth of a second made that race likely.
 saved=
 for _ in $(seq 1 2400); do
+    kill -STOP $pid 2>/dev/null || break
     saved=$(ls killed/resume 2>/dev/null | grep '^[0-9]*\.state$' | head -1)
     [ -n "$saved" ] && [ "$(ls killed/streams 2>/dev/null | grep -c '\.res$')" -ge 3 ] && break
-    kill -0 $pid 2>/dev/null || break
+    kill -CONT $pid 2>/dev/null
     sleep 0.05
 done
 kill -KILL $pid 2>/dev/null
