@@ -202,7 +202,7 @@ static int input_error(const run_ctx *c, const char *msg)
  * checkpoint's fault, not the inputs'). */
 static int checkpoint_fits(const run_ctx *c, const falcon_state_view *v)
 {
-    if (c->cfg.precision != FALCON_FP32) return 0;
+    if (c->cfg.precision == FALCON_FP64) return 0;
     const struct {
         const char *file;
         const double *x;

@@ -142,7 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.form = (falcon_form)(fuzz_u8(&b) % 4);
     /* Every backend of the enum, and the values just outside it. */
     cfg.backend = (falcon_backend)(fuzz_u8(&b) % (FALCON_BACKEND_COUNT + 2) - 1);
-    cfg.precision = (falcon_precision)(fuzz_u8(&b) % 3 == 2 ? 2 : fuzz_u8(&b) % 2);
+    /* fp32, fp64, tf32, bf16, and the value just outside */
+    cfg.precision = (falcon_precision)(fuzz_u8(&b) % 5);
     const uint8_t eps_mode = fuzz_u8(&b) % 4;
     cfg.eps = eps_mode == 0 ? 1e-6 : eps_mode == 1 ? FUZZ_PICK(&b, eps_values)
             : eps_mode == 2 ? fuzz_f64_bits(&b) : fuzz_u8(&b) / 64.0;

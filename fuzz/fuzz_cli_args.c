@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a.variant >= FALCON_1 && a.variant <= FALCON_3A, "variant %d", a.variant);
         FUZZ_CHECK(a.form >= FALCON_FORM_RECURRENT && a.form <= FALCON_FORM_PARALLEL, "form %d", a.form);
         FUZZ_CHECK(falcon_backend_name((falcon_backend)a.backend) != NULL, "backend %d", a.backend);
-        FUZZ_CHECK(a.precision == FALCON_FP32 || a.precision == FALCON_FP64, "precision %d", a.precision);
+        FUZZ_CHECK(a.precision >= FALCON_FP32 && a.precision <= FALCON_BF16, "precision %d", a.precision);
         FUZZ_CHECK(a.q && a.k && a.v && a.beta && a.out, "a required path is missing");
         FUZZ_CHECK(*a.q && *a.k && *a.v && *a.beta && *a.out, "an empty path was taken");
         FUZZ_CHECK(a.segment >= 0, "segment %lld", (long long)a.segment);

@@ -77,9 +77,19 @@ typedef enum falcon_backend {
     FALCON_BACKEND_COUNT /* not a backend: one more than the last (for loops over them) */
 } falcon_backend;
 
+/*
+ * The run's arithmetic. FALCON_TF32 and FALCON_BF16 are what tensor cores
+ * compute: fp32 data, state and accumulation, with the operands of the
+ * chunk form's matrix products rounded (to nearest even) to tf32 (10
+ * fraction bits) or bf16 (7) before each product. Only the chunk form on
+ * the CPU kernel backends runs them; errors are measured in units of the
+ * operand format's roundoff (2^-11, 2^-8). Their element type is float.
+ */
 typedef enum falcon_precision {
     FALCON_FP32 = 0,
-    FALCON_FP64
+    FALCON_FP64,
+    FALCON_TF32,
+    FALCON_BF16
 } falcon_precision;
 
 /* Limits checked by validation. */
@@ -110,7 +120,7 @@ void falcon_config_default(falcon_config *cfg);
 /*
  * Inputs for B x H independent sequences in the [B][T][H][D] layout of the
  * PyTorch linear-attention libraries; one sequence is B = H = 1 ([T][D]).
- * The element type is float for FALCON_FP32 and double for FALCON_FP64.
+ * The element type is double for FALCON_FP64 and float for the others.
  */
 typedef struct falcon_inputs {
     int64_t B, T, H; /* T >= 0, B, H >= 1 */

@@ -7,7 +7,7 @@
 
 static double load(const void *p, falcon_precision prec, int64_t i)
 {
-    return prec == FALCON_FP32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return prec != FALCON_FP64 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 /* Rows t of a [B][T][H][width] tensor for head (b, h), contiguous. */

@@ -1,8 +1,10 @@
 /* Defaults, names of the enums, variant properties and error reporting. */
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
+#include "../kernels/common/falcon_math.h"
 
 void falcon_config_default(falcon_config *cfg)
 {
@@ -35,7 +37,7 @@ static const char *const align_names[] = {"prefix", "same"};
 static const char *const phi_names[] = {"identity", "relu", "elu1", "l2norm"};
 static const char *const form_names[] = {"recurrent", "chunk", "parallel"};
 /* (The backends' names are in their registry, src/backends.c.) */
-static const char *const precision_names[] = {"fp32", "fp64"};
+static const char *const precision_names[] = {"fp32", "fp64", "tf32", "bf16"};
 static const char *const status_names[] = {
     "ok", "invalid argument", "shape error", "value out of range", "non-finite input",
     "backend unavailable", "out of memory", "result overflowed", "i/o error", "malformed file"};
@@ -65,6 +67,16 @@ int falcon_align_parse(const char *s) { return parse(align_names, COUNT(align_na
 int falcon_phi_parse(const char *s) { return parse(phi_names, COUNT(phi_names), s); }
 int falcon_form_parse(const char *s) { return parse(form_names, COUNT(form_names), s); }
 int falcon_precision_parse(const char *s) { return parse(precision_names, COUNT(precision_names), s); }
+
+int falcon_operand_format(falcon_precision p)
+{
+    return p == FALCON_TF32 ? FALCON_TF32_DROP : p == FALCON_BF16 ? FALCON_BF16_DROP : 0;
+}
+
+double falcon_operand_max(falcon_precision p)
+{
+    return p == FALCON_FP64 ? DBL_MAX : (double)falcon_operand_format_max(falcon_operand_format(p));
+}
 
 int falcon_variant_is_regression(falcon_variant v) { return v == FALCON_1 || v == FALCON_2 || v == FALCON_3; }
 int falcon_variant_has_gain(falcon_variant v) { return v == FALCON_2 || v == FALCON_2A; }

@@ -72,10 +72,10 @@ static int scan(const void *p, falcon_precision prec, int64_t count, int avx2)
 {
 #ifdef FALCON_SCAN_AVX2
     if (avx2)
-        return prec == FALCON_FP32 ? scan_f32_avx2(p, count) : scan_f64_avx2(p, count);
+        return prec != FALCON_FP64 ? scan_f32_avx2(p, count) : scan_f64_avx2(p, count);
 #endif
     (void)avx2;
-    return prec == FALCON_FP32 ? scan_f32(p, count) : scan_f64(p, count);
+    return prec != FALCON_FP64 ? scan_f32(p, count) : scan_f64(p, count);
 }
 
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads)
@@ -84,7 +84,7 @@ int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, 
 #ifdef FALCON_SCAN_AVX2
     avx2 = __builtin_cpu_supports("avx2");
 #endif
-    const size_t size = prec == FALCON_FP32 ? 4 : 8;
+    const size_t size = prec != FALCON_FP64 ? 4 : 8;
     const int64_t pieces = count / PIECE;
     int bad = 0;
 #pragma omp parallel for reduction(|:bad) schedule(dynamic, 16) num_threads(threads) if(pieces > 256)

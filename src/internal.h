@@ -21,8 +21,14 @@ falcon_status falcon_fail(falcon_status s, const char *fmt, ...)
 /* Element i of a typed input as double. */
 static inline double falcon_load(const void *p, falcon_precision prec, int64_t i)
 {
-    return prec == FALCON_FP32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return prec != FALCON_FP64 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
+
+/* The fraction bits of fp32 that a precision's matrix-product operands drop
+ * (falcon_math.h): 13 for tf32, 16 for bf16, 0 otherwise; and the largest
+ * input such an operand may hold (FLT_MAX, DBL_MAX for fp32, fp64). */
+int falcon_operand_format(falcon_precision prec);
+double falcon_operand_max(falcon_precision prec);
 
 /* After a successful run of head (b, h): move the previous key and the
  * window history of that head forward over the call's T steps. */

@@ -22,7 +22,7 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
     double *o = buf + falcon_ref_head_doubles(in), *S = o + T * m;
     falcon_ref_opts ro = {
         .variant = cfg->variant, .align = cfg->align, .phi = cfg->phi,
-        .eps = prec == FALCON_FP32 ? (double)(float)cfg->eps : cfg->eps,
+        .eps = prec != FALCON_FP64 ? (double)(float)cfg->eps : cfg->eps,
         .window = cfg->window,
         .chunk = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window) : (T > 0 ? T : 1),
         .bits = cfg->mpfr_bits,
@@ -34,7 +34,7 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
         for (int64_t t = 0; t < T; t++)
             for (int64_t c = 0; c < m; c++) {
                 int64_t at = ((b * T + t) * in->H + h) * m + c;
-                if (prec == FALCON_FP32) ((float *)out)[at] = (float)o[t * m + c];
+                if (prec != FALCON_FP64) ((float *)out)[at] = (float)o[t * m + c];
                 else ((double *)out)[at] = o[t * m + c];
             }
     }

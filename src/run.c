@@ -90,7 +90,7 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     const falcon_backend_info *be = falcon_backend_info_of(backend);
     if (be->run)
         s = be->run(cfg, in, work, out);
-    else if (cfg->precision == FALCON_FP32)
+    else if (cfg->precision != FALCON_FP64)
         s = falcon_run_cpu_f32(cfg, in, work, out, &be->f32);
     else
         s = falcon_run_cpu_f64(cfg, in, work, out, &be->f64);

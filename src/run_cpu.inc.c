@@ -29,6 +29,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .phi = (int)cfg->phi,
         .eps = (REAL)cfg->eps,
         .window = cfg->window,
+        .operand_drop = falcon_operand_format(cfg->precision),
         .S = st->S + hh * m * n,
         .prev_key = st->has_prev[hh] ? st->prev_key + hh * n : NULL,
         .hist_k = st->hist_k + hh * keep * n,

@@ -22,7 +22,10 @@ static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t 
     return buf;
 }
 
-typedef enum { RULE_FINITE, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
+/* RULE_OPERAND: finite, and no larger in magnitude than the largest number
+ * of the run's operand format (tf32, bf16: falcon_operand_max), which q, k
+ * and v become in the chunk form's matrix products. */
+typedef enum { RULE_FINITE, RULE_OPERAND, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
 
 /* 1 when every element lies in [lo, hi] (lo itself excluded when lo_open),
  * hi finite: NaN and the infinities fail too. A typed loop without
@@ -48,7 +51,7 @@ VECTORIZED static int in_range_f64(const void *p, int64_t count, double lo, int 
 static int all_in_range(const void *p, falcon_precision prec, int64_t count, double lo, int lo_open, double hi,
                         double hi64)
 {
-    return prec == FALCON_FP32 ? in_range_f32(p, count, lo, lo_open, hi) : in_range_f64(p, count, lo, lo_open, hi64);
+    return prec != FALCON_FP64 ? in_range_f32(p, count, lo, lo_open, hi) : in_range_f64(p, count, lo, lo_open, hi64);
 }
 
 /* Check every element of one [B][T][H][width] tensor against a rule. */
@@ -61,14 +64,16 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
         return FALCON_OK;
     const int64_t count = rows * width;
-    if ((r == RULE_BETA_REG && all_in_range(p, cfg->precision, count, 0, 0, 2, 2)) ||
+    const double omax = falcon_operand_max(cfg->precision);
+    if ((r == RULE_OPERAND && all_in_range(p, cfg->precision, count, -omax, 0, omax, omax)) ||
+        (r == RULE_BETA_REG && all_in_range(p, cfg->precision, count, 0, 0, 2, 2)) ||
         (r == RULE_ALPHA && all_in_range(p, cfg->precision, count, 0, 1, 1, 1)) ||
         ((r == RULE_BETA_IP || r == RULE_GAIN) && all_in_range(p, cfg->precision, count, 0, 0, FLT_MAX, DBL_MAX)))
         return FALCON_OK;
     for (int64_t row = 0; row < rows; row++) {
         for (int64_t i = 0; i < width; i++) {
             const double x = falcon_load(p, cfg->precision, row * width + i);
-            const int ok = isfinite(x) && (r == RULE_FINITE || (r == RULE_BETA_REG && x >= 0 && x <= 2) ||
+            const int ok = isfinite(x) && (r == RULE_FINITE || (r == RULE_OPERAND && fabs(x) <= omax) || (r == RULE_BETA_REG && x >= 0 && x <= 2) ||
                                            (r == RULE_BETA_IP && x >= 0) || (r == RULE_ALPHA && x > 0 && x <= 1) ||
                                            (r == RULE_GAIN && x >= 0));
             if (ok) continue;
@@ -77,6 +82,11 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
             const char *w = where(in, b, t, h, width > 1 ? i : -1, at, sizeof at);
             if (!isfinite(x))
                 return falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x);
+            if (r == RULE_OPERAND && !(fabs(x) <= omax))
+                return falcon_fail(FALCON_E_RANGE,
+                                   "%s%s = %g: larger than the largest %s number (%g): as a matrix-product "
+                                   "operand it would round to infinity",
+                                   name, w, x, falcon_precision_name(cfg->precision), omax);
             if (r == RULE_BETA_REG && !(x >= 0 && x <= 2))
                 return falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: must be in [0, 2] for the regression variant %s",
@@ -109,9 +119,25 @@ static falcon_status check_config(const falcon_config *cfg)
         return falcon_fail(FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
     if ((unsigned)cfg->backend >= FALCON_BACKEND_COUNT)
         return falcon_fail(FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
-    if ((unsigned)cfg->precision > FALCON_FP64)
+    if ((unsigned)cfg->precision > FALCON_BF16)
         return falcon_fail(FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);
-    const double eps_run = cfg->precision == FALCON_FP32 ? (double)(float)cfg->eps : cfg->eps;
+    /* tf32 and bf16 model the operands of tensor-core matrix products: the
+     * chunk form's (the recurrent form has none; the masked-parallel form
+     * and the reference and CUDA backends do not model them). */
+    if (falcon_operand_format(cfg->precision) && cfg->form != FALCON_FORM_CHUNK)
+        return falcon_fail(FALCON_E_ARGUMENT,
+                           "precision %s: only the chunk form rounds its matrix products' operands like tensor "
+                           "cores; the %s form runs fp32 or fp64",
+                           falcon_precision_name(cfg->precision), falcon_form_name(cfg->form));
+    if (falcon_operand_format(cfg->precision) &&
+        (cfg->backend == FALCON_BACKEND_MPFR || cfg->backend == FALCON_BACKEND_CUDA))
+        return falcon_fail(FALCON_E_ARGUMENT,
+                           "precision %s: runs on the CPU kernel backends only, not %s (%s)",
+                           falcon_precision_name(cfg->precision), falcon_backend_name(cfg->backend),
+                           cfg->backend == FALCON_BACKEND_MPFR
+                               ? "the reference computes exactly: compare a tf32/bf16 run against it in fp32"
+                               : "its kernels compute in fp32");
+    const double eps_run = cfg->precision != FALCON_FP64 ? (double)(float)cfg->eps : cfg->eps;
     if (!isfinite(cfg->eps) || !(cfg->eps > 0) || !(eps_run > 0) || !isfinite(eps_run))
         return falcon_fail(FALCON_E_RANGE, "eps = %g: must be finite and > 0 in %s", cfg->eps,
                            falcon_precision_name(cfg->precision));
@@ -194,9 +220,10 @@ falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs
         return s;
     if (in->T == 0) return FALCON_OK;
     const int reg = falcon_variant_is_regression(cfg->variant);
-    if ((s = check_tensor(cfg, in, t0, "q", in->q, in->n, RULE_FINITE)) ||
-        (s = check_tensor(cfg, in, t0, "k", in->k, in->n, RULE_FINITE)) ||
-        (s = check_tensor(cfg, in, t0, "v", in->v, in->m, RULE_FINITE)) ||
+    const rule data = falcon_operand_format(cfg->precision) ? RULE_OPERAND : RULE_FINITE;
+    if ((s = check_tensor(cfg, in, t0, "q", in->q, in->n, data)) ||
+        (s = check_tensor(cfg, in, t0, "k", in->k, in->n, data)) ||
+        (s = check_tensor(cfg, in, t0, "v", in->v, in->m, data)) ||
         (s = check_tensor(cfg, in, t0, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
         return s;
     if (in->alpha && (s = check_tensor(cfg, in, t0, "alpha", in->alpha, 1, RULE_ALPHA))) return s;

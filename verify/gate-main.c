@@ -17,7 +17,7 @@ typedef struct cell {
 
 #define NB FALCON_BACKEND_COUNT /* >= gate_backend_count */
 #define NF 3
-#define NP 2
+#define NP GATE_PRECISION_COUNT
 #define NV 6
 
 /* "{scalar,avx2,...}": the kernel backends --backend takes. */
@@ -42,7 +42,7 @@ static void usage(FILE *f)
                "full is the whole table (what `make check` runs through falcon-verify).\n"
                "  --backend %s\n"
                "  --variant {falcon1,falcon2,falcon3,falcon1a,falcon2a,falcon3a}\n"
-               "  --form {recurrent,chunk,parallel}   --precision {fp32,fp64}\n"
+               "  --form {recurrent,chunk,parallel}   --precision {fp32,fp64,tf32,bf16}\n"
                "                only that part of the table (default: all of it)\n"
                "  --seeds N     each case with N seeds (default 1)\n"
                "  --shape T,n,m one case per variant (with and without decay) of that size\n"
@@ -117,7 +117,7 @@ int falcon_gate_main(int argc, char **argv)
             if ((only_form = enum_value("--form", val, falcon_form_parse, "{recurrent,chunk,parallel}")) < 0) return 2;
             break;
         case 'P':
-            if ((only_prec = enum_value("--precision", val, falcon_precision_parse, "{fp32,fp64}")) < 0) return 2;
+            if ((only_prec = enum_value("--precision", val, falcon_precision_parse, "{fp32,fp64,tf32,bf16}")) < 0) return 2;
             break;
         case 'j':
             if (!*val) return cli_error("--json: the path is empty");
@@ -202,7 +202,8 @@ int falcon_gate_main(int argc, char **argv)
                 for (int b = 0; b < gate_backend_count; b++) {
                     if (skipped[b] || !gate_backend_runs(gate_backends[b], (falcon_precision)p)) continue;
                     for (int f = 0; f < NF; f++) {
-                        if (only_form >= 0 && f != only_form) continue;
+                        if ((only_form >= 0 && f != only_form) || !gate_form_runs((falcon_form)f, (falcon_precision)p))
+                            continue;
                         gate_result r;
                         cell *x = &cells[b][p][f][c.variant];
                         falcon_status st = gate_run(&c, &d, (falcon_form)f, gate_backends[b], NULL, &r);
@@ -288,7 +289,9 @@ int falcon_gate_main(int argc, char **argv)
             }
             for (int f = 0; f < NF; f++)
                 for (int v = 0; v < NV; v++) {
-                    if ((only_form >= 0 && f != only_form) || (only_variant >= 0 && v != only_variant)) continue;
+                    if ((only_form >= 0 && f != only_form) || (only_variant >= 0 && v != only_variant) ||
+                        !gate_form_runs((falcon_form)f, (falcon_precision)p))
+                        continue;
                     cell *x = &cells[b][p][f][v];
                     failed += x->failed;
                     printf("%-12s %-5s %-10s %-9s %6d %12.3g %12.3g %10.3f  %s\n",

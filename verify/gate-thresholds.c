@@ -8,7 +8,14 @@
  * parallel), and a read o = S q adds the cancellation of that product: its
  * condition number multiplies the bound. K = 6 puts the largest error
  * measured over 20 seeds of the full table at a third of the threshold or
- * less, while every seeded bug lands at 10^3 u or more. */
+ * less, while every seeded bug lands at 10^3 u or more.
+ * tf32 and bf16 (the chunk form's operand formats): the same bound with
+ * each rounding in its own unit. The 2 of the bound is the rounding of a
+ * product's operands, in the format's u_op; the sqrt(depth) term is the
+ * accumulation, still fp32's u. In units of u_op the bound is then
+ * K (2 + sqrt(depth) u / u_op): the operand rounding dominates, and the
+ * error no longer grows with depth (errors of independent operands add in
+ * quadrature, as the sum itself grows). */
 #include <math.h>
 #include "gate.h"
 
@@ -25,8 +32,10 @@ static double depth(const gate_case *c, falcon_form form)
 
 double gate_threshold(const gate_case *c, falcon_form form, falcon_precision prec)
 {
-    (void)prec; /* measured in units of each precision's u, the bound is the same */
-    return GATE_K * (2.0 + sqrt(depth(c, form)));
+    /* u_op: the unit of the errors; u: of the accumulation (the same but in tf32, bf16) */
+    const double u_op = gate_unit_roundoff(prec);
+    const double u = gate_operand_drop(prec) ? gate_unit_roundoff(FALCON_FP32) : u_op;
+    return GATE_K * (2.0 + sqrt(depth(c, form)) * u / u_op);
 }
 
 double gate_threshold_out(const gate_case *c, falcon_form form, falcon_precision prec,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "gate.h"
 #include "falcon_ref.h"
+#include "../kernels/common/falcon_math.h"
 
 /* ---- seeded generator (splitmix64): the same stream on every machine ---- */
 static uint64_t next_u64(uint64_t *s)
@@ -33,17 +34,28 @@ __attribute__((constructor)) static void gate_backends_init(void)
 
 int gate_backend_runs(falcon_backend b, falcon_precision p)
 {
-    return falcon_backend_available(b) && !(b == FALCON_BACKEND_CUDA && p == FALCON_FP64);
+    /* cuda: fp32 only; tf32 and bf16: the CPU kernel backends */
+    return falcon_backend_available(b) && !(b == FALCON_BACKEND_CUDA && p != FALCON_FP32);
+}
+
+int gate_form_runs(falcon_form f, falcon_precision p)
+{
+    return !gate_operand_drop(p) || f == FALCON_FORM_CHUNK;
+}
+
+int gate_operand_drop(falcon_precision prec)
+{
+    return prec == FALCON_TF32 ? FALCON_TF32_DROP : prec == FALCON_BF16 ? FALCON_BF16_DROP : 0;
 }
 
 double gate_unit_roundoff(falcon_precision prec)
 {
-    return prec == FALCON_FP32 ? 0x1.0p-24 : 0x1.0p-53;
+    return prec == FALCON_FP64 ? 0x1.0p-53 : ldexp(1.0, -24 + gate_operand_drop(prec));
 }
 
 static double smallest_normal(falcon_precision prec)
 {
-    return prec == FALCON_FP32 ? (double)FLT_MIN : DBL_MIN;
+    return prec != FALCON_FP64 ? (double)FLT_MIN : DBL_MIN;
 }
 
 const char *gate_decay_name(gate_decay d)
@@ -85,7 +97,7 @@ int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)
 {
     const int64_t rows = c->B * c->T * c->H, n = c->n, m = c->m;
     const int64_t count = 3 * rows * n + rows * m + 2 * rows + 1;
-    const size_t es = prec == FALCON_FP32 ? sizeof(float) : sizeof(double);
+    const size_t es = prec != FALCON_FP64 ? sizeof(float) : sizeof(double);
     memset(d, 0, sizeof *d);
     d->prec = prec;
     d->buf = malloc(es * (size_t)count);
@@ -97,7 +109,12 @@ int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)
     d->in = layout(c, d->buf, es);
     d->in64 = layout(c, d->buf64, sizeof(double));
     /* Generate in double, round to the precision, keep the rounded value in
-     * both buffers: the reference then sees exactly what the kernel sees. */
+     * both buffers: the reference then sees exactly what the kernel sees.
+     * tf32/bf16: q, k and v (the tensors, rows [0, 2 rows n) and from
+     * 3 rows n on for m) are on the operand format's grid, as a tensor-core
+     * kernel's inputs are; beta, alpha and the gains stay fp32. */
+    const int drop = gate_operand_drop(prec);
+    const int64_t tensor_lo = 3 * rows * n, tensor_hi = 3 * rows * n + rows * m;
     double *q = (double *)d->in64.q, *k = (double *)d->in64.k, *v = (double *)d->in64.v;
     double *beta = (double *)d->in64.beta, *g = (double *)d->buf64 + 2 * rows * n;
     double *alpha = beta + rows;
@@ -116,9 +133,11 @@ int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)
     }
     for (int64_t i = 0; i < count - 1; i++) {
         double *x = (double *)d->buf64 + i;
-        if (prec == FALCON_FP32) {
-            ((float *)d->buf)[i] = (float)*x;
-            *x = (double)(float)*x;
+        if (prec != FALCON_FP64) {
+            float f = (float)*x;
+            if (drop && (i < 2 * rows * n || (i >= tensor_lo && i < tensor_hi))) f = falcon_round_operand(f, drop);
+            ((float *)d->buf)[i] = f;
+            *x = (double)f;
         } else {
             ((double *)d->buf)[i] = *x;
         }
@@ -135,7 +154,7 @@ void gate_data_free(gate_data *d)
 
 double gate_eps(const gate_case *c, falcon_precision prec)
 {
-    return prec == FALCON_FP32 ? (double)(float)c->eps : c->eps;
+    return prec != FALCON_FP64 ? (double)(float)c->eps : c->eps;
 }
 
 falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend backend,
@@ -176,7 +195,7 @@ static falcon_status run_into(const falcon_config *cfg, const gate_case *c, cons
                               falcon_state *state, gate_result *r)
 {
     if (result_alloc(c, r)) return FALCON_E_NOMEM;
-    const size_t es = cfg->precision == FALCON_FP32 ? sizeof(float) : sizeof(double);
+    const size_t es = cfg->precision != FALCON_FP64 ? sizeof(float) : sizeof(double);
     void *out = malloc(es * (size_t)(r->out_count + 1));
     falcon_state *own = NULL;
     falcon_status s = out ? FALCON_OK : FALCON_E_NOMEM;
@@ -184,7 +203,7 @@ static falcon_status run_into(const falcon_config *cfg, const gate_case *c, cons
     if (!s) s = falcon_run(cfg, in, state ? state : own, out);
     if (!s) {
         for (int64_t i = 0; i < r->out_count; i++)
-            r->out[i] = cfg->precision == FALCON_FP32 ? ((float *)out)[i] : ((double *)out)[i];
+            r->out[i] = cfg->precision != FALCON_FP64 ? ((float *)out)[i] : ((double *)out)[i];
         memcpy(r->S, falcon_state_get_view(state ? state : own).S, sizeof(double) * (size_t)r->state_count);
     }
     falcon_state_free(own);

@@ -66,6 +66,12 @@ extern falcon_backend gate_backends[FALCON_BACKEND_COUNT];
 extern int gate_backend_count;
 /* 1 if backend b runs here in precision p (the cuda backend is fp32 only). */
 int gate_backend_runs(falcon_backend b, falcon_precision p);
+/* 1 if form f runs in precision p: tf32 and bf16 are the chunk form's. */
+int gate_form_runs(falcon_form f, falcon_precision p);
+/* The fp32 fraction bits precision p's operands drop (falcon_math.h): 13 tf32, 16 bf16, else 0. */
+int gate_operand_drop(falcon_precision prec);
+/* Every precision of the ladder, fp32 first. */
+#define GATE_PRECISION_COUNT 4
 
 /* Run a case through a backend/form on data `d` (state fresh unless given). */
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
@@ -82,7 +88,8 @@ void gate_result_free(gate_result *r);
 
 /* Normwise relative error ||x - ref||_F / ||ref||_F (absolute if ref = 0). */
 double gate_relerr(const double *x, const double *ref, int64_t count);
-/* The unit roundoff of a precision: 2^-24 or 2^-53. */
+/* The unit roundoff of a precision: 2^-24 (fp32), 2^-53 (fp64), and of the
+ * operand formats 2^-11 (tf32), 2^-8 (bf16). */
 double gate_unit_roundoff(falcon_precision prec);
 
 typedef struct gate_errors {
@@ -110,7 +117,7 @@ void gate_case_describe(const gate_case *c, char *buf, size_t size);
 /* Element i of a typed array as double. */
 static inline double falcon_load_test(const void *p, falcon_precision prec, int64_t i)
 {
-    return prec == FALCON_FP32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return prec != FALCON_FP64 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 /* `falcon verify`: run the quick profile on every available backend and print

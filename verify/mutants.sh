@@ -56,6 +56,13 @@ mutants=(
 "recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//"
 "update-read-drops-tail|kernels/simd/update-read.inc.c|s/VNAME(ur_block)(1, 1, v_mask(n - j), kk/VNAME(ur_block)(1, 1, v_mask(n - j - 1), kk/"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
+# The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8
+# times its errors), no rounding at all (errors 2^-13 of tf32's unit), the
+# memory rounded in place instead of its copy, ties away from zero.
+"tf32-rounded-as-bf16|src/config.c|s/return p == FALCON_TF32 ? FALCON_TF32_DROP/return p == FALCON_TF32 ? FALCON_BF16_DROP/"
+"operands-never-rounded|kernels/framework/blocked.inc.c|s/const int drop = h->operand_drop;/const int drop = 0;/"
+"memory-rounded-in-place|kernels/framework/blocked.inc.c|s/RS(round_operand)(w->Sr, n, m, ldm, drop);/RS(round_operand)(St, n, m, ldm, drop);/"
+"operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/"
 )
 
 want=("$@")

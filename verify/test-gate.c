@@ -1,6 +1,6 @@
 /*
  * The gate: the full case table (verify/gate-cases.c) through every backend
- * present, every form and both precisions, against the MPFR reference
+ * present, every form and precision (tf32 and bf16: the chunk form), against the MPFR reference
  * within the thresholds of verify/gate-thresholds.c. One test per variant
  * and precision; each case prints its errors in units of roundoff.
  */
@@ -29,6 +29,7 @@ static void run_variant(falcon_variant v, falcon_precision prec)
         for (int b = 0; b < gate_backend_count; b++) {
             if (!gate_backend_runs(gate_backends[b], prec)) continue;
             for (int f = 0; f < 3; f++) {
+                if (!gate_form_runs((falcon_form)f, prec)) continue; /* tf32, bf16: the chunk form */
                 gate_result r;
                 falcon_status s = gate_run(&cases[i], &d, (falcon_form)f, gate_backends[b], NULL, &r);
                 cr_assert(s == FALCON_OK, "%s %s: %s", falcon_backend_name(gate_backends[b]), desc, falcon_last_error());
@@ -70,6 +71,18 @@ GATE_TEST(2A, FP32)
 GATE_TEST(2A, FP64)
 GATE_TEST(3A, FP32)
 GATE_TEST(3A, FP64)
+GATE_TEST(1, TF32)
+GATE_TEST(1, BF16)
+GATE_TEST(2, TF32)
+GATE_TEST(2, BF16)
+GATE_TEST(3, TF32)
+GATE_TEST(3, BF16)
+GATE_TEST(1A, TF32)
+GATE_TEST(1A, BF16)
+GATE_TEST(2A, TF32)
+GATE_TEST(2A, BF16)
+GATE_TEST(3A, TF32)
+GATE_TEST(3A, BF16)
 
 /* Every backend of the registry but auto. One that cannot run here is
  * reported as skipped, with the reason, never as passed. One that can must be

@@ -96,6 +96,7 @@ case_beta_range() { $G rand big_beta.npy f8 "$T" 15 --range 0.2 1.2 --set 4=3; r
 case_beta_negative_ip() { $G rand neg_beta.npy f8 "$T" 15 --range 0.2 1.2 --set 2=-0.5; run_args beta=neg_beta.npy variant=falcon1a; }
 case_alpha_zero() { $G rand zero_alpha.npy f8 "$T" 16 --range 0.7 1 --set 5=0; run_args alpha=zero_alpha.npy; }
 case_alpha_above_one() { $G rand a15.npy f8 "$T" 16 --range 0.7 1 --set 6=1.5; run_args alpha=a15.npy; }
+case_operand_range() { $G rand big_q.npy f8 "$T,$N" 11 --set 7=3.4e38; run_args q=big_q.npy precision=bf16 form=chunk; }
 case_alpha_fp32_underflow() { $G rand ua.npy f8 "$T" 16 --range 0.7 1 --set 5=1e-50; run_args alpha=ua.npy precision=fp32; }
 case_alpha_negative() { $G rand aneg.npy f8 "$T" 16 --range 0.7 1 --set 9=-0.25; run_args alpha=aneg.npy; }
 case_gain_negative() { $G rand neg_gain.npy f8 "$T,$N" 14 --range 0.5 1.5 --set 1=-1; run_args variant=falcon2 --gain neg_gain.npy; }
@@ -111,6 +112,8 @@ case_eps_nan() { run_args --eps nan; }
 case_eps_fp32_underflow() { run_args precision=fp32 --eps 1e-50; }
 case_window_range() { run_args variant=falcon3 --window 0; }
 case_window_falcon1() { run_args --window 3; }
+case_format_form() { run_args precision=tf32 form=recurrent; }
+case_format_backend() { run_args precision=bf16 form=chunk --backend mpfr; }
 case_chunk_range() { run_args form=chunk --chunk 5000; }
 case_threads_range() { run_args --threads 2000; }
 case_mpfr_bits_any_backend() { run_args --mpfr-bits 1000000000; }

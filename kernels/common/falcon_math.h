@@ -16,6 +16,45 @@
 #define FALCON_HD static inline
 #endif
 
+/* ---- operand formats of tensor-core products (tf32, bf16) ----
+ * A format keeps fp32's sign and 8-bit exponent and the top 23 - drop bits
+ * of its fraction: tf32 drops 13 (10 fraction bits, unit roundoff 2^-11),
+ * bf16 drops 16 (7 bits, 2^-8); drop 0 is fp32 itself. Rounding is to
+ * nearest, ties to even, on the bits: adding half an ulp less one, plus
+ * the kept part's lowest bit, carries exactly when the dropped part is
+ * above half or equal to it with an odd kept part; a carry into the
+ * exponent gives the next binade, or infinity past the format's largest
+ * number (inputs are validated below it, falcon_operand_max). Subnormal
+ * values round on the same grid; zero and infinity stay as they are. NaN is
+ * never passed (inputs are validated finite). The product of two operands
+ * then has at most 2 (24 - drop) significant bits: exact in fp32, so an
+ * fp32 FMA accumulates it as a tensor core does. */
+#define FALCON_TF32_DROP 13
+#define FALCON_BF16_DROP 16
+
+FALCON_HD float falcon_round_operand(float x, int drop)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = x;
+    const uint32_t low = (1u << drop) - 1u;
+    b.u = (b.u + (low >> 1) + ((b.u >> drop) & 1u)) & ~low;
+    return b.f;
+}
+
+/* The largest finite number of a format: fp32's with the dropped bits 0. */
+FALCON_HD float falcon_operand_format_max(int drop)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.u = 0x7F7FFFFFu & ~((1u << drop) - 1u);
+    return b.f;
+}
+
 /* ---- window bookkeeping (integers only) ----
  * Examples are numbered 0, 1, ... in the order they are revealed: first the
  * `carried` examples of the state (oldest first), then one per step that has

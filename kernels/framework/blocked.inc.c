@@ -107,6 +107,7 @@ typedef struct blk_work {
     int64_t L, ldn, ldm, ldg, ldp;
     void *mem;
     REAL *XQ, *Zbuf, *Zt, *xz, *KQ, *US, *A, *R, *Wm, *Rg, *O, *eta, *fq, *kzg, *xs, *xt, *tc, *ts;
+    REAL *Sr; /* tf32/bf16: the memory's operand copy */
     double *row;
     int64_t *idx;
     const REAL **yrow;
@@ -154,6 +155,7 @@ static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
         w->row = RS(carve)(&cv, sizeof(double) * (size_t)(2 * (L + 1)));
         w->idx = RS(carve)(&cv, sizeof(int64_t) * (size_t)(2 * Pmax + L + 1));
         w->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
+        w->Sr = RS(carve)(&cv, h->operand_drop ? sizeof(REAL) * (size_t)(n * ldm) : 0);
         if (pass == 0) {
             cv.base = RS(work_alloc)(cv.used);
             cv.used = 0;
@@ -185,6 +187,20 @@ static void RS(blk_close)(blk_head *c, int64_t ldm, int store)
     free(c->St);
     c->St = NULL;
     RS(examples_close)(&c->src);
+}
+
+/* tf32/bf16 (falcon_math.h): a matrix product's operand rounded to the
+ * format, rows x cols at stride ld, in place, as a tensor core reads it;
+ * the micro-kernels then multiply exactly and accumulate in fp32. Only fp32
+ * runs have operand formats. */
+static void RS(round_operand)(REAL *x, int64_t rows, int64_t cols, int64_t ld, int drop)
+{
+#ifdef FALCON_REAL_F32
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) x[r * ld + c] = falcon_round_operand(x[r * ld + c], drop);
+#else
+    (void)x, (void)rows, (void)cols, (void)ld, (void)drop;
+#endif
 }
 
 /* The rows of the (head, block) that comes next, prefetched a slice at a
@@ -250,15 +266,29 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
      * and the products are taken again: keys of ordinary size cost one
      * comparison each. */
     REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
+    /* tf32/bf16: every product's operands rounded (keys, queries and
+     * directions here, the memory's copy Sr, then R, Wm and the update's
+     * values below); the trsm and the rest stay in fp32. */
+    const int drop = h->operand_drop;
+    const REAL *Sread = St;
+    if (drop) {
+        for (int64_t r = 0; r < n; r++) memcpy(w->Sr + r * ldm, St + r * ldm, sizeof(REAL) * (size_t)m);
+        RS(round_operand)(w->Sr, n, m, ldm, drop);
+        Sread = w->Sr;
+    }
     for (int pass = 0; pass < 2; pass++) {
+        if (drop) {
+            RS(round_operand)(XQ, G + Lc, n, ldn, drop);
+            if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);
+        }
         RS(transpose)(Zt, ldg, Zg, ldn, G, n);
         if (h->regression) {
             uk->gemm_nn(G + Lc, G, n, XQ, ldn, Zt, ldg, 0, KQ, ldg);
-            uk->gemm_nn(G + Lc, m, n, XQ, ldn, St, ldm, 0, US, ldm);
+            uk->gemm_nn(G + Lc, m, n, XQ, ldn, Sread, ldm, 0, US, ldm);
             for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
         } else {
             uk->gemm_nn(Lc, G, n, Qf, ldn, Zt, ldg, 0, Qz, ldg);
-            uk->gemm_nn(Lc, m, n, Qf, ldn, St, ldm, 0, S0q, ldm);
+            uk->gemm_nn(Lc, m, n, Qf, ldn, Sread, ldm, 0, S0q, ldm);
             for (int64_t g = 0; g < G; g++)
                 uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
         }
@@ -376,6 +406,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     }
     RS(blk_prefetch_some)(pf);
     if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
+    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);
     RS(blk_prefetch_some)(pf);
 
     uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
@@ -401,6 +432,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rp[c] = 0 + d * rp[c];
         }
+        if (drop) RS(round_operand)(R, P, m, ldm, drop);
         uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg + dl * ldn, ldn, R, ldm);
     } else {
         for (int64_t g = 0; g < G; g++)
@@ -411,6 +443,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             const REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
+        if (drop) RS(round_operand)(Rg, G, m, ldm, drop);
         uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg, ldn, Rg, ldm);
     }
     pf->slice = pf->end - pf->u; /* what is left */

@@ -27,6 +27,8 @@
         int phi;                                                                       \
         R eps;                                                                         \
         int64_t window;                                                                \
+        int operand_drop; /* chunk form, tf32/bf16: fraction bits its products' */    \
+                          /* operands drop (falcon_math.h); 0: none             */    \
         double *S;               /* [m][n], read at start, written at end */           \
         const double *prev_key;  /* [n] raw, or NULL */                                \
         const double *hist_k;    /* [hist_len][n] raw, oldest first */                 \

@@ -9,7 +9,8 @@ from ._lib import FalconError
 
 __all__ = ["State", "run", "reference"]
 
-_DTYPES = {"fp32": np.float32, "fp64": np.float64}
+# tf32, bf16: fp32 data, the chunk form's matrix-product operands rounded
+_DTYPES = {"fp32": np.float32, "fp64": np.float64, "tf32": np.float32, "bf16": np.float32}
 
 
 class State:
@@ -139,7 +140,9 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
 
     Shapes: one sequence q, k, gain [T,n], v [T,m], beta, alpha [T]; or a
     batch [B,T,H,n] / [B,T,H,m] / [B,T,H]. Inputs are converted to the run's
-    precision (float32 for "fp32", float64 for "fp64").
+    precision (float64 for "fp64", float32 for the others). "tf32" and "bf16"
+    run the chunk form with its matrix products' operands rounded to those
+    formats and fp32 accumulation, as tensor cores compute (form="chunk").
 
     state: None (a fresh state), a State (carried and updated in place), or an
     array with the initial memory S ([m,n] or [B,H,m,n]; no previous key and
@@ -151,7 +154,7 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     """
     L = _lib.lib()
     if precision not in _DTYPES:
-        raise ValueError("precision must be 'fp32' or 'fp64', not %r" % (precision,))
+        raise ValueError("precision must be 'fp32', 'fp64', 'tf32' or 'bf16', not %r" % (precision,))
     dt = _DTYPES[precision]
     q = np.asarray(q)
     if q.ndim == 2:

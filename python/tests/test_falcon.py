@@ -127,6 +127,25 @@ def test_reference_matches_numpy_example():
     print("numpy example vs reference: worst %.2f u (fp64)" % worst)
 
 
+def test_tf32_and_bf16_round_the_chunk_operands():
+    """precision "tf32"/"bf16": float32 out, the chunk form only, and an error
+    against the float64 run at the format's roundoff (not fp32's: rounded)."""
+    d = inputs(np.random.default_rng(14), (64,), 16, 8)
+    args = [d[x] for x in ("q", "k", "v", "beta", "alpha")]
+    ref, _ = falcon.run(*args, variant="falcon1", form="chunk", chunk=16, precision="fp64")
+    for prec, u in (("tf32", 2.0 ** -11), ("bf16", 2.0 ** -8)):
+        o, _ = falcon.run(*args, variant="falcon1", form="chunk", chunk=16, precision=prec)
+        assert o.dtype == np.float32
+        err = rel_err(o, ref) / u
+        assert 0.05 < err < 20, (prec, err)
+        try:
+            falcon.run(*args, variant="falcon1", form="recurrent", precision=prec)
+        except falcon.FalconError as e:
+            assert "only the chunk form" in str(e), str(e)
+        else:
+            raise AssertionError("%s ran the recurrent form" % prec)
+
+
 def test_bad_input_raises_with_the_library_message():
     d = inputs(np.random.default_rng(13), (5,), 3, 2)
     try:

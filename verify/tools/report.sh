@@ -181,6 +181,53 @@ stability_section() {
         img "stability-decay-$p.png" "Error by decay regime, $p"
         img "stability-backends-$p.png" "Every backend and form, $p"
     done
+    formats_section "$fits"
+    beyond_section
+}
+
+# The tensor-core operand formats next to fp32 and fp64: the chunk form of
+# Falcon-1 and Falcon-3 in every decay regime.
+formats_section() {
+    fits=$1
+    grep -q '^tf32 ' "$fits" || return 0
+    echo "### tf32 and bf16 operands (chunk form)"
+    echo
+    echo "The chunk form with its matrix products' operands rounded to tf32 (unit roundoff u = 2^-11) or bf16"
+    echo "(2^-8) and fp32 accumulation, as tensor cores compute, next to fp32 and fp64 on the same backend."
+    echo "Errors of the outputs (cumulative over 1..T) at the longest T, in units of each precision's u, the"
+    echo "fitted p, and the plain relative error (u times the error):"
+    echo
+    be=$(awk '$1 == "tf32" { print $4; exit }' "$fits")
+    echo "| variant | decay | fp32: out (u) | p | tf32: out (u) | p | rel. error | bf16: out (u) | p | rel. error |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    awk -v be="$be" '!/^#/ && $4 == be && $5 == "chunk" && ($2 == "falcon1" || $2 == "falcon3") {
+             k = $2 " " $3; o[k, $1] = $7; p[k, $1] = $8; if (!(k in seen)) { seen[k] = 1; keys[n++] = k } }
+         END { for (i = 0; i < n; i++) { k = keys[i]; split(k, a, " ")
+             if (o[k, "tf32"] == "") continue
+             printf "| %s | %s | %.3g | %.2f | %.3g | %.2f | %.2g | %.3g | %.2f | %.2g |\n", a[1], a[2], o[k, "fp32"], p[k, "fp32"],
+                 o[k, "tf32"], p[k, "tf32"], o[k, "tf32"] * 2^-11, o[k, "bf16"], p[k, "bf16"], o[k, "bf16"] * 2^-8 } }' "$fits"
+    echo
+    img stability-formats.png "fp64, fp32, tf32 and bf16 operands, chunk form, every decay regime"
+}
+
+# Measured past the fit's range: the study's own (profiles deep, huge) or
+# a deep study in deep/.
+beyond_section() {
+    for sd in stability deep; do
+        bd=$dir/$sd/beyond.dat
+        [ -f "$bd" ] && grep -qv '^#' "$bd" || continue
+        echo "### Past the fit's range ($sd/)"
+        echo
+        tfit=$(awk '!/^#/ { print $6; exit }' "$bd")
+        echo "Fitted c T^p on T <= $tfit, measured beyond it; \"p held\": the measured error at the last T is"
+        echo "within a factor 2 of the fit's extrapolation there (outputs; the state's is in $sd/beyond.dat)."
+        echo
+        echo "| precision | variant | decay | backend | form | T | measured (u) | extrapolated (u) | p fitted | p past the range | p held |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|"
+        awk '!/^#/ { printf "| %s | %s | %s | %s | %s | %.0f | %.3g | %.3g | %.3f | %.3f | %s |\n", $1, $2, $3, $4, $5, $7, $8, $9, $11, $12, $13 }' "$bd"
+        echo
+        img "$sd-beyond.png" "Past the fit's range ($sd/)"
+    done
 }
 
 learning_section() {
