@@ -56,9 +56,20 @@ endif
 study-check: $(BUILD)/falcon-study $(STUDY_MPI)
 	bash study/test_study.sh $(BUILD) $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
-.PHONY: stability learning plots report-all
+.PHONY: stability learning plots report-all deep
 stability: $(BUILD)/falcon-study
 	$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability
+
+# The deep profile (3 streams to 10^8 tokens, fitted on T <= 10^6 and tested
+# beyond) into $(REPORT_DIR)/deep, on DEEP_RANKS MPI ranks where the MPI
+# launcher was built and mpirun exists, else one process with as many
+# threads; `make plots` / `make report` then draw and tabulate it.
+DEEP_RANKS ?= 2
+deep: $(BUILD)/falcon-study $(STUDY_MPI)
+	@if [ -n "$(STUDY_MPI)" ] && command -v mpirun >/dev/null; then \
+	  root=$$([ "$$(id -u)" = 0 ] && echo --allow-run-as-root); \
+	  set -x; mpirun --oversubscribe $$root -np $(DEEP_RANKS) $(STUDY_MPI) stability --profile deep --out $(REPORT_DIR)/deep; \
+	else set -x; $(BUILD)/falcon-study stability --profile deep --threads $(DEEP_RANKS) --out $(REPORT_DIR)/deep; fi
 
 learning: $(BUILD)/falcon-study
 	$(BUILD)/falcon-study stability --learning --profile $(PROFILE) --out $(REPORT_DIR)/learning

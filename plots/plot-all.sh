@@ -70,9 +70,25 @@ if [ -f "$st/fits.dat" ]; then
             skip "stability-decay-$prec" "Falcon-3 curves missing in $st/curves"
         fi
     done
+    # The precisions' ladder: fp64, fp32, tf32, bf16 (chunk form), on the
+    # backend the operand formats ran on.
+    be=$(awk '$1 == "tf32" { print $4; exit }' "$st/fits.dat")
+    if [ -n "$be" ] && [ -f "$st/curves/fp32_falcon3_mix_${be}_chunk.dat" ]; then
+        draw stability-formats.gp stability-formats "dir='$st'; be='$be'"
+    else
+        skip stability-formats "no tf32/bf16 curves with fp32 ones beside them in $st"
+    fi
 else
     skip "stability plots" "no $st/fits.dat (run 'make stability')"
 fi
+
+# ---- past the fit's range (a study with beyond.dat: profiles deep, huge) ----
+for sd in "$st" "$dir/deep"; do
+    if [ -f "$sd/beyond.dat" ] && grep -qv '^#' "$sd/beyond.dat"; then
+        name=$(basename "$sd")-beyond
+        draw stability-beyond.gp "$name" "dir='$sd'; name='$name'"
+    fi
+done
 
 # ---- the learning curves ----
 le=$dir/learning

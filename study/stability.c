@@ -37,7 +37,7 @@
 
 #define MAXPTS 64
 #define MAXCURVE 16
-#define MAXSTREAM 64
+#define MAXSTREAM 96
 #define EPS 0x1p-20 /* exactly representable in fp32 and fp64: kernels and references see one eps */
 /* The masked-parallel form runs at most 4096 terms per block (README), so
  * its error grows within a block and levels off beyond one: a power law
@@ -49,6 +49,7 @@
 typedef struct params {
     const char *profile, *out;
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
+    int64_t tfit;     /* the fits use the points T <= tfit; the later ones test the fit (beyond_fit) */
     int only_backend; /* -1: all */
     int nstream;      /* the streams, in output order */
     falcon_precision sprec[MAXSTREAM];
@@ -59,6 +60,32 @@ typedef struct params {
     double every;     /* seconds between two saves of a stream's state (--checkpoint-every) */
 } params;
 
+/* The points of a curve past the fit's range (T > tfit): the last one
+ * measured against the fit's value there, and the slope of those points
+ * (with the last point inside the range). p held when the measured value
+ * is within a factor BEYOND_HELD of the extrapolation. */
+#define BEYOND_HELD 2.0
+typedef struct beyond_fit {
+    int npts;                      /* points past the range; 0: none */
+    double T, measured, extrapolated, p;
+} beyond_fit;
+
+static beyond_fit beyond_of(const double *T, const double *err, int npts, int nfit, loglog_fit f)
+{
+    beyond_fit b = {npts - nfit, NAN, NAN, NAN, NAN};
+    if (b.npts <= 0 || nfit < 1) return b.npts = 0, b;
+    b.T = T[npts - 1], b.measured = err[npts - 1];
+    b.extrapolated = f.c * pow(b.T, f.p);
+    b.p = study_fit(T + nfit - 1, err + nfit - 1, b.npts + 1, b.T).p;
+    return b;
+}
+
+static int beyond_held(const beyond_fit *b)
+{
+    const double r = b->measured / b->extrapolated;
+    return r >= 1 / BEYOND_HELD && r <= BEYOND_HELD;
+}
+
 typedef struct curve {
     falcon_backend backend;
     falcon_form form;
@@ -68,6 +95,7 @@ typedef struct curve {
     int npts, ref[MAXPTS]; /* ref: 0 MPFR, 1 long double */
     double T[MAXPTS], out_u[MAXPTS], S_u[MAXPTS];
     loglog_fit fo, fs;
+    beyond_fit bo, bs; /* the points past the fit's range against the fit */
     char error[200];
 } curve;
 
@@ -181,7 +209,7 @@ typedef struct run_key {
     char magic[24];
     uint32_t key_size, stream_size, ld_size, pad;
     char profile[16];
-    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
+    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit;
     int32_t only_backend, skipmask, nstream, index;
     int32_t list[MAXSTREAM][3];
 } run_key;
@@ -195,7 +223,7 @@ static void make_key(const params *P, int index, run_key *k)
     k->key_size = sizeof *k, k->stream_size = sizeof(stream), k->ld_size = sizeof(long double);
     snprintf(k->profile, sizeof k->profile, "%s", P->profile);
     k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
-    k->tmpfr = P->tmpfr, k->seg = P->seg;
+    k->tmpfr = P->tmpfr, k->seg = P->seg, k->tfit = P->tfit;
     k->only_backend = P->only_backend, k->skipmask = P->skipmask, k->nstream = P->nstream, k->index = index;
     for (int i = 0; i < P->nstream; i++)
         k->list[i][0] = P->sprec[i], k->list[i][1] = P->svar[i], k->list[i][2] = P->sdecay[i];
@@ -619,8 +647,12 @@ static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
     }
     for (int i = 0; i < s->ncurve; i++) {
         curve *k = &s->c[i];
-        k->fo = study_fit(k->T, k->out_u, k->npts, 1e9);
-        k->fs = study_fit(k->T, k->S_u, k->npts, 1e9);
+        int nfit = 0;
+        while (nfit < k->npts && k->T[nfit] <= (double)P->tfit) nfit++;
+        k->fo = study_fit(k->T, k->out_u, nfit, 1e9);
+        k->fs = study_fit(k->T, k->S_u, nfit, 1e9);
+        k->bo = beyond_of(k->T, k->out_u, k->npts, nfit, k->fo);
+        k->bs = beyond_of(k->T, k->S_u, k->npts, nfit, k->fs);
         /* PARALLEL_NOTE: no extrapolation of the parallel form's fits. */
         if (k->form == FALCON_FORM_PARALLEL) k->fo.at = k->fs.at = NAN;
         falcon_state_free(k->st);
@@ -653,6 +685,23 @@ static void json_fit(FILE *f, const char *key, loglog_fit x)
     fprintf(f, ", \"points\": %d}", x.npts);
 }
 
+/* A curve's points past the fit's range: null when it has none. */
+static void json_beyond(FILE *f, const char *key, const beyond_fit *b)
+{
+    fprintf(f, "\"%s\": ", key);
+    if (!b->npts) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"points\": %d, \"T\": %.0f, \"measured\": ", b->npts, b->T);
+    study_json_num(f, b->measured);
+    fputs(", \"extrapolated\": ", f);
+    study_json_num(f, b->extrapolated);
+    fputs(", \"p_beyond\": ", f);
+    study_json_num(f, b->p);
+    fprintf(f, ", \"p_held\": %s}", beyond_held(b) ? "true" : "false");
+}
+
 /* Why a kernel backend of the gate's table has no curves in this study, or
  * NULL when it has. The SIMDe build of the AVX-512 kernels is left out
  * where the native build runs: it is the same source, its purpose is to
@@ -676,7 +725,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     if (!f) return -1;
     fprintf(f, "{\n  \"profile\": \"%s\", \"n\": %lld, \"m\": %lld, \"window\": %lld, \"chunk\": %lld,\n"
                "  \"eps\": %.9g, \"align\": \"prefix\", \"phi\": \"identity\", \"segment\": %lld,\n"
-               "  \"tmax\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, \"mpfr_bits\": 256,\n"
+               "  \"tmax\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, \"mpfr_bits\": 256, \"fit_tmax\": %lld,\n"
                "  \"long_double_unit_roundoff\": %.6g, \"seconds\": %.1f,\n"
                "  \"references\": \"MPFR recurrence (256 bits) for T <= %lld; beyond, the long-double "
                "recurrence, itself checked against MPFR on T <= %lld (reference_check)\",\n"
@@ -689,7 +738,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
                "(regression) or [0, 1])\",\n"
                "  \"notes\": \"" PARALLEL_NOTE "\",\n  \"skipped\": [",
             P->profile, (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C, EPS,
-            (long long)P->seg, (long long)P->tmax, (long long)P->tmax_par, (long long)P->tmpfr,
+            (long long)P->seg, (long long)P->tmax, (long long)P->tmax_par, (long long)P->tmpfr, (long long)P->tfit,
             (double)ldref_unit_roundoff(), secs, (long long)P->tmpfr, (long long)P->tmpfr);
     /* The backends this machine lacks (a kernel backend skipped is named, with why). */
     const char *sep = "";
@@ -728,6 +777,10 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
             json_fit(f, "fit_out", k->fo);
             fputs(", ", f);
             json_fit(f, "fit_state", k->fs);
+            fputs(",\n     ", f);
+            json_beyond(f, "beyond_fit_out", &k->bo);
+            fputs(", ", f);
+            json_beyond(f, "beyond_fit_state", &k->bs);
             fputs(",\n     \"points\": [", f);
             for (int p = 0; p < k->npts; p++) {
                 fprintf(f, "%s[%.0f, ", p ? ", " : "", k->T[p]);
@@ -754,7 +807,8 @@ static int write_thresholds(const params *P)
     FILE *f = study_open(P->out, "thresholds.dat", path, sizeof path);
     if (!f) return -1;
     fprintf(f, "# the gate's thresholds (units of u) for n = %lld, m = %lld, W = %lld (window variants), C = %lld:\n"
-               "# variant form threshold_S threshold_out_at_read_cond_1\n",
+               "# variant form threshold_S threshold_out_at_read_cond_1 (fp32 and fp64), then the same in tf32\n"
+               "# and in bf16 (units of their u_op; chunk form only, NaN for the others)\n",
             (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C);
     for (int v = 0; v < 6; v++)
         for (int fm = 0; fm < 3; fm++) {
@@ -766,9 +820,49 @@ static int write_thresholds(const params *P)
             c.chunk = P->C;
             c.T = fm == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
             if (fm == FALCON_FORM_PARALLEL && c.T > falcon_parallel_block(c.window)) c.T = falcon_parallel_block(c.window);
-            fprintf(f, "%s %s %.4g %.4g\n", falcon_variant_name(c.variant), falcon_form_name((falcon_form)fm),
+            fprintf(f, "%s %s %.4g %.4g", falcon_variant_name(c.variant), falcon_form_name((falcon_form)fm),
                     gate_threshold(&c, (falcon_form)fm, FALCON_FP32),
                     gate_threshold_out(&c, (falcon_form)fm, FALCON_FP32, 1.0));
+            const falcon_precision formats[] = {FALCON_TF32, FALCON_BF16};
+            for (int p = 0; p < 2; p++)
+                if (gate_form_runs((falcon_form)fm, formats[p]))
+                    fprintf(f, " %.4g %.4g", gate_threshold(&c, (falcon_form)fm, formats[p]),
+                            gate_threshold_out(&c, (falcon_form)fm, formats[p], 1.0));
+                else
+                    fputs(" NaN NaN", f);
+            fputc('\n', f);
+        }
+    return fclose(f) ? -1 : 0;
+}
+
+/* beyond.dat: per curve with points past the fit's range, the last one
+ * against the fit's extrapolation (outputs, then the state); written only
+ * when the study measured past its fit range (profiles huge and deep). */
+static int write_beyond(const params *P, const stream *ss, int ns)
+{
+    char path[4096];
+    if (P->tfit >= P->tmax) return 0;
+    FILE *f = study_open(P->out, "beyond.dat", path, sizeof path);
+    if (!f) return -1;
+    fprintf(f, "# falcon stability (%s): fit c T^p over T = 100 .. %lld, tested on the points measured beyond it\n"
+               "# held: the measured error at T within a factor %g of the fit's extrapolation; p_beyond: the slope\n"
+               "# of the points from T = %lld on. Units of roundoff u.\n"
+               "# precision variant decay backend form fit_tmax T out_measured out_extrapolated out_ratio p_out "
+               "p_beyond_out held_out S_measured S_extrapolated S_ratio p_S p_beyond_S held_S\n",
+            P->profile, (long long)P->tfit, BEYOND_HELD, (long long)P->tfit);
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < ss[i].ncurve; j++) {
+            const curve *k = &ss[i].c[j];
+            if (!k->bo.npts) continue;
+            fprintf(f, "%s %s %s %s %s %lld %.0f", falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+                    gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
+                    (long long)P->tfit, k->bo.T);
+            const beyond_fit *b[2] = {&k->bo, &k->bs};
+            const loglog_fit *fit[2] = {&k->fo, &k->fs};
+            for (int w = 0; w < 2; w++)
+                fprintf(f, " %.4g %.4g %.4g %.4g %.4g %s", b[w]->measured, b[w]->extrapolated,
+                        b[w]->measured / b[w]->extrapolated, fit[w]->p, b[w]->p, beyond_held(b[w]) ? "yes" : "no");
+            fputc('\n', f);
         }
     return fclose(f) ? -1 : 0;
 }
@@ -786,9 +880,9 @@ static int write_dat(const params *P, const stream *ss, int ns)
         if (fits) fclose(fits);
         return -1;
     }
-    fprintf(fits, "# falcon stability (%s): error ~ c T^p fitted over T = 100 .. tmax (units of roundoff u)\n"
+    fprintf(fits, "# falcon stability (%s): error ~ c T^p fitted over T = 100 .. %lld (units of roundoff u)\n"
                   "# precision variant decay backend form tmax out_u(tmax) p_out out_u(1e9) state_u(tmax) p_state "
-                  "state_u(1e9)\n", P->profile);
+                  "state_u(1e9)\n", P->profile, (long long)P->tfit);
     fprintf(chk, "# long-double reference vs MPFR (256 bits): out cumulative, S at T\n"
                  "# precision variant decay T out_uld state_uld out_u state_u   (uld: units of long double's "
                  "roundoff %.3g; u: of the precision)\n", (double)ldref_unit_roundoff());
@@ -819,16 +913,23 @@ static int write_dat(const params *P, const stream *ss, int ns)
                     k->error[0] ? "; FAILED: " : "", k->error);
             for (int p = 0; p < k->npts; p++)
                 fprintf(f, "%.0f %.6g %.6g %d\n", k->T[p], k->out_u[p], k->S_u[p], k->ref[p]);
-            fprintf(f, "\n\n# fit: T out c*T^p (p = %.3g) state c*T^p (p = %.3g)\n", k->fo.p, k->fs.p);
+            fprintf(f, "\n\n# fit over T <= %lld: T out c*T^p (p = %.3g) state c*T^p (p = %.3g)\n",
+                    (long long)P->tfit, k->fo.p, k->fs.p);
             /* The parallel form's line stops at its last point (PARALLEL_NOTE). */
             const double Tend = k->form == FALCON_FORM_PARALLEL && last >= 0 ? k->T[last] : 1.5e9;
             double T = 100;
             for (; T <= Tend; T *= 10)
                 fprintf(f, "%.0f %.6g %.6g\n", T, k->fo.c * pow(T, k->fo.p), k->fs.c * pow(T, k->fs.p));
             if (Tend < 1e9 && Tend > T / 10) fprintf(f, "%.0f %.6g %.6g\n", Tend, k->fo.c * pow(Tend, k->fo.p), k->fs.c * pow(Tend, k->fs.p));
+            if (k->bo.npts) { /* index 2: the points past the fit's range */
+                fprintf(f, "\n\n# measured past the fit's range (T > %lld): T out_u state_u\n", (long long)P->tfit);
+                for (int p = 0; p < k->npts; p++)
+                    if (k->T[p] > (double)P->tfit) fprintf(f, "%.0f %.6g %.6g\n", k->T[p], k->out_u[p], k->S_u[p]);
+            }
             rc |= fclose(f) ? -1 : 0;
         }
     }
+    rc |= write_beyond(P, ss, ns);
     rc |= fclose(fits) ? -1 : 0;
     rc |= fclose(chk) ? -1 : 0;
     rc |= write_thresholds(P);
@@ -838,7 +939,7 @@ static int write_dat(const params *P, const stream *ss, int ns)
 static void print_summary(const params *P, const stream *ss, int ns)
 {
     printf("\nerrors in units of roundoff u; out: cumulative over outputs 1..T, S: final state; fit c T^p over "
-           "T = 100..tmax; @1e9: the fit at 10^9 tokens (- for the parallel form, see the note)\n");
+           "T = 100..tfit (tmax unless the profile or --tfit says); @1e9: the fit at 10^9 tokens (- for the parallel form, see the note)\n");
     printf("%-5s %-9s %-8s %-13s %-10s %9s %10s %7s %10s %10s %7s %10s  %s\n", "prec", "variant", "decay",
            "backend", "form", "tmax", "out", "p_out", "out@1e9", "S", "p_S", "S@1e9", "reference");
     for (int i = 0; i < ns; i++)
@@ -860,6 +961,23 @@ static void print_summary(const params *P, const stream *ss, int ns)
                    k->T[last], k->out_u[last], k->fo.p, at_o, k->S_u[last], k->fs.p, at_s,
                    k->ref[last] ? "long double" : "mpfr", k->error[0] ? "  FAILED: " : "", k->error);
         }
+    if (P->tfit < P->tmax) {
+        printf("\npast the fit's range: fitted on T = 100..%lld, measured at the last T; p held: measured within a "
+               "factor %g of the fit's extrapolation\n", (long long)P->tfit, BEYOND_HELD);
+        printf("%-5s %-9s %-8s %-13s %-10s %9s %10s %10s %7s %7s %5s %10s %10s %7s %7s %5s\n", "prec", "variant",
+               "decay", "backend", "form", "T", "out", "out(fit)", "p_out", "p_past", "held", "S", "S(fit)", "p_S",
+               "p_past", "held");
+        for (int i = 0; i < ns; i++)
+            for (int j = 0; j < ss[i].ncurve; j++) {
+                const curve *k = &ss[i].c[j];
+                if (!k->bo.npts) continue;
+                printf("%-5s %-9s %-8s %-13s %-10s %9.0f %10.3g %10.3g %7.3f %7.3f %5s %10.3g %10.3g %7.3f %7.3f %5s\n",
+                       falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+                       gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
+                       k->bo.T, k->bo.measured, k->bo.extrapolated, k->fo.p, k->bo.p, beyond_held(&k->bo) ? "yes" : "no",
+                       k->bs.measured, k->bs.extrapolated, k->fs.p, k->bs.p, beyond_held(&k->bs) ? "yes" : "no");
+            }
+    }
     printf("\nnote: " PARALLEL_NOTE "\n");
     printf("\nlong-double reference vs MPFR (256 bits) on T <= %lld, largest over T (units of the precision's u; "
            "of long double's %.3g in brackets):\n", (long long)P->tmpfr, (double)ldref_unit_roundoff());
@@ -898,6 +1016,8 @@ static void profile_set(params *P, int which)
     P->tmax_par = big ? 20000 : 2000;
     P->tmpfr = big ? 20000 : 2000;
     P->seg = 8192;
+    /* huge and deep test the quick profile's fit: fitted to 10^6, measured beyond */
+    P->tfit = which == PROFILE_HUGE || which == PROFILE_DEEP ? 1000000 : 0;
     P->nstream = 0;
     if (which == PROFILE_DEEP) {
         /* Three streams on one vector backend (set in stab_open). */
@@ -911,6 +1031,14 @@ static void profile_set(params *P, int which)
         for (int v = 0; v < nvar; v++)
             for (int d = 0; d < 5; d++)
                 add_stream(P, (falcon_precision)p, which == PROFILE_FULL ? (falcon_variant)v : quick_var[v], decays[d]);
+    if (which == PROFILE_HUGE) return;
+    /* The tensor-core operand formats (chunk form only): Falcon-1 and
+     * Falcon-3, every decay regime, next to fp32 and fp64. */
+    static const falcon_precision formats[] = {FALCON_TF32, FALCON_BF16};
+    static const falcon_variant format_var[] = {FALCON_1, FALCON_3};
+    for (int p = 0; p < 2; p++)
+        for (int v = 0; v < 2; v++)
+            for (int d = 0; d < 5; d++) add_stream(P, formats[p], format_var[v], decays[d]);
 }
 
 /*
@@ -952,6 +1080,7 @@ static void usage(FILE *f)
             "usage: falcon stability [--profile quick|full|huge|deep] [--out DIR] [--backend NAME]\n"
             "                        [--tmax T] [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
             "                        [--shard K/N] [--resume] [--checkpoint-every SECONDS]\n"
+            "                        [--chunk C] [--tfit T]\n"
             "       falcon-study stability [the same options: the same command]\n"
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
@@ -960,12 +1089,16 @@ static void usage(FILE *f)
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
             "report/stability), and each finished stream to DIR/streams/.\n"
-            "Profiles: quick: falcon1, falcon1a, falcon3, T to 1e6 (parallel form to 2000), about\n"
-            "  8.5 minutes on 2 quiet vCPUs;\n"
-            "  full: every variant, T to 1e7 (parallel 20000), about 45 minutes;\n"
+            "Profiles: quick: falcon1, falcon1a, falcon3 in fp32 and fp64, and falcon1, falcon3 in\n"
+            "  tf32 and bf16 (the chunk form's operand formats), every decay regime, T to 1e6\n"
+            "  (parallel form to 2000), about 2 minutes on 2 vCPUs;\n"
+            "  full: every variant (tf32, bf16: falcon1, falcon3), T to 1e7 (parallel 20000);\n"
             "  huge: falcon1, falcon1a, falcon3, every decay regime, fp32 and fp64, T to 1e9: for a\n"
             "    cluster, an estimated %.0f core-hours (from the throughput measured per stream);\n"
             "  deep: fp32 falcon1 mild, falcon1a none, falcon3 mix on avx512 (else avx2), T to 1e8.\n"
+            "  huge and deep fit c T^p on T <= 1e6 (the quick profile's range) and test it on the\n"
+            "  points measured beyond: DIR/beyond.dat, and \"beyond_fit_*\" in stability.json.\n"
+            "--chunk C: the chunk form's block length (default 64). --tfit T: fit on T <= T only.\n"
             "--shard K/N (0 <= K < N) runs this shard's share of the streams (balanced by estimated\n"
             "  cost) into DIR/streams/; falcon-study merge combines the shards' directories.\n"
             "--resume continues a killed study: finished streams are read back from DIR/streams/, the\n"
@@ -985,6 +1118,19 @@ struct study_stab {
     double t0;
 };
 
+/* The CPU backend the operand formats' streams run on (unless --backend
+ * names one): the most capable here. The rounding to tf32 or bf16 is the
+ * framework's, the same in every backend, and the backends differ only in
+ * how they accumulate in fp32, 2^-13 of tf32's unit or less; the gate runs
+ * every backend in these formats. One backend keeps the quick profile
+ * within its time. */
+static falcon_backend format_backend(void)
+{
+    return falcon_backend_available(FALCON_BACKEND_AVX512) ? FALCON_BACKEND_AVX512
+         : falcon_backend_available(FALCON_BACKEND_AVX2)   ? FALCON_BACKEND_AVX2
+                                                           : FALCON_BACKEND_SCALAR;
+}
+
 /* The curves of each stream; backends in skipmask have none. */
 static void build_streams(const params *P, stream *ss)
 {
@@ -995,9 +1141,10 @@ static void build_streams(const params *P, stream *ss)
         for (int b = 0; b < gate_backend_count; b++) {
             const falcon_backend be = gate_backends[b];
             if (!gate_backend_runs(be, s->prec) || (P->only_backend >= 0 && (int)be != P->only_backend) ||
-                (P->skipmask >> b & 1))
+                (P->skipmask >> b & 1) || (gate_operand_drop(s->prec) && P->only_backend < 0 && be != format_backend()))
                 continue;
             for (int f = 0; f < 3 && s->ncurve < MAXCURVE; f++) {
+                if (!gate_form_runs((falcon_form)f, s->prec)) continue; /* tf32, bf16: the chunk form */
                 curve *k = &s->c[s->ncurve];
                 k->backend = be, k->form = (falcon_form)f;
                 k->tmax = f == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
@@ -1155,19 +1302,21 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     P.out = "report/stability";
     P.only_backend = -1;
     P.every = 300;
-    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1;
+    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1, chunk = 0, tfit = -1;
     long shard_k = 0, shard_n = 1;
     enum { O_PROFILE = 1, O_OUT, O_BACKEND, O_TMAX, O_TMPFR, O_TPAR, O_N, O_THREADS, O_EVERY, O_SHARD, O_RESUME,
-           O_HELP };
+           O_CHUNK, O_TFIT, O_HELP };
     static const opt_def defs[] = {
         {"profile", O_PROFILE, 1}, {"out", O_OUT, 1}, {"backend", O_BACKEND, 1}, {"tmax", O_TMAX, 1},
         {"tmpfr", O_TMPFR, 1}, {"tmax-parallel", O_TPAR, 1}, {"n", O_N, 1}, {"threads", O_THREADS, 1},
-        {"checkpoint-every", O_EVERY, 1}, {"shard", O_SHARD, 1}, {"resume", O_RESUME, 0}, {"help", O_HELP, 0},
+        {"checkpoint-every", O_EVERY, 1}, {"shard", O_SHARD, 1}, {"resume", O_RESUME, 0}, {"chunk", O_CHUNK, 1},
+        {"tfit", O_TFIT, 1}, {"help", O_HELP, 0},
         {NULL, 0, 0}};
     opt_scan sc;
     const study_int_opt ints[] = {
         {O_TMAX, 100, 1000000000000, &tmax}, {O_TMPFR, 0, 1000000, &tmpfr}, {O_TPAR, 0, 1000000000000, &tpar},
-        {O_N, 1, 1024, &n}, {O_THREADS, 1, 1024, &threads}, {O_EVERY, 0, 100000000, &every}};
+        {O_N, 1, 1024, &n}, {O_THREADS, 1, 1024, &threads}, {O_EVERY, 0, 100000000, &every},
+        {O_CHUNK, 1, 4096, &chunk}, {O_TFIT, 100, 1000000000000, &tfit}};
     opt_begin(&sc, argc, argv, "falcon stability", defs, 0);
     for (int id; (id = opt_next(&sc)) != OPT_END;) {
         const char *v = sc.value;
@@ -1217,6 +1366,9 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     if (tmpfr >= 0) P.tmpfr = tmpfr;
     if (tpar >= 0) P.tmax_par = tpar;
     if (n) P.n = P.m = n;
+    if (chunk) P.C = chunk;
+    if (tfit > 0) P.tfit = tfit;
+    if (!P.tfit || P.tfit > P.tmax) P.tfit = P.tmax;
     if (every >= 0) P.every = (double)every;
     if (which == PROFILE_DEEP && P.only_backend < 0)
         P.only_backend = falcon_backend_available(FALCON_BACKEND_AVX512) ? FALCON_BACKEND_AVX512 : FALCON_BACKEND_AVX2;
@@ -1386,7 +1538,7 @@ int falcon_stability_merge_main(int argc, char **argv)
                 first = key, have_key = 1;
                 P.profile = first.profile, P.out = out;
                 P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
-                P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg;
+                P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg, P.tfit = first.tfit;
                 P.only_backend = first.only_backend, P.skipmask = first.skipmask;
                 P.nstream = first.nstream < 0 || first.nstream > MAXSTREAM ? 0 : first.nstream;
                 for (int i = 0; i < P.nstream; i++)

@@ -7,7 +7,10 @@
 #      built or mpirun cannot start here: never counted as passed);
 #   3. resume: a study killed with SIGKILL while a stream is midway, then
 #      `--resume`, equal to one uninterrupted process, with at least one
-#      stream continued from its saved state (not rerun from step 0).
+#      stream continued from its saved state (not rerun from step 0);
+#   4. the precisions' ladder: tf32 and bf16 streams with chunk curves only;
+#      the fit's range (--tfit): fits on T <= tfit only, recomputed here from
+#      the curve files, and beyond.dat's measured-vs-extrapolated verdicts.
 # "Equal": stability.json with its timing field stripped, fits.dat,
 # refcheck.dat and every curve file byte for byte.
 #
@@ -53,6 +56,15 @@ else
     exit 1
 fi
 echo "   (one process: $((SECONDS - t0)) s)"
+
+# ---- 4a. tf32 and bf16: chunk curves only, Falcon-1 and Falcon-3 ----
+nf=$(ls one/curves | grep -c '^\(tf32\|bf16\)_falcon[13]_[a-z]*_scalar_chunk\.dat$')
+nother=$(ls one/curves | grep '^\(tf32\|bf16\)_' | grep -vc '_chunk\.dat$')
+if [ "$nf" -eq 20 ] && [ "$nother" -eq 0 ] && grep -q '^tf32 falcon3 mix scalar chunk' one/fits.dat; then
+    ok "tf32/bf16 streams: 20 chunk curves (falcon1, falcon3 x 5 decays x 2 formats), no other form"
+else
+    bad "tf32/bf16 streams" "$nf chunk curves, $nother of other forms"
+fi
 
 # ---- 1. shards and merge ----
 t0=$SECONDS
@@ -137,6 +149,38 @@ if ls killed/resume | grep -q '^[0-9]*\.state$'; then bad "after --resume" "stre
 left=$(find killed -name '*.tmp-*' | head -3)
 [ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
 echo "   (kill and resume: $((SECONDS - t0)) s)"
+
+# ---- 4b. the fit's range: fitted on T <= 2000, tested on the points beyond ----
+t0=$SECONDS
+if ! "$STUDY" stability --profile deep --tmax 20000 --tfit 2000 --tmpfr 200 --tmax-parallel 200 --backend scalar \
+        --out deep >deep.txt 2>&1; then
+    bad "deep profile, --tfit" "$(tail -3 deep.txt)"
+else
+    # p of each curve refitted here (least squares of log err on log T over
+    # T <= 2000: 100, 200, 500, 1000, 2000) against fits.dat; held in beyond.dat
+    # against its own ratio
+    why=$(awk 'FNR == 1 { f++ }
+        f == 1 && !/^#/ { p[$1 "_" $2 "_" $3 "_" $4 "_" $5] = $8; next }
+        f == 2 && !/^#/ { n++; r = $8 / $9; want = (r >= 0.5 && r <= 2) ? "yes" : "no"
+                          if ($13 != want || $6 != 2000 || $7 != 20000) { print "beyond.dat row: " $0; exit } }
+        END { if (n != 6) print n " rows in beyond.dat, not 6 (3 streams x recurrent, chunk)" }' deep/fits.dat deep/beyond.dat)
+    for c in deep/curves/*_recurrent.dat deep/curves/*_chunk.dat; do
+        [ -n "$why" ] && break
+        name=$(basename "$c" .dat)
+        why=$(awk -v name="$name" -v want="$(awk -v k="$name" '!/^#/ && $1 "_" $2 "_" $3 "_" $4 "_" $5 == k { print $8 }' deep/fits.dat)" '
+            /^$/ { exit } /^#/ { next }
+            $1 <= 2000 && $2 > 0 { x = log($1); y = log($2); sx += x; sy += y; sxx += x * x; sxy += x * y; k++ }
+            END { p = (k * sxy - sx * sy) / (k * sxx - sx * sx)
+                  if (k != 5 || (p - want) ^ 2 > 1e-6) printf "%s: p over T <= 2000 is %.4f from %d points, fits.dat says %s\n", name, p, k, want }' "$c")
+        grep -q "^# measured past the fit's range (T > 2000)" "$c" || why="$name: no points past the range (index 2)"
+    done
+    if [ -z "$why" ] && grep -q '"fit_tmax": 2000' deep/stability.json && grep -q '"beyond_fit_out": {"points": 3,' deep/stability.json; then
+        ok "--tfit 2000: fits over T <= 2000 only (p recomputed), beyond.dat and stability.json test them at T = 20000"
+    else
+        bad "--tfit" "${why:-stability.json lacks fit_tmax or beyond_fit_out}"
+    fi
+fi
+echo "   (fit range: $((SECONDS - t0)) s)"
 
 echo "study tests: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
