@@ -37,7 +37,7 @@
 
 #define MAXPTS 64
 #define MAXCURVE 16
-#define MAXSTREAM 96
+#define MAXSTREAM 64
 #define EPS 0x1p-20 /* exactly representable in fp32 and fp64: kernels and references see one eps */
 /* The masked-parallel form runs at most 4096 terms per block (README), so
  * its error grows within a block and levels off beyond one: a power law
@@ -50,6 +50,7 @@ typedef struct params {
     const char *profile, *out;
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
     int64_t tfit;     /* the fits use the points T <= tfit; the later ones test the fit (beyond_fit) */
+    int formats;      /* fp32 Falcon-1/3 streams also run the chunk form in tf32 and bf16 */
     int only_backend; /* -1: all */
     int nstream;      /* the streams, in output order */
     falcon_precision sprec[MAXSTREAM];
@@ -89,6 +90,7 @@ static int beyond_held(const beyond_fit *b)
 typedef struct curve {
     falcon_backend backend;
     falcon_form form;
+    falcon_precision prec; /* the stream's, or tf32/bf16 on an fp32 stream's inputs */
     int64_t tmax;
     falcon_state *st;
     long double num, den;
@@ -210,7 +212,7 @@ typedef struct run_key {
     uint32_t key_size, stream_size, ld_size, pad;
     char profile[16];
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit;
-    int32_t only_backend, skipmask, nstream, index;
+    int32_t only_backend, skipmask, nstream, index, formats, pad2;
     int32_t list[MAXSTREAM][3];
 } run_key;
 
@@ -225,6 +227,7 @@ static void make_key(const params *P, int index, run_key *k)
     k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
     k->tmpfr = P->tmpfr, k->seg = P->seg, k->tfit = P->tfit;
     k->only_backend = P->only_backend, k->skipmask = P->skipmask, k->nstream = P->nstream, k->index = index;
+    k->formats = P->formats;
     for (int i = 0; i < P->nstream; i++)
         k->list[i][0] = P->sprec[i], k->list[i][1] = P->svar[i], k->list[i][2] = P->sdecay[i];
 }
@@ -391,7 +394,8 @@ static int same_stream(const stream *a, const stream *b)
 {
     if (a->prec != b->prec || a->variant != b->variant || a->decay != b->decay || a->ncurve != b->ncurve) return 0;
     for (int i = 0; i < a->ncurve; i++)
-        if (a->c[i].backend != b->c[i].backend || a->c[i].form != b->c[i].form || a->c[i].tmax != b->c[i].tmax)
+        if (a->c[i].backend != b->c[i].backend || a->c[i].form != b->c[i].form || a->c[i].tmax != b->c[i].tmax ||
+            a->c[i].prec != b->c[i].prec)
             return 0;
     return 1;
 }
@@ -543,7 +547,6 @@ static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
 {
     const double t0 = seconds_now(), c0 = cpu_now();
     const int64_t n = P->n, m = P->m, W = falcon_variant_has_window(s->variant) ? P->W : 1;
-    const double u = gate_unit_roundoff(s->prec);
     const long double uld = ldref_unit_roundoff();
     gate_case c = {s->variant, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, s->decay, 1, 0, 1, n, m, W, P->C,
                    EPS, 1.0, 0};
@@ -612,7 +615,8 @@ static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
             curve *k = &s->c[i];
             if (end > k->tmax || k->error[0]) continue;
             gate_result r;
-            falcon_status st = gate_run(&c, &d, k->form, k->backend, k->st, &r);
+            const double u = gate_unit_roundoff(k->prec);
+            falcon_status st = gate_run_in(&c, &d, k->form, k->backend, k->prec, k->st, &r);
             if (st) {
                 snprintf(k->error, sizeof k->error, "T=%lld: %s", (long long)end, falcon_last_error());
                 s->failed = 1;
@@ -670,7 +674,7 @@ static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
 
 static void curve_name(const stream *s, const curve *k, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s_%s_%s_%s_%s", falcon_precision_name(s->prec), falcon_variant_name(s->variant),
+    snprintf(buf, len, "%s_%s_%s_%s_%s", falcon_precision_name(k->prec), falcon_variant_name(s->variant),
              gate_decay_name(s->decay), falcon_backend_name(k->backend), falcon_form_name(k->form));
 }
 
@@ -769,7 +773,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
             const curve *k = &ss[i].c[j];
             fprintf(f, "%s    {\"precision\": \"%s\", \"variant\": \"%s\", \"decay\": \"%s\", \"backend\": \"%s\", "
                        "\"form\": \"%s\",\n     \"error\": ",
-                    sep, falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+                    sep, falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
                     gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form));
             if (k->error[0]) study_json_str(f, k->error);
             else fputs("null", f);
@@ -854,7 +858,7 @@ static int write_beyond(const params *P, const stream *ss, int ns)
         for (int j = 0; j < ss[i].ncurve; j++) {
             const curve *k = &ss[i].c[j];
             if (!k->bo.npts) continue;
-            fprintf(f, "%s %s %s %s %s %lld %.0f", falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+            fprintf(f, "%s %s %s %s %s %lld %.0f", falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
                     gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
                     (long long)P->tfit, k->bo.T);
             const beyond_fit *b[2] = {&k->bo, &k->bs};
@@ -898,7 +902,7 @@ static int write_dat(const params *P, const stream *ss, int ns)
             const curve *k = &s->c[j];
             curve_name(s, k, name, sizeof name);
             const int last = k->npts - 1;
-            fprintf(fits, "%s %s %s %s %s %.0f %.4g %.4g %.4g %.4g %.4g %.4g\n", falcon_precision_name(s->prec),
+            fprintf(fits, "%s %s %s %s %s %.0f %.4g %.4g %.4g %.4g %.4g %.4g\n", falcon_precision_name(k->prec),
                     falcon_variant_name(s->variant), gate_decay_name(s->decay), falcon_backend_name(k->backend),
                     falcon_form_name(k->form), last >= 0 ? k->T[last] : NAN, last >= 0 ? k->out_u[last] : NAN,
                     k->fo.p, k->fo.at, last >= 0 ? k->S_u[last] : NAN, k->fs.p, k->fs.at);
@@ -947,7 +951,7 @@ static void print_summary(const params *P, const stream *ss, int ns)
             const curve *k = &ss[i].c[j];
             const int last = k->npts - 1;
             if (last < 0) {
-                printf("%-5s %-9s %-8s %-13s %-10s  no points: %s\n", falcon_precision_name(ss[i].prec),
+                printf("%-5s %-9s %-8s %-13s %-10s  no points: %s\n", falcon_precision_name(k->prec),
                        falcon_variant_name(ss[i].variant), gate_decay_name(ss[i].decay),
                        falcon_backend_name(k->backend), falcon_form_name(k->form), k->error);
                 continue;
@@ -956,7 +960,7 @@ static void print_summary(const params *P, const stream *ss, int ns)
             snprintf(at_o, sizeof at_o, isnan(k->fo.at) ? "-" : "%.3g", k->fo.at);
             snprintf(at_s, sizeof at_s, isnan(k->fs.at) ? "-" : "%.3g", k->fs.at);
             printf("%-5s %-9s %-8s %-13s %-10s %9.0f %10.3g %7.3f %10s %10.3g %7.3f %10s  %s%s%s\n",
-                   falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+                   falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
                    gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
                    k->T[last], k->out_u[last], k->fo.p, at_o, k->S_u[last], k->fs.p, at_s,
                    k->ref[last] ? "long double" : "mpfr", k->error[0] ? "  FAILED: " : "", k->error);
@@ -972,7 +976,7 @@ static void print_summary(const params *P, const stream *ss, int ns)
                 const curve *k = &ss[i].c[j];
                 if (!k->bo.npts) continue;
                 printf("%-5s %-9s %-8s %-13s %-10s %9.0f %10.3g %10.3g %7.3f %7.3f %5s %10.3g %10.3g %7.3f %7.3f %5s\n",
-                       falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
+                       falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
                        gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
                        k->bo.T, k->bo.measured, k->bo.extrapolated, k->fo.p, k->bo.p, beyond_held(&k->bo) ? "yes" : "no",
                        k->bs.measured, k->bs.extrapolated, k->fs.p, k->bs.p, beyond_held(&k->bs) ? "yes" : "no");
@@ -1018,6 +1022,8 @@ static void profile_set(params *P, int which)
     P->seg = 8192;
     /* huge and deep test the quick profile's fit: fitted to 10^6, measured beyond */
     P->tfit = which == PROFILE_HUGE || which == PROFILE_DEEP ? 1000000 : 0;
+    /* the tensor-core operand formats next to fp32 and fp64 (build_streams) */
+    P->formats = which == PROFILE_QUICK || which == PROFILE_FULL;
     P->nstream = 0;
     if (which == PROFILE_DEEP) {
         /* Three streams on one vector backend (set in stab_open). */
@@ -1031,14 +1037,6 @@ static void profile_set(params *P, int which)
         for (int v = 0; v < nvar; v++)
             for (int d = 0; d < 5; d++)
                 add_stream(P, (falcon_precision)p, which == PROFILE_FULL ? (falcon_variant)v : quick_var[v], decays[d]);
-    if (which == PROFILE_HUGE) return;
-    /* The tensor-core operand formats (chunk form only): Falcon-1 and
-     * Falcon-3, every decay regime, next to fp32 and fp64. */
-    static const falcon_precision formats[] = {FALCON_TF32, FALCON_BF16};
-    static const falcon_variant format_var[] = {FALCON_1, FALCON_3};
-    for (int p = 0; p < 2; p++)
-        for (int v = 0; v < 2; v++)
-            for (int d = 0; d < 5; d++) add_stream(P, formats[p], format_var[v], decays[d]);
 }
 
 /*
@@ -1089,10 +1087,10 @@ static void usage(FILE *f)
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
             "report/stability), and each finished stream to DIR/streams/.\n"
-            "Profiles: quick: falcon1, falcon1a, falcon3 in fp32 and fp64, and falcon1, falcon3 in\n"
-            "  tf32 and bf16 (the chunk form's operand formats), every decay regime, T to 1e6\n"
-            "  (parallel form to 2000), about 2 minutes on 2 vCPUs;\n"
-            "  full: every variant (tf32, bf16: falcon1, falcon3), T to 1e7 (parallel 20000);\n"
+            "Profiles: quick: falcon1, falcon1a, falcon3 in fp32 and fp64, every decay regime, T to\n"
+            "  1e6 (parallel form to 2000); the fp32 falcon1 and falcon3 streams also run the chunk\n"
+            "  form in tf32 and bf16 (operands rounded as tensor cores do) on the most capable backend;\n"
+            "  full: every variant, T to 1e7 (parallel 20000), tf32 and bf16 as in quick;\n"
             "  huge: falcon1, falcon1a, falcon3, every decay regime, fp32 and fp64, T to 1e9: for a\n"
             "    cluster, an estimated %.0f core-hours (from the throughput measured per stream);\n"
             "  deep: fp32 falcon1 mild, falcon1a none, falcon3 mix on avx512 (else avx2), T to 1e8.\n"
@@ -1131,7 +1129,12 @@ static falcon_backend format_backend(void)
                                                            : FALCON_BACKEND_SCALAR;
 }
 
-/* The curves of each stream; backends in skipmask have none. */
+/* The curves of each stream; backends in skipmask have none. With
+ * P->formats, an fp32 Falcon-1 or Falcon-3 stream also runs the chunk form
+ * in tf32 and bf16 on its own inputs (fp32 values: their rounding to the
+ * format is part of the error, as when a tensor-core kernel is given fp32
+ * tensors), so the three share one reference and differ only in how the
+ * products' operands are rounded. */
 static void build_streams(const params *P, stream *ss)
 {
     for (int i = 0; i < P->nstream; i++) {
@@ -1141,16 +1144,22 @@ static void build_streams(const params *P, stream *ss)
         for (int b = 0; b < gate_backend_count; b++) {
             const falcon_backend be = gate_backends[b];
             if (!gate_backend_runs(be, s->prec) || (P->only_backend >= 0 && (int)be != P->only_backend) ||
-                (P->skipmask >> b & 1) || (gate_operand_drop(s->prec) && P->only_backend < 0 && be != format_backend()))
+                (P->skipmask >> b & 1))
                 continue;
             for (int f = 0; f < 3 && s->ncurve < MAXCURVE; f++) {
                 if (!gate_form_runs((falcon_form)f, s->prec)) continue; /* tf32, bf16: the chunk form */
                 curve *k = &s->c[s->ncurve];
-                k->backend = be, k->form = (falcon_form)f;
+                k->backend = be, k->form = (falcon_form)f, k->prec = s->prec;
                 k->tmax = f == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
                 s->ncurve += k->tmax >= 100;
             }
         }
+        if (!P->formats || s->prec != FALCON_FP32 || (s->variant != FALCON_1 && s->variant != FALCON_3)) continue;
+        const falcon_backend be = P->only_backend >= 0 ? (falcon_backend)P->only_backend : format_backend();
+        const falcon_precision fmt[] = {FALCON_TF32, FALCON_BF16};
+        for (int p = 0; p < 2 && s->ncurve < MAXCURVE && P->tmax >= 100; p++)
+            if (gate_backend_runs(be, fmt[p]))
+                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = fmt[p], .tmax = P->tmax};
     }
 }
 
@@ -1539,7 +1548,7 @@ int falcon_stability_merge_main(int argc, char **argv)
                 P.profile = first.profile, P.out = out;
                 P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
                 P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg, P.tfit = first.tfit;
-                P.only_backend = first.only_backend, P.skipmask = first.skipmask;
+                P.only_backend = first.only_backend, P.skipmask = first.skipmask, P.formats = first.formats;
                 P.nstream = first.nstream < 0 || first.nstream > MAXSTREAM ? 0 : first.nstream;
                 for (int i = 0; i < P.nstream; i++)
                     P.sprec[i] = (falcon_precision)first.list[i][0], P.svar[i] = (falcon_variant)first.list[i][1],

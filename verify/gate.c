@@ -215,7 +215,14 @@ static falcon_status run_into(const falcon_config *cfg, const gate_case *c, cons
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
                        falcon_backend backend, falcon_state *state, gate_result *r)
 {
-    falcon_config cfg = gate_config(c, form, backend, d->prec);
+    return gate_run_in(c, d, form, backend, d->prec, state, r);
+}
+
+falcon_status gate_run_in(const gate_case *c, const gate_data *d, falcon_form form, falcon_backend backend,
+                          falcon_precision prec, falcon_state *state, gate_result *r)
+{
+    if ((prec == FALCON_FP64) != (d->prec == FALCON_FP64)) return FALCON_E_ARGUMENT; /* a caller's bug */
+    falcon_config cfg = gate_config(c, form, backend, prec);
     return run_into(&cfg, c, &d->in, state, r);
 }
 

@@ -76,6 +76,10 @@ int gate_operand_drop(falcon_precision prec);
 /* Run a case through a backend/form on data `d` (state fresh unless given). */
 falcon_status gate_run(const gate_case *c, const gate_data *d, falcon_form form,
                        falcon_backend backend, falcon_state *state, gate_result *r);
+/* The same in precision prec, which must have d's element type (tf32, bf16
+ * on fp32 data: the operands are rounded from the fp32 values). */
+falcon_status gate_run_in(const gate_case *c, const gate_data *d, falcon_form form, falcon_backend backend,
+                          falcon_precision prec, falcon_state *state, gate_result *r);
 /* The MPFR recurrent reference for data d (256 bits), rounded to double,
  * with the read condition number computed from the reference's own S_t.
  * _from starts from a carried state (NULL: fresh). */
