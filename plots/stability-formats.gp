@@ -21,7 +21,7 @@ set format y '10^{%T}'
 set xrange [50:2e6]
 set yrange [1e-17:1]
 set xlabel 'T (tokens)'
-set key bottom right samplen 2 font ',10'
+set key top right samplen 2 font ',10'
 do for [row = 1:2] {
     v = word('falcon1 falcon3', row)
     do for [col = 1:4] {

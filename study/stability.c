@@ -1047,14 +1047,17 @@ static void profile_set(params *P, int which)
  * time (the "cpu" of the progress lines: CLOCK_THREAD_CPUTIME_ID) between
  * two quick-profile runs on one thread, --tmax 1e5 and --tmax 2e4 (both
  * --tmpfr 300 --tmax-parallel 300), divided by the 0.08e6 tokens between
- * them; on an Intel Xeon (AVX-512) with 2 vCPUs shared with other work (load
- * about 5.5), which inflates CPU times: an estimate, not a promise.
- * Index: [precision][falcon1, falcon1a, falcon3][none, mild, strong,
- * extreme, mix]. The extreme and mix regimes reach subnormal numbers.
+ * them (the profile huge itself, run that way); on an Intel Xeon (AVX-512,
+ * Sapphire Rapids class) with 2 vCPUs and nothing else running: an
+ * estimate, not a promise. Index: [precision][falcon1, falcon1a,
+ * falcon3][none, mild, strong, extreme, mix]. Since the decay regimes that
+ * reach the smallest normal numbers no longer take subnormal paths
+ * (docs/math.md section 8), they cost what the others do; Falcon-3's window
+ * of 4 costs about three times Falcon-1.
  */
 static const double seconds_per_mtok[2][3][5] = {
-    {{6.0, 6.2, 8.5, 26.6, 34.4}, {4.2, 6.6, 9.0, 18.1, 19.4}, {26.5, 28.4, 37.1, 137.2, 276.9}},
-    {{11.9, 13.1, 9.9, 29.5, 42.5}, {9.0, 11.5, 9.8, 23.0, 31.1}, {23.8, 26.9, 22.8, 159.6, 291.1}}};
+    {{12.6, 13.1, 16.9, 10.9, 8.2}, {11.4, 13.0, 13.0, 10.2, 12.0}, {41.2, 31.5, 39.4, 15.9, 32.9}},
+    {{16.8, 12.2, 12.5, 12.0, 17.1}, {11.4, 13.5, 13.8, 11.6, 10.0}, {39.8, 46.4, 42.6, 19.5, 30.8}}};
 
 static double huge_core_hours(void)
 {
@@ -1164,15 +1167,14 @@ static void build_streams(const params *P, stream *ss)
 }
 
 /* A stream's estimated cost: the steps of its curves and of its reference,
- * weighted by what the decay regimes and the window cost (the extreme and
- * mix regimes reach subnormal numbers, which are slow; falcon3's window of
- * W examples multiplies the work): rough ratios of measured stream times. */
+ * weighted by what the window costs (falcon3's window of W examples
+ * multiplies the work): rough ratios of measured stream times
+ * (seconds_per_mtok; the decay regimes cost about the same). */
 static double stream_cost(const params *P, const stream *s)
 {
     double c = 2.0 * (double)P->tmax;
     for (int i = 0; i < s->ncurve; i++) c += (double)s->c[i].tmax;
-    const double wd = s->decay == GATE_DECAY_EXTREME ? 3 : s->decay == GATE_DECAY_MIX ? 5 : 1;
-    return c * wd * (falcon_variant_has_window(s->variant) ? 2.5 : 1);
+    return c * (falcon_variant_has_window(s->variant) ? 3 : 1);
 }
 
 int stab_count(const study_stab *st) { return st->P.nstream; }
