@@ -9,8 +9,7 @@
 double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m)
 {
     const int64_t W = falcon_variant_has_window(cfg->variant) ? cfg->window : 1;
-    const int64_t C = cfg->chunk == FALCON_CHUNK_AUTO ? falcon_chunk_auto(n, m, W) : cfg->chunk;
-    int64_t L = cfg->form == FALCON_FORM_CHUNK ? C : falcon_parallel_block(W);
+    int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_of(cfg->chunk, n, m, W) : falcon_parallel_block(W);
     if (cfg->form == FALCON_FORM_PARALLEL && L > T) L = T > 0 ? T : 1;
     return (double)H * falcon_flops(cfg->form, falcon_variant_is_regression(cfg->variant), T, n, m, W, L);
 }

@@ -255,7 +255,7 @@ static int64_t segment_length(const run_ctx *c)
     int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
     /* A multiple of the library's block: the segments split the run where
      * one call would, so segmented and whole runs agree bit for bit. */
-    const int64_t chunk = c->cfg.chunk == FALCON_CHUNK_AUTO ? falcon_chunk_auto(d->n, d->m, c->cfg.window) : c->cfg.chunk;
+    const int64_t chunk = falcon_chunk_of(c->cfg.chunk, d->n, d->m, c->cfg.window);
     const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? falcon_chunk_block(chunk, c->cfg.window)
                         : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
                                                               : 1;

@@ -197,6 +197,9 @@ int64_t falcon_chunk_block(int64_t chunk, int64_t window);
  * from the key and value widths and the window; deterministic, so a run's
  * results do not depend on timings. */
 int64_t falcon_chunk_auto(int64_t n, int64_t m, int64_t window);
+/* The chunk size a run uses: chunk itself, or falcon_chunk_auto's choice
+ * for FALCON_CHUNK_AUTO. */
+int64_t falcon_chunk_of(int64_t chunk, int64_t n, int64_t m, int64_t window);
 
 /* Validation alone (what falcon_run checks before it computes). */
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,

@@ -42,6 +42,11 @@ int64_t falcon_chunk_auto(int64_t n, int64_t m, int64_t window)
     return p;
 }
 
+int64_t falcon_chunk_of(int64_t chunk, int64_t n, int64_t m, int64_t window)
+{
+    return chunk == FALCON_CHUNK_AUTO ? falcon_chunk_auto(n, m, window) : chunk;
+}
+
 int64_t falcon_chunk_block(int64_t chunk, int64_t window)
 {
     const int64_t cap = falcon_parallel_block(window);
@@ -68,7 +73,7 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     falcon_status s = falcon_validate(cfg, in, state);
     if (s) return s;
     falcon_config resolved = *cfg;
-    if (resolved.chunk == FALCON_CHUNK_AUTO) resolved.chunk = falcon_chunk_auto(in->n, in->m, resolved.window);
+    resolved.chunk = falcon_chunk_of(resolved.chunk, in->n, in->m, resolved.window);
     cfg = &resolved;
     if (in->T > 0 && !out) return falcon_fail(FALCON_E_ARGUMENT, "out is NULL");
     const falcon_backend backend = falcon_backend_resolve(cfg->backend);

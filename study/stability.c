@@ -66,6 +66,9 @@ typedef struct params {
  * (with the last point inside the range). p held when the measured value
  * is within a factor BEYOND_HELD of the extrapolation. */
 #define BEYOND_HELD 2.0
+
+/* The tensor-core operand formats of the ladder (docs/math.md section 11). */
+static const falcon_precision operand_formats[] = {FALCON_TF32, FALCON_BF16};
 typedef struct beyond_fit {
     int npts;                      /* points past the range; 0: none */
     double T, measured, extrapolated, p;
@@ -827,11 +830,10 @@ static int write_thresholds(const params *P)
             fprintf(f, "%s %s %.4g %.4g", falcon_variant_name(c.variant), falcon_form_name((falcon_form)fm),
                     gate_threshold(&c, (falcon_form)fm, FALCON_FP32),
                     gate_threshold_out(&c, (falcon_form)fm, FALCON_FP32, 1.0));
-            const falcon_precision formats[] = {FALCON_TF32, FALCON_BF16};
             for (int p = 0; p < 2; p++)
-                if (gate_form_runs((falcon_form)fm, formats[p]))
-                    fprintf(f, " %.4g %.4g", gate_threshold(&c, (falcon_form)fm, formats[p]),
-                            gate_threshold_out(&c, (falcon_form)fm, formats[p], 1.0));
+                if (gate_form_runs((falcon_form)fm, operand_formats[p]))
+                    fprintf(f, " %.4g %.4g", gate_threshold(&c, (falcon_form)fm, operand_formats[p]),
+                            gate_threshold_out(&c, (falcon_form)fm, operand_formats[p], 1.0));
                 else
                     fputs(" NaN NaN", f);
             fputc('\n', f);
@@ -1119,19 +1121,6 @@ struct study_stab {
     double t0;
 };
 
-/* The CPU backend the operand formats' streams run on (unless --backend
- * names one): the most capable here. The rounding to tf32 or bf16 is the
- * framework's, the same in every backend, and the backends differ only in
- * how they accumulate in fp32, 2^-13 of tf32's unit or less; the gate runs
- * every backend in these formats. One backend keeps the quick profile
- * within its time. */
-static falcon_backend format_backend(void)
-{
-    return falcon_backend_available(FALCON_BACKEND_AVX512) ? FALCON_BACKEND_AVX512
-         : falcon_backend_available(FALCON_BACKEND_AVX2)   ? FALCON_BACKEND_AVX2
-                                                           : FALCON_BACKEND_SCALAR;
-}
-
 /* The curves of each stream; backends in skipmask have none. With
  * P->formats, an fp32 Falcon-1 or Falcon-3 stream also runs the chunk form
  * in tf32 and bf16 on its own inputs (fp32 values: their rounding to the
@@ -1158,11 +1147,16 @@ static void build_streams(const params *P, stream *ss)
             }
         }
         if (!P->formats || s->prec != FALCON_FP32 || (s->variant != FALCON_1 && s->variant != FALCON_3)) continue;
-        const falcon_backend be = P->only_backend >= 0 ? (falcon_backend)P->only_backend : format_backend();
-        const falcon_precision fmt[] = {FALCON_TF32, FALCON_BF16};
+        /* One backend, the most capable (auto's choice) unless --backend names
+         * one: the rounding is the framework's, the same in every backend,
+         * which differ only in how they accumulate in fp32 (2^-13 of tf32's
+         * unit or less), and the gate runs every backend in these formats. */
+        const falcon_backend be = falcon_backend_resolve(P->only_backend >= 0 ? (falcon_backend)P->only_backend
+                                                                              : FALCON_BACKEND_AUTO);
         for (int p = 0; p < 2 && s->ncurve < MAXCURVE && P->tmax >= 100; p++)
-            if (gate_backend_runs(be, fmt[p]))
-                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = fmt[p], .tmax = P->tmax};
+            if (gate_backend_runs(be, operand_formats[p]))
+                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = operand_formats[p],
+                                            .tmax = P->tmax};
     }
 }
 
