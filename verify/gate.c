@@ -203,7 +203,7 @@ static falcon_status run_into(const falcon_config *cfg, const gate_case *c, cons
     if (!s) s = falcon_run(cfg, in, state ? state : own, out);
     if (!s) {
         for (int64_t i = 0; i < r->out_count; i++)
-            r->out[i] = cfg->precision != FALCON_FP64 ? ((float *)out)[i] : ((double *)out)[i];
+            r->out[i] = falcon_load_test(out, cfg->precision, i);
         memcpy(r->S, falcon_state_get_view(state ? state : own).S, sizeof(double) * (size_t)r->state_count);
     }
     falcon_state_free(own);
