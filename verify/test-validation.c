@@ -328,3 +328,42 @@ Test(validation, overflow_is_reported_not_leaked)
     for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
     falcon_state_free(st);
 }
+
+/* An output can overflow while the memory stays finite (a huge query read
+ * through an ordinary memory): the CPU drivers check each output row as
+ * they write it, so every backend and form must report it, name the
+ * element, and keep the state. Only the last step's query is huge, so
+ * the first bad element is out[(TT - 1) * MM]. */
+Test(validation, an_output_overflow_alone_is_reported)
+{
+    int checked = 0;
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA) continue;
+        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++) {
+            fixture f;
+            setup(&f, FALCON_1);
+            f.cfg.precision = FALCON_FP32;
+            f.cfg.backend = (falcon_backend)b;
+            f.cfg.form = (falcon_form)form;
+            f.cfg.chunk = 4;
+            float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
+            for (int i = 0; i < TT * NN; i++) q[i] = i >= (TT - 1) * NN ? 3e38f : 0.5f, k[i] = 0.5f;
+            for (int i = 0; i < TT * MM; i++) v[i] = 1.0f, out[i] = 0;
+            for (int i = 0; i < TT; i++) beta[i] = 1.0f;
+            f.in = falcon_inputs_sequence(TT, NN, MM, q, k, v, beta, NULL, NULL);
+            falcon_state *st;
+            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+            const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
+            cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form),
+                         s ? falcon_last_error() : "returned OK");
+            char want[32];
+            snprintf(want, sizeof want, "out[%d] is not finite", (TT - 1) * MM);
+            cr_expect(s && strstr(falcon_last_error(), want), "%s %s: %s", falcon_backend_name(b),
+                      falcon_form_name(f.cfg.form), falcon_last_error());
+            for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
+            falcon_state_free(st);
+            checked++;
+        }
+    }
+    cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
+}

@@ -119,6 +119,7 @@ typedef struct blk_head {
     const RS(falcon_head) *h;
     example_src src;
     REAL *St;
+    int bad; /* an output row was not finite */
 } blk_head;
 
 static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
@@ -420,6 +421,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         } else {
             for (int64_t c = 0; c < m; c++) o[c] = oj[c] + RS(decay_mul)(d, sj[c]);
         }
+        c->bad |= !RS(row_finite)(o, m);
     }
 
     /* End state: row is now F[Lc][.]; pseudo-values gathered per example
@@ -490,7 +492,11 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
             if (L > 256) pf.end = u0; /* a masked-parallel block would not keep them cached */
             RS(blk_block)(&w, &c[i], c0, Lc, &pf);
         }
-    for (int64_t i = 0; i < count; i++) RS(blk_close)(&c[i], w.ldm, 1);
+    int bad = 0;
+    for (int64_t i = 0; i < count; i++) {
+        bad |= c[i].bad;
+        RS(blk_close)(&c[i], w.ldm, 1);
+    }
     free(w.mem);
-    return FALCON_OK;
+    return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }

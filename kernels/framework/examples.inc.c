@@ -112,6 +112,19 @@ static void RS(example_get)(const example_src *s, int64_t e, const REAL **key, c
         *key = t == 0 ? s->pk : h->k + (t - 1) * h->ldk;
 }
 
+/* 1 when every x[i] is finite (x - x is 0 exactly for a finite x, NaN
+ * for an infinity or a NaN). The drivers check each output row right
+ * after writing it, while it is in L1: a separate pass over the whole
+ * output after the call read it back from DRAM (3% of a call at T = 4096,
+ * 8 heads). omp simd: GCC's -O2 leaves the reduction scalar otherwise. */
+static inline int RS(row_finite)(const REAL *restrict x, int64_t n)
+{
+    int bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (int64_t i = 0; i < n; i++) bad |= !(x[i] - x[i] == 0);
+    return !bad;
+}
+
 /* z = g * x for Falcon-2/2A (gain row g), else z = x. */
 static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n)
 {

@@ -51,6 +51,7 @@ typedef struct rec_head {
     REAL *Zw; /* the write directions of the step whose write is pending */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
+    int bad;     /* an output row was not finite */
 } rec_head;
 
 static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
@@ -260,6 +261,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
     uk->update_read(n, m, 0, 1, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st);
+        c->bad |= !RS(row_finite)(h->out + t * h->ldo, m);
         const REAL a = st.a;
         const int64_t k = st.k;
         if (t + 1 < t1) {
@@ -289,6 +291,10 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
         const int64_t t1 = T - t0 < FW_TIME_BLOCK ? T : t0 + FW_TIME_BLOCK;
         for (int64_t i = 0; i < count; i++) RS(rec_steps)(&c[i], t0, t1);
     }
-    for (int64_t i = 0; i < count; i++) RS(rec_close)(&c[i], 1);
-    return FALCON_OK;
+    int bad = 0;
+    for (int64_t i = 0; i < count; i++) {
+        bad |= c[i].bad;
+        RS(rec_close)(&c[i], 1);
+    }
+    return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }
