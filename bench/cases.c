@@ -22,6 +22,13 @@
  *   roofline_fraction  GFLOPS / min(that peak, arith_intensity x probed triad
  *                      bandwidth (1 thread, or all threads when P > 1))
  *   arith_intensity    flops / compulsory bytes (bench/flops.c), flop/byte
+ *   validation_fraction  the share of a call that its input checks take
+ *                      (falcon_validate, timed once right after the timed
+ *                      calls, so with the inputs cached as a call finds
+ *                      them): the one pass over every input that must end
+ *                      before anything is written, so it runs at the speed
+ *                      the inputs come from the memory (DRAM for T x heads
+ *                      beyond the caches)
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
@@ -137,10 +144,15 @@ static void body(fb_state *st, void *user)
         iters++;
     }
     const double elapsed = wall() - t0;
+    const double v0 = wall();
+    const falcon_status vs = falcon_validate(&c->cfg, &fi, NULL);
+    const double vt = wall() - v0;
     const unsigned rate = FB_RATE | FB_ITER_INVARIANT; /* per call, divided by wall time */
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
-    if (c->cfg.backend == FALCON_BACKEND_CUDA || !g.probe_ok || iters == 0 || elapsed <= 0) return;
+    if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
+    if (vs == FALCON_OK) fb_state_set_counter(st, "validation_fraction", vt / (elapsed / (double)iters), FB_DEFAULT);
+    if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
     const double peak = (f32 ? g.probe.f32_best : g.probe.f64_best) * c->workers;

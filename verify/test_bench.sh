@@ -11,7 +11,8 @@
 #   without it, no blas/ entry;
 # - a tiny run of one yardstick entry, with the probe: GFLOPS and a
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
-#   shape, and falcon-study bench-dat writing it to blas.dat.
+#   shape, and falcon-study bench-dat writing it to blas.dat;
+# - a tiny run of one chunk case: validation_fraction in (0, 1).
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -71,5 +72,18 @@ if "$BENCH" --benchmark_filter='^blas/sgemm/chunk-shapes/n:64/m:64/C:64/' --benc
     fi
 else
     bad run "exit status $?: $(tail -3 run.err | tr '\n' ' ')"
+fi
+
+# One small kernel case: the share of the call its input checks take.
+case1=$(grep -m1 '^chunk/falcon1/[a-z0-9]*/fp32/T:256/n:128/m:128/C:64/heads:8/threads:1/' list.txt || true)
+if [ -z "$case1" ]; then
+    bad validation "no chunk T:256 n:128 case listed"
+elif "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_min_time=0.01 \
+       --benchmark_format=json > case.json 2> case.err; then
+    vf=$(sed -n 's/^ *"validation_fraction": \([0-9.e+-]*\),*$/\1/p' case.json | head -1)
+    if awk -v v="${vf:-0}" 'BEGIN { exit !(v > 0 && v < 1) }'; then ok "$case1: validation_fraction $vf"
+    else bad validation "validation_fraction '$vf' not in (0, 1)"; fi
+else
+    bad validation "exit status $?: $(tail -3 case.err | tr '\n' ' ')"
 fi
 test_end
