@@ -102,23 +102,22 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     /* The result must be finite. The CPU drivers check each output row as
-     * they write it and answer FALCON_E_OVERFLOW; a whole-call backend's
-     * output is scanned here. Either way the scan names the first bad
-     * element. */
+     * they write it, and the memory as they store it, and answer
+     * FALCON_E_OVERFLOW; a whole-call backend's results are scanned here.
+     * Either way the scans name the first bad element. */
     int64_t bad;
     const int threads = falcon_threads(cfg);
-    const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run;
-    if (((!s && be->run) || drivers_saw) &&
-        !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
+    const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run, scan = (!s && be->run) || drivers_saw;
+    if (scan && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
         s = falcon_fail(FALCON_E_OVERFLOW,
                         "out[%lld] is not finite: the recurrence overflowed its precision "
                         "(inputs too large for %s); the state was left unchanged",
                         (long long)bad, falcon_precision_name(cfg->precision));
-    else if (drivers_saw) /* the scan must find what the drivers saw */
-        s = falcon_fail(FALCON_E_OVERFLOW, "an output was not finite; the state was left unchanged");
-    if (!s && !all_finite(work->S, FALCON_FP64, work->heads * work->m * work->n, threads, &bad))
+    else if (scan && !all_finite(work->S, FALCON_FP64, work->heads * work->m * work->n, threads, &bad))
         s = falcon_fail(FALCON_E_OVERFLOW, "S[%lld] is not finite: the memory overflowed; the state was left unchanged",
                         (long long)bad);
+    else if (drivers_saw) /* the scans must find what the drivers saw */
+        s = falcon_fail(FALCON_E_OVERFLOW, "a result was not finite; the state was left unchanged");
     if (s) {
         falcon_state_free(work);
         return s;

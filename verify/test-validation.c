@@ -367,3 +367,45 @@ Test(validation, an_output_overflow_alone_is_reported)
     }
     cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
 }
+
+/* The memory can overflow while every output stays finite: zero queries,
+ * and values that first take the memory past the largest float at the
+ * last write. The CPU drivers check the memory as they store it, so every
+ * CPU backend and form must report it and keep the state. (The mpfr
+ * backend keeps its state in double, where this memory is finite.) */
+Test(validation, a_memory_overflow_alone_is_reported)
+{
+    int checked = 0;
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA || b == FALCON_BACKEND_MPFR)
+            continue;
+        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++) {
+            fixture f;
+            setup(&f, FALCON_1A);
+            f.cfg.precision = FALCON_FP32;
+            f.cfg.align = FALCON_ALIGN_SAME;
+            f.cfg.backend = (falcon_backend)b;
+            f.cfg.form = (falcon_form)form;
+            f.cfg.chunk = 4;
+            float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
+            for (int i = 0; i < TT * NN; i++) q[i] = 0, k[i] = 1;
+            for (int i = 0; i < TT * MM; i++) v[i] = i >= (TT - 2) * MM ? 3e38f : 0, out[i] = 1;
+            for (int i = 0; i < TT; i++) beta[i] = 3; /* eta = 3 / (eps + 3): about 1 */
+            f.in = falcon_inputs_sequence(TT, NN, MM, q, k, v, beta, NULL, NULL);
+            falcon_state *st;
+            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+            const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
+            cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form),
+                         s ? falcon_last_error() : "returned OK");
+            cr_expect(s && strstr(falcon_last_error(), "S[") && strstr(falcon_last_error(), "is not finite"),
+                      "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form), falcon_last_error());
+            for (int i = 0; i < TT * MM; i++)
+                cr_expect(out[i] == 0, "%s %s: out[%d] = %g", falcon_backend_name(b), falcon_form_name(f.cfg.form), i,
+                          (double)out[i]);
+            for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
+            falcon_state_free(st);
+            checked++;
+        }
+    }
+    cr_expect_geq(checked, 2 * 3, "scalar and avx2 at least");
+}

@@ -181,13 +181,15 @@ static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
     return 0;
 }
 
-static void RS(blk_close)(blk_head *c, int64_t ldm, int store)
+/* 0 when the memory it stored is not finite. */
+static int RS(blk_close)(blk_head *c, int64_t ldm, int store)
 {
-    if (!c->St) return;
-    if (store) RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n);
+    if (!c->St) return 1;
+    const int finite = store ? RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n) : 1;
     free(c->St);
     c->St = NULL;
     RS(examples_close)(&c->src);
+    return finite;
 }
 
 /* tf32/bf16 (falcon_math.h): a matrix product's operand rounded to the
@@ -493,10 +495,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
             RS(blk_block)(&w, &c[i], c0, Lc, &pf);
         }
     int bad = 0;
-    for (int64_t i = 0; i < count; i++) {
-        bad |= c[i].bad;
-        RS(blk_close)(&c[i], w.ldm, 1);
-    }
+    for (int64_t i = 0; i < count; i++) bad |= c[i].bad | !RS(blk_close)(&c[i], w.ldm, 1);
     free(w.mem);
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }

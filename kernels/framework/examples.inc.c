@@ -157,8 +157,12 @@ static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m,
         }
 }
 
-static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n)
+/* Returns 1 when every element is finite: the drivers' check of the
+ * memory they leave, made while it is cached (as for the outputs). */
+static int RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n)
 {
+    int finite = 1;
+    for (int64_t c = 0; c < n; c++) finite &= RS(row_finite)(src + c * ld, m);
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
         for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE) {
             const int64_t r1 = m - r0 < FW_MEMORY_TILE ? m : r0 + FW_MEMORY_TILE;
@@ -166,6 +170,7 @@ static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m
             for (int64_t r = r0; r < r1; r++)
                 for (int64_t c = c0; c < c1; c++) dst[r * n + c] = (double)src[c * ld + r];
         }
+    return finite;
 }
 #undef FW_MEMORY_TILE
 

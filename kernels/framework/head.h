@@ -39,8 +39,8 @@
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
     /* (falcon_fw_<isa>_<prec>, paired with its kernels in src/backends.c). */       \
-    /* Both return FALCON_E_OVERFLOW when an output row they wrote is not  */       \
-    /* finite (they check each row as they write it), FALCON_E_NOMEM.      */       \
+    /* Both return FALCON_E_OVERFLOW when an output row they wrote or the  */       \
+    /* memory they stored is not finite (checked as written), or NOMEM.     */       \
     typedef struct falcon_drivers_##SFX {                                              \
         const char *isa; /* "baseline", or the ISA (a backend's name) */               \
         /* Recurrent form: `count` (<= FALCON_HEAD_GROUP_MAX) heads of */         \

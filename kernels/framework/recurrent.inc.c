@@ -100,13 +100,15 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     return FALCON_OK;
 }
 
-static void RS(rec_close)(rec_head *c, int store)
+/* 0 when the memory it stored is not finite. */
+static int RS(rec_close)(rec_head *c, int store)
 {
-    if (!c->mem) return;
-    if (store) RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n);
+    if (!c->mem) return 1;
+    const int finite = store ? RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n) : 1;
     free(c->mem);
     c->mem = NULL;
     RS(examples_close)(&c->src);
+    return finite;
 }
 
 /* What a step's first phase leaves for its second. */
@@ -292,9 +294,6 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
         for (int64_t i = 0; i < count; i++) RS(rec_steps)(&c[i], t0, t1);
     }
     int bad = 0;
-    for (int64_t i = 0; i < count; i++) {
-        bad |= c[i].bad;
-        RS(rec_close)(&c[i], 1);
-    }
+    for (int64_t i = 0; i < count; i++) bad |= c[i].bad | !RS(rec_close)(&c[i], 1);
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }
