@@ -329,6 +329,46 @@ Test(validation, overflow_is_reported_not_leaked)
     falcon_state_free(st);
 }
 
+/* Runs Falcon-1 or 1A (fp32, chunk 4, no decay) on every CPU kernel
+ * backend (and mpfr when with_mpfr) and form, and expects an overflow
+ * whose message has `want`, the state kept, and every output equal to
+ * out_is (unless NaN: any). Returns the number of runs. */
+static int expect_overflow_everywhere(falcon_variant var, falcon_align align, const float *q, const float *k,
+                                      const float *v, const float *beta, const char *want, float out_is,
+                                      int with_mpfr)
+{
+    int checked = 0;
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA ||
+            (b == FALCON_BACKEND_MPFR && !with_mpfr))
+            continue;
+        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++) {
+            fixture f;
+            setup(&f, var);
+            f.cfg.precision = FALCON_FP32;
+            f.cfg.align = align;
+            f.cfg.backend = (falcon_backend)b;
+            f.cfg.form = (falcon_form)form;
+            f.cfg.chunk = 4;
+            f.in = falcon_inputs_sequence(TT, NN, MM, q, k, v, beta, NULL, NULL);
+            float out[TT * MM];
+            for (int i = 0; i < TT * MM; i++) out[i] = 1;
+            falcon_state *st;
+            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+            const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
+            const char *be = falcon_backend_name(b), *fm = falcon_form_name(f.cfg.form);
+            cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", be, fm, s ? falcon_last_error() : "returned OK");
+            cr_expect(s && strstr(falcon_last_error(), want), "%s %s: %s (want '%s')", be, fm, falcon_last_error(), want);
+            for (int i = 0; i < TT * MM && out_is == out_is; i++)
+                cr_expect(out[i] == out_is, "%s %s: out[%d] = %g", be, fm, i, (double)out[i]);
+            for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
+            falcon_state_free(st);
+            checked++;
+        }
+    }
+    return checked;
+}
+
 /* An output can overflow while the memory stays finite (a huge query read
  * through an ordinary memory): the CPU drivers check each output row as
  * they write it, so every backend and form must report it, name the
@@ -336,35 +376,13 @@ Test(validation, overflow_is_reported_not_leaked)
  * the first bad element is out[(TT - 1) * MM]. */
 Test(validation, an_output_overflow_alone_is_reported)
 {
-    int checked = 0;
-    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
-        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA) continue;
-        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++) {
-            fixture f;
-            setup(&f, FALCON_1);
-            f.cfg.precision = FALCON_FP32;
-            f.cfg.backend = (falcon_backend)b;
-            f.cfg.form = (falcon_form)form;
-            f.cfg.chunk = 4;
-            float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
-            for (int i = 0; i < TT * NN; i++) q[i] = i >= (TT - 1) * NN ? 3e38f : 0.5f, k[i] = 0.5f;
-            for (int i = 0; i < TT * MM; i++) v[i] = 1.0f, out[i] = 0;
-            for (int i = 0; i < TT; i++) beta[i] = 1.0f;
-            f.in = falcon_inputs_sequence(TT, NN, MM, q, k, v, beta, NULL, NULL);
-            falcon_state *st;
-            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
-            const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
-            cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form),
-                         s ? falcon_last_error() : "returned OK");
-            char want[32];
-            snprintf(want, sizeof want, "out[%d] is not finite", (TT - 1) * MM);
-            cr_expect(s && strstr(falcon_last_error(), want), "%s %s: %s", falcon_backend_name(b),
-                      falcon_form_name(f.cfg.form), falcon_last_error());
-            for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
-            falcon_state_free(st);
-            checked++;
-        }
-    }
+    float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT];
+    for (int i = 0; i < TT * NN; i++) q[i] = i >= (TT - 1) * NN ? 3e38f : 0.5f, k[i] = 0.5f;
+    for (int i = 0; i < TT * MM; i++) v[i] = 1.0f;
+    for (int i = 0; i < TT; i++) beta[i] = 1.0f;
+    char want[32];
+    snprintf(want, sizeof want, "out[%d] is not finite", (TT - 1) * MM);
+    const int checked = expect_overflow_everywhere(FALCON_1, FALCON_ALIGN_PREFIX, q, k, v, beta, want, NAN, 1);
     cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
 }
 
@@ -375,37 +393,10 @@ Test(validation, an_output_overflow_alone_is_reported)
  * backend keeps its state in double, where this memory is finite.) */
 Test(validation, a_memory_overflow_alone_is_reported)
 {
-    int checked = 0;
-    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
-        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA || b == FALCON_BACKEND_MPFR)
-            continue;
-        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++) {
-            fixture f;
-            setup(&f, FALCON_1A);
-            f.cfg.precision = FALCON_FP32;
-            f.cfg.align = FALCON_ALIGN_SAME;
-            f.cfg.backend = (falcon_backend)b;
-            f.cfg.form = (falcon_form)form;
-            f.cfg.chunk = 4;
-            float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
-            for (int i = 0; i < TT * NN; i++) q[i] = 0, k[i] = 1;
-            for (int i = 0; i < TT * MM; i++) v[i] = i >= (TT - 2) * MM ? 3e38f : 0, out[i] = 1;
-            for (int i = 0; i < TT; i++) beta[i] = 3; /* eta = 3 / (eps + 3): about 1 */
-            f.in = falcon_inputs_sequence(TT, NN, MM, q, k, v, beta, NULL, NULL);
-            falcon_state *st;
-            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
-            const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
-            cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form),
-                         s ? falcon_last_error() : "returned OK");
-            cr_expect(s && strstr(falcon_last_error(), "S[") && strstr(falcon_last_error(), "is not finite"),
-                      "%s %s: %s", falcon_backend_name(b), falcon_form_name(f.cfg.form), falcon_last_error());
-            for (int i = 0; i < TT * MM; i++)
-                cr_expect(out[i] == 0, "%s %s: out[%d] = %g", falcon_backend_name(b), falcon_form_name(f.cfg.form), i,
-                          (double)out[i]);
-            for (int i = 0; i < NN * MM; i++) cr_expect_eq(falcon_state_get_view(st).S[i], 0.0);
-            falcon_state_free(st);
-            checked++;
-        }
-    }
+    float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT];
+    for (int i = 0; i < TT * NN; i++) q[i] = 0, k[i] = 1;
+    for (int i = 0; i < TT * MM; i++) v[i] = i >= (TT - 2) * MM ? 3e38f : 0;
+    for (int i = 0; i < TT; i++) beta[i] = 3; /* eta = 3 / (eps + 3): about 1 */
+    const int checked = expect_overflow_everywhere(FALCON_1A, FALCON_ALIGN_SAME, q, k, v, beta, "S[", 0, 0);
     cr_expect_geq(checked, 2 * 3, "scalar and avx2 at least");
 }

@@ -146,15 +146,17 @@ static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n
  * a chunk call at T = 1024, 8 heads of n = m = 128); within a tile both
  * sides stay in L1. */
 #define FW_MEMORY_TILE 16
+static inline int64_t RS(tile_end)(int64_t x0, int64_t len)
+{
+    return len - x0 < FW_MEMORY_TILE ? len : x0 + FW_MEMORY_TILE;
+}
+
 static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m, int64_t n)
 {
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
-        for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE) {
-            const int64_t r1 = m - r0 < FW_MEMORY_TILE ? m : r0 + FW_MEMORY_TILE;
-            const int64_t c1 = n - c0 < FW_MEMORY_TILE ? n : c0 + FW_MEMORY_TILE;
-            for (int64_t c = c0; c < c1; c++)
-                for (int64_t r = r0; r < r1; r++) dst[c * ld + r] = (REAL)src[r * n + c];
-        }
+        for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE)
+            for (int64_t c = c0; c < RS(tile_end)(c0, n); c++)
+                for (int64_t r = r0; r < RS(tile_end)(r0, m); r++) dst[c * ld + r] = (REAL)src[r * n + c];
 }
 
 /* Returns 1 when every element is finite: the drivers' check of the
@@ -164,12 +166,9 @@ static int RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m,
     int finite = 1;
     for (int64_t c = 0; c < n; c++) finite &= RS(row_finite)(src + c * ld, m);
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
-        for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE) {
-            const int64_t r1 = m - r0 < FW_MEMORY_TILE ? m : r0 + FW_MEMORY_TILE;
-            const int64_t c1 = n - c0 < FW_MEMORY_TILE ? n : c0 + FW_MEMORY_TILE;
-            for (int64_t r = r0; r < r1; r++)
-                for (int64_t c = c0; c < c1; c++) dst[r * n + c] = (double)src[c * ld + r];
-        }
+        for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE)
+            for (int64_t r = r0; r < RS(tile_end)(r0, m); r++)
+                for (int64_t c = c0; c < RS(tile_end)(c0, n); c++) dst[r * n + c] = (double)src[c * ld + r];
     return finite;
 }
 #undef FW_MEMORY_TILE
