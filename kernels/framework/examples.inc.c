@@ -140,8 +140,8 @@ static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n
  * Every product with S is then an axpy-form GEMM (rows of St scaled by
  * the entries of a key and summed, kernels/simd/axpy.inc.c), which needs
  * no horizontal reductions: the dot-product form's shuffles share a port
- * with one of the two FMA pipes of two-port AVX-512 cores. */
-/* Both walk 16 x 16 tiles: element by element, one of the two sides is
+ * with one of the two FMA pipes of two-port AVX-512 cores.
+ * Both walk 16 x 16 tiles: element by element, one of the two sides is
  * read or written a cache line per element (n m per head and call: 3% of
  * a chunk call at T = 1024, 8 heads of n = m = 128); within a tile both
  * sides stay in L1. */
