@@ -57,8 +57,9 @@ mutants=(
 "update-read-drops-tail|kernels/simd/update-read.inc.c|s/VNAME(ur_block)(1, 1, v_mask(n - j), kk/VNAME(ur_block)(1, 1, v_mask(n - j - 1), kk/"
 # The drivers' check of each output row as they write it and of the memory
 # as they store it (run.c no longer scans a CPU backend's results).
-"output-rows-unchecked|kernels/framework/examples.inc.c|s/bad |= !(x\[i\] - x\[i\] == 0);/bad |= 0 * !(x[i] - x[i] == 0);/"
-"memory-unchecked-at-store|kernels/framework/examples.inc.c|s/finite \&= RS(row_finite)(src + c \* ld, m);/finite \&= 1;/"
+"output-rows-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/RS(finite_add)(c->ck, h->out + t \* h->ldo, m);/(void)0;/"
+"output-rows-unchecked-blocked|kernels/framework/blocked.inc.c|s/RS(finite_add)(c->ck, o, m);/(void)o;/"
+"memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 # The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8
 # times its errors), no rounding at all (errors 2^-13 of tf32's unit), the

@@ -119,7 +119,7 @@ typedef struct blk_head {
     const RS(falcon_head) *h;
     example_src src;
     REAL *St;
-    int bad; /* an output row was not finite */
+    REAL *ck; /* [m]: the outputs and memory added (finite_add): 0 while finite */
 } blk_head;
 
 static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
@@ -172,20 +172,23 @@ static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
     memset(c, 0, sizeof *c);
     c->h = h;
     if (RS(examples_open)(&c->src, h)) return 1;
-    c->St = RS(work_alloc)(sizeof(REAL) * (size_t)(h->n * ldm));
+    c->St = RS(work_alloc)(sizeof(REAL) * (size_t)((h->n + 1) * ldm));
     if (!c->St) {
         RS(examples_close)(&c->src);
         return 1;
     }
+    c->ck = c->St + h->n * ldm;
+    memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
     RS(load_memory)(c->St, ldm, h->S, h->m, h->n);
     return 0;
 }
 
-/* 0 when the memory it stored is not finite. */
+/* 0 when an output row or the memory it stored was not finite. */
 static int RS(blk_close)(blk_head *c, int64_t ldm, int store)
 {
     if (!c->St) return 1;
-    const int finite = store ? RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n) : 1;
+    if (store) RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, c->ck);
+    const int finite = RS(all_zero)(c->ck, c->h->m);
     free(c->St);
     c->St = NULL;
     RS(examples_close)(&c->src);
@@ -423,7 +426,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         } else {
             for (int64_t c = 0; c < m; c++) o[c] = oj[c] + RS(decay_mul)(d, sj[c]);
         }
-        c->bad |= !RS(row_finite)(o, m);
+        RS(finite_add)(c->ck, o, m);
     }
 
     /* End state: row is now F[Lc][.]; pseudo-values gathered per example
@@ -495,7 +498,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
             RS(blk_block)(&w, &c[i], c0, Lc, &pf);
         }
     int bad = 0;
-    for (int64_t i = 0; i < count; i++) bad |= c[i].bad | !RS(blk_close)(&c[i], w.ldm, 1);
+    for (int64_t i = 0; i < count; i++) bad |= !RS(blk_close)(&c[i], w.ldm, 1);
     free(w.mem);
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }

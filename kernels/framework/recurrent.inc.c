@@ -51,7 +51,7 @@ typedef struct rec_head {
     REAL *Zw; /* the write directions of the step whose write is pending */
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
-    int bad;     /* an output row was not finite */
+    REAL *ck;    /* [m]: the outputs and memory added (finite_add): 0 while finite */
 } rec_head;
 
 static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
@@ -75,6 +75,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->xs = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->zq = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)W);
+        c->ck = RS(carve)(&cv, sizeof(REAL) * (size_t)ldm);
         if (pass == 0) {
             cv.base = RS(work_alloc)(cv.used);
             cv.used = 0;
@@ -85,6 +86,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
             c->mem = cv.base;
         }
     }
+    memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
     RS(load_memory)(c->St, ldm, h->S, m, n);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
@@ -100,11 +102,12 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     return FALCON_OK;
 }
 
-/* 0 when the memory it stored is not finite. */
+/* 0 when an output row or the memory it stored was not finite. */
 static int RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return 1;
-    const int finite = store ? RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n) : 1;
+    if (store) RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n, c->ck);
+    const int finite = RS(all_zero)(c->ck, c->h->m);
     free(c->mem);
     c->mem = NULL;
     RS(examples_close)(&c->src);
@@ -263,7 +266,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
     uk->update_read(n, m, 0, 1, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st);
-        c->bad |= !RS(row_finite)(h->out + t * h->ldo, m);
+        RS(finite_add)(c->ck, h->out + t * h->ldo, m);
         const REAL a = st.a;
         const int64_t k = st.k;
         if (t + 1 < t1) {
@@ -294,6 +297,6 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
         for (int64_t i = 0; i < count; i++) RS(rec_steps)(&c[i], t0, t1);
     }
     int bad = 0;
-    for (int64_t i = 0; i < count; i++) bad |= c[i].bad | !RS(rec_close)(&c[i], 1);
+    for (int64_t i = 0; i < count; i++) bad |= !RS(rec_close)(&c[i], 1);
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }
