@@ -47,6 +47,10 @@ const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t 
 /* 1 when all count elements are finite: a vectorized yes/no (threads share
  * large arrays); callers find and name the bad element only on a no. */
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
+/* The same with a chosen vector body (0 portable, 1 AVX2, 2 AVX-512; at
+ * most falcon_finite_scan_isa(), the best this CPU runs), for the tests. */
+int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
+int falcon_finite_scan_isa(void);
 
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);
