@@ -119,8 +119,8 @@ static void RS(example_get)(const example_src *s, int64_t e, const REAL **key, c
  * exactly for a finite x and NaN for an infinity or a NaN, and a NaN
  * stays: ck [n] stays 0 while every row added is finite. Lane by lane, so
  * it vectorizes with no horizontal step per row (a per-row reduction to
- * one flag cost 4% of a recurrent call); all_zero reads ck once at the
- * end (omp simd: GCC's -O2 leaves that reduction scalar otherwise). */
+ * one flag cost 4% of a recurrent call); all_zero reads ck once, when the
+ * head closes. */
 static inline void RS(finite_add)(REAL *restrict ck, const REAL *restrict x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) ck[i] += x[i] - x[i];
@@ -129,7 +129,6 @@ static inline void RS(finite_add)(REAL *restrict ck, const REAL *restrict x, int
 static inline int RS(all_zero)(const REAL *restrict ck, int64_t n)
 {
     int bad = 0;
-#pragma omp simd reduction(| : bad)
     for (int64_t i = 0; i < n; i++) bad |= !(ck[i] == 0);
     return !bad;
 }
