@@ -80,8 +80,8 @@ __attribute__((target("avx2"))) static int scan_f64_avx2(const uint64_t *p, int6
     int64_t i = 0;                                                                     \
     for (; i + 4 * PER <= count; i += 4 * PER) {                                       \
         const char *v = (const char *)(p + i);                                        \
-        __builtin_prefetch(v + 1024);                                                 \
-        __builtin_prefetch(v + 1088);                                                 \
+        __builtin_prefetch(v + 1024); /* one per 128 bytes, as the AVX2 body */       \
+        __builtin_prefetch(v + 1152);                                                 \
         const __m512i a0 = _mm512_and_si512(_mm512_loadu_si512(v), e);               \
         const __m512i a1 = _mm512_and_si512(_mm512_loadu_si512(v + 64), e);          \
         const __m512i a2 = _mm512_and_si512(_mm512_loadu_si512(v + 128), e);         \
