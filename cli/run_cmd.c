@@ -197,29 +197,6 @@ static int input_error(const run_ctx *c, const char *msg)
     return cli_error("'%s': %s", c->paths[blame], msg);
 }
 
-/* A checkpoint holds float64 values; an fp32 run computes with them in
- * float32, so each must fit there (a value that does not is the
- * checkpoint's fault, not the inputs'). */
-static int checkpoint_fits(const run_ctx *c, const falcon_state_view *v)
-{
-    if (c->cfg.precision == FALCON_FP64) return 0;
-    const struct {
-        const char *file;
-        const double *x;
-        int64_t count;
-    } arrays[] = {{"S.npy", v->S, v->heads * v->m * v->n},
-                  {"prev_key.npy", v->prev_key, v->heads * v->n},
-                  {"hist_k.npy", v->hist_k, v->heads * v->keep * v->n},
-                  {"hist_v.npy", v->hist_v, v->heads * v->keep * v->m}};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++)
-        for (int64_t i = 0; i < arrays[a].count; i++)
-            if (!isfinite((float)arrays[a].x[i]))
-                return cli_error("--checkpoint-in: checkpoint '%s/%s': element %lld (head %lld) = %g does not fit "
-                                 "in float32, the run's precision", c->args.ckpt_in, arrays[a].file, (long long)i,
-                                 (long long)(i / (arrays[a].count / v->heads)), arrays[a].x[i]);
-    return 0;
-}
-
 /* The carried state: from --checkpoint-in, or fresh. */
 static int make_state(run_ctx *c)
 {
@@ -230,8 +207,11 @@ static int make_state(run_ctx *c)
                    ? cli_error("%s", falcon_last_error()) : 0;
     if (falcon_checkpoint_load(c->args.ckpt_in, &c->state))
         return cli_error("--checkpoint-in: %s", falcon_last_error());
+    /* float64 values: a run below fp64 must be able to hold them, and one
+     * that does not fit is the checkpoint's fault, not the inputs' */
+    if (falcon_state_check(c->state, c->cfg.precision))
+        return cli_error("--checkpoint-in: checkpoint '%s': %s", c->args.ckpt_in, falcon_last_error());
     const falcon_state_view v = falcon_state_get_view(c->state);
-    if (checkpoint_fits(c, &v)) return CLI_FAIL;
     if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
         return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
                          "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,

@@ -168,6 +168,16 @@ typedef struct falcon_state_view {
 falcon_state_view falcon_state_get_view(const falcon_state *state);
 /* Replace the memory of every head ([heads][m][n], finite). */
 falcon_status falcon_state_set_memory(falcon_state *state, const double *S);
+/*
+ * Whether a state can carry a run of precision p. A state holds double, but
+ * a run below fp64 holds its memory in float32 and its carried keys and
+ * values as the run's inputs (float32, or tf32/bf16 operands), so a value
+ * that does not fit there (from an fp64 run, falcon_state_set_memory or a
+ * checkpoint) is bad input: FALCON_E_RANGE names the array (S, prev_key,
+ * hist_k, hist_v), the head and the element. falcon_run and falcon_validate
+ * check it too, before anything is written.
+ */
+falcon_status falcon_state_check(const falcon_state *state, falcon_precision p);
 
 /*
  * Run the recurrence over the inputs, carrying `state` (which may be NULL

@@ -364,6 +364,7 @@ falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
         (s = falcon_state_create(m.heads, m.n, m.m, m.window, &state)))
         s = in_file(s == FALCON_E_NOMEM ? s : FALCON_E_FORMAT, path);
     if (!s && (s = load_arrays(dir, state, &m))) falcon_state_free(state);
+    if (!s) state->memory_f32 = 0; /* any finite double: a run below fp64 checks it */
     if (lockfd >= 0) close(lockfd);
     free(path);
     if (!s) *out = state;

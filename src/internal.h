@@ -12,6 +12,11 @@ struct falcon_state {
     double *hist_k;     /* [heads][keep][n] */
     double *hist_v;     /* [heads][keep][m] */
     int64_t *hist_len;  /* [heads] */
+    /* 1 when every value of S is known to be a float32 value: zeros, or the
+     * memory a run below fp64 stored. A run below fp64 then need not check
+     * that it fits (falcon_state_check); set_memory, a checkpoint and an
+     * fp64 run clear it. */
+    int memory_f32;
 };
 
 /* Record the detail of a failure for falcon_last_error(); returns s. */

@@ -1,6 +1,7 @@
 /* The mpfr backend: each head's inputs copied exactly into double arrays
  * (falcon_ref_head_gather),
- * run through the MPFR reference, rounded to the run's precision. The
+ * run through the MPFR reference, rounded to the run's precision (outputs
+ * and memory; below fp64 the memory to float32, as the kernels keep it). The
  * masked-parallel form is the chunk equations with one chunk per call. */
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,13 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
     falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? falcon_ref_recurrent(&ro, &rh, o, S)
                                                          : falcon_ref_chunk(&ro, &rh, o, S);
     if (!s) {
-        memcpy(st->S + hh * m * n, S, sizeof(double) * (size_t)(m * n));
+        /* The memory too is a result of the run: below fp64 it is rounded
+         * to float32 as the kernels hold it, so that a memory beyond the
+         * fp32 range is an overflow here as it is there (falcon_run scans
+         * for it) and the next call of the stream starts from what an fp32
+         * state can hold. */
+        double *Sh = st->S + hh * m * n;
+        for (int64_t i = 0; i < m * n; i++) Sh[i] = prec != FALCON_FP64 ? (double)(float)S[i] : S[i];
         for (int64_t t = 0; t < T; t++)
             for (int64_t c = 0; c < m; c++) {
                 int64_t at = ((b * T + t) * in->H + h) * m + c;

@@ -19,6 +19,7 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t w
     falcon_state *s = calloc(1, sizeof *s);
     if (!s) return falcon_fail(FALCON_E_NOMEM, "state: out of memory");
     s->heads = heads; s->n = n; s->m = m; s->window = window; s->keep = window - 1;
+    s->memory_f32 = 1;
     s->S = calloc((size_t)(heads * m * n), sizeof(double));
     s->prev_key = calloc((size_t)(heads * n), sizeof(double));
     s->has_prev = calloc((size_t)heads, 1);
@@ -46,6 +47,7 @@ falcon_status falcon_state_reset(falcon_state *s)
 {
     if (!s) return falcon_fail(FALCON_E_ARGUMENT, "state is NULL");
     memset(s->S, 0, sizeof(double) * (size_t)(s->heads * s->m * s->n));
+    s->memory_f32 = 1;
     memset(s->has_prev, 0, (size_t)s->heads);
     memset(s->hist_len, 0, sizeof(int64_t) * (size_t)s->heads);
     return FALCON_OK;
@@ -64,6 +66,7 @@ falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
     memcpy(d->hist_k, src->hist_k, sizeof(double) * (size_t)(H * src->keep * src->n));
     memcpy(d->hist_v, src->hist_v, sizeof(double) * (size_t)(H * src->keep * src->m));
     memcpy(d->hist_len, src->hist_len, sizeof(int64_t) * (size_t)H);
+    d->memory_f32 = src->memory_f32;
     *out = d;
     return FALCON_OK;
 }
@@ -96,6 +99,7 @@ falcon_status falcon_state_set_memory(falcon_state *s, const double *S)
             return falcon_fail(FALCON_E_NONFINITE, "S[%lld] = %g: the memory must be finite",
                                (long long)i, S[i]);
     memcpy(s->S, S, sizeof(double) * (size_t)count);
+    s->memory_f32 = 0;
     return FALCON_OK;
 }
 

@@ -4,7 +4,9 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "internal.h"
 
 /* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element.
@@ -46,7 +48,6 @@ typedef enum { RULE_FINITE, RULE_OPERAND, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPH
 VECTORIZED static int in_range_f32(const void *p, int64_t count, double lo, int lo_open, double hi) { IN_RANGE_BODY(float) }
 VECTORIZED static int in_range_f64(const void *p, int64_t count, double lo, int lo_open, double hi) { IN_RANGE_BODY(double) }
 #undef IN_RANGE_BODY
-#undef VECTORIZED
 
 static int all_in_range(const void *p, falcon_precision prec, int64_t count, double lo, int lo_open, double hi,
                         double hi64)
@@ -190,6 +191,79 @@ static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs 
     return FALCON_OK;
 }
 
+/* The index of the first double of [x, x + count) whose magnitude's bits
+ * are >= limit (the bits of the smallest magnitude that does not fit; NaN
+ * fails too), or -1. A pass over the high words first, branch-free so that
+ * the compiler vectorizes it (a state is read once a call: 1 MiB for 8
+ * heads of n = m = 128), then an exact pass only where a high word reaches
+ * the limit's. Bits, not conversions: converting a tiny double to float
+ * takes a microcode assist on some CPUs, and a decayed memory is full of
+ * tiny values. */
+VECTORIZED static int64_t first_unfit(const double *x, int64_t count, uint64_t limit)
+{
+    const uint32_t limit_hi = (uint32_t)(limit >> 32);
+    uint32_t maybe = 0;
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t u;
+        memcpy(&u, x + i, sizeof u);
+        maybe |= ((uint32_t)(u >> 32) & 0x7fffffffu) >= limit_hi;
+    }
+    for (int64_t i = 0; maybe && i < count; i++) {
+        uint64_t u;
+        memcpy(&u, x + i, sizeof u);
+        if ((u & 0x7fffffffffffffffull) >= limit) return i;
+    }
+    return -1;
+}
+
+/* One array of a state ([heads][per]; of head h only the first used[h]
+ * rows of `row` values, or nothing where has[h] is 0). */
+static falcon_status state_array_fits(const char *name, const double *x, int64_t heads, int64_t per,
+                                      const int64_t *used, const uint8_t *has, int64_t row, uint64_t limit,
+                                      const char *format)
+{
+    for (int64_t h = 0; h < heads; h++) {
+        const int64_t count = used ? used[h] * row : has ? (has[h] ? per : 0) : per;
+        const int64_t i = first_unfit(x + h * per, count, limit);
+        if (i >= 0)
+            return falcon_fail(FALCON_E_RANGE, "state %s: element %lld (head %lld) = %g does not fit in %s, "
+                               "the run's precision", name, (long long)(h * per + i), (long long)h, x[h * per + i],
+                               format);
+    }
+    return FALCON_OK;
+}
+
+/* The bits of the smallest magnitude above max. */
+static uint64_t limit_above(double max)
+{
+    uint64_t u;
+    memcpy(&u, &max, sizeof u);
+    return u + 1;
+}
+
+falcon_status falcon_state_check(const falcon_state *st, falcon_precision p)
+{
+    if (!st) return falcon_fail(FALCON_E_ARGUMENT, "state_check: the state is NULL");
+    if ((unsigned)p > FALCON_BF16) return falcon_fail(FALCON_E_ARGUMENT, "state_check: precision = %d: unknown", (int)p);
+    if (p == FALCON_FP64) return FALCON_OK; /* a state holds double, and only finite values */
+    /* float32 holds what rounds to a finite float: below FLT_MAX plus half
+     * its ulp, a tie that rounds to even, i.e. to infinity. */
+    const uint64_t f32 = limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0));
+    /* The memory stays float32 in every precision below fp64 (tf32 and
+     * bf16 round only the operands of the products); the carried keys and
+     * values are inputs of the run, with the rule of q, k and v. */
+    const uint64_t keys = falcon_operand_format(p) ? limit_above(falcon_operand_max(p)) : f32;
+    const char *fmt = falcon_operand_format(p) ? falcon_precision_name(p) : "float32";
+    const int64_t H = st->heads, n = st->n, m = st->m, keep = st->keep;
+    falcon_status s;
+    if ((!st->memory_f32 && (s = state_array_fits("S", st->S, H, m * n, NULL, NULL, 0, f32, "float32"))) ||
+        (s = state_array_fits("prev_key", st->prev_key, H, n, NULL, st->has_prev, 0, keys, fmt)) ||
+        (s = state_array_fits("hist_k", st->hist_k, H, keep * n, st->hist_len, NULL, n, keys, fmt)) ||
+        (s = state_array_fits("hist_v", st->hist_v, H, keep * m, st->hist_len, NULL, m, keys, fmt)))
+        return s;
+    return FALCON_OK;
+}
+
 static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *in,
                                  const falcon_state *st)
 {
@@ -202,7 +276,7 @@ static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *
     if (st->window != cfg->window)
         return falcon_fail(FALCON_E_SHAPE, "state was created for window %lld, the run uses window %lld",
                            (long long)st->window, (long long)cfg->window);
-    return FALCON_OK;
+    return falcon_state_check(st, cfg->precision);
 }
 
 falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,

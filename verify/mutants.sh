@@ -70,6 +70,10 @@ mutants=(
 "tf32-rounded-as-bf16|src/config.c|s/return p == FALCON_TF32 ? FALCON_TF32_DROP/return p == FALCON_TF32 ? FALCON_BF16_DROP/"
 "operands-never-rounded|kernels/framework/blocked.inc.c|s/const int drop = h->operand_drop;/const int drop = 0;/"
 "memory-rounded-in-place|kernels/framework/blocked.inc.c|s/RS(round_operand)(w->Sr, n, m, ldm, drop);/RS(round_operand)(St, n, m, ldm, drop);/"
+"state-range-unchecked|src/validate.c|s/    return falcon_state_check(st, cfg->precision);/    return FALCON_OK;/"
+"state-range-tie-accepted|src/validate.c|s/limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0))/limit_above((double)FLT_MAX + 0x1p103)/"
+"fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/"
+"mpfr-memory-kept-in-double|src/mpfr_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/"
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/"
 )
 

@@ -4,6 +4,7 @@
  * state are left untouched.
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -388,15 +389,165 @@ Test(validation, an_output_overflow_alone_is_reported)
 
 /* The memory can overflow while every output stays finite: zero queries,
  * and values that first take the memory past the largest float at the
- * last write. The CPU drivers check the memory as they store it, so every
- * CPU backend and form must report it and keep the state. (The mpfr
- * backend keeps its state in double, where this memory is finite.) */
+ * last write. The CPU drivers check the memory as they store it, and the
+ * mpfr backend rounds its memory to float32 in an fp32 run, so every
+ * backend and form must report it and keep the state. */
 Test(validation, a_memory_overflow_alone_is_reported)
 {
     float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT];
     for (int i = 0; i < TT * NN; i++) q[i] = 0, k[i] = 1;
     for (int i = 0; i < TT * MM; i++) v[i] = i >= (TT - 2) * MM ? 3e38f : 0;
     for (int i = 0; i < TT; i++) beta[i] = 3; /* eta = 3 / (eps + 3): about 1 */
-    const int checked = expect_overflow_everywhere(FALCON_1A, FALCON_ALIGN_SAME, q, k, v, beta, "S[", 0, 0);
-    cr_expect_geq(checked, 2 * 3, "scalar and avx2 at least");
+    const int checked = expect_overflow_everywhere(FALCON_1A, FALCON_ALIGN_SAME, q, k, v, beta, "S[", 0, 1);
+    cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
+}
+
+/* ---- a carried state that the run's precision cannot hold ----
+ * A state holds double; an fp32 run holds the memory in float32 and its
+ * carried keys as its inputs. A value that does not fit is bad input, named
+ * before anything is written, in every backend and form alike. */
+
+/* An fp32 run of Falcon-1 (q = k = 0, so the memory only decays) from a
+ * state whose memory is S0 everywhere but S[3] = s3; out must stay as it
+ * was unless the run succeeds. Returns the status. */
+static falcon_status run_from_memory(falcon_backend b, falcon_form form, falcon_precision p, double s3)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    float q[TT * NN] = {0}, v[TT * MM], beta[TT], alpha[TT], out[TT * MM];
+    for (int i = 0; i < TT * MM; i++) v[i] = 0.25f, out[i] = 7.0f;
+    for (int i = 0; i < TT; i++) beta[i] = 1, alpha[i] = 0.5f;
+    f.cfg.precision = p;
+    f.cfg.backend = b;
+    f.cfg.form = form;
+    f.cfg.chunk = 4;
+    f.in = falcon_inputs_sequence(TT, NN, MM, q, q, v, beta, alpha, NULL);
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+    double S[NN * MM] = {0};
+    S[3] = s3;
+    cr_assert(falcon_state_set_memory(st, S) == FALCON_OK);
+    const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
+    if (s)
+        for (int i = 0; i < TT * MM; i++) cr_expect_eq(out[i], 7.0f, "out[%d] was written", i);
+    if (s) cr_expect_eq(falcon_state_get_view(st).S[3], s3, "the state was modified");
+    falcon_state_free(st);
+    return s;
+}
+
+Test(validation, a_memory_beyond_float32_is_refused_everywhere)
+{
+    int checked = 0;
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+        if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA) continue;
+        for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++, checked++) {
+            const falcon_status s = run_from_memory((falcon_backend)b, (falcon_form)form, FALCON_FP32, 1e39);
+            cr_expect_eq(s, FALCON_E_RANGE, "%s %s: %s", falcon_backend_name(b), falcon_form_name(form),
+                         s ? falcon_last_error() : "returned OK");
+            cr_expect(strstr(falcon_last_error(), "state S: element 3 (head 0) = 1e+39 does not fit in float32") != NULL,
+                      "%s", falcon_last_error());
+        }
+    }
+    cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
+}
+
+/* The edge: what rounds to the largest float fits, the tie above it
+ * (which rounds to infinity) does not; fp64 takes any finite value. */
+Test(validation, a_memory_at_the_edge_of_float32)
+{
+    const double tie = (double)FLT_MAX + 0x1p103, below = nextafter(tie, 0.0);
+    cr_expect_eq(run_from_memory(FALCON_BACKEND_SCALAR, FALCON_FORM_RECURRENT, FALCON_FP32, FLT_MAX), FALCON_OK, "%s",
+                 falcon_last_error());
+    cr_expect_eq(run_from_memory(FALCON_BACKEND_SCALAR, FALCON_FORM_RECURRENT, FALCON_FP32, -below), FALCON_OK, "%s",
+                 falcon_last_error());
+    cr_expect_eq(run_from_memory(FALCON_BACKEND_SCALAR, FALCON_FORM_CHUNK, FALCON_FP32, tie), FALCON_E_RANGE);
+    cr_expect_eq(run_from_memory(FALCON_BACKEND_SCALAR, FALCON_FORM_CHUNK, FALCON_FP32, -tie), FALCON_E_RANGE);
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+    double S[NN * MM] = {0};
+    S[3] = 1e300;
+    cr_assert(falcon_state_set_memory(st, S) == FALCON_OK);
+    cr_expect_eq(falcon_state_check(st, FALCON_FP64), FALCON_OK, "%s", falcon_last_error());
+    cr_expect_eq(falcon_state_check(st, FALCON_TF32), FALCON_E_RANGE);
+    falcon_state_free(st);
+}
+
+/* The carried keys: an fp64 run leaves its last key as the previous key
+ * (prefix alignment) and its last two in the history (a window of 3),
+ * every value of which the state carries on; an fp32 run from
+ * that state must refuse a key beyond float32, a bf16 run one beyond bf16
+ * (3.3895e38) that float32 still holds. */
+static falcon_state *state_after_fp64_key(falcon_variant var, falcon_align align, int64_t W, int64_t t, double key)
+{
+    fixture f;
+    setup(&f, var);
+    f.cfg.align = align;
+    f.cfg.window = W;
+    f.k[t * NN + 1] = key;
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, W, &st) == FALCON_OK);
+    cr_assert(falcon_run(&f.cfg, &f.in, st, f.out) == FALCON_OK, "%s", falcon_last_error());
+    return st;
+}
+
+static falcon_status run_fp32_from(falcon_state *st, falcon_variant var, falcon_align align, int64_t W,
+                                   falcon_precision p)
+{
+    fixture f;
+    setup(&f, var);
+    float q[TT * NN], v[TT * MM], beta[TT], out[TT * MM];
+    for (int i = 0; i < TT * NN; i++) q[i] = 0.125f;
+    for (int i = 0; i < TT * MM; i++) v[i] = 0.25f, out[i] = 7.0f;
+    for (int i = 0; i < TT; i++) beta[i] = 1;
+    f.cfg.align = align;
+    f.cfg.window = W;
+    f.cfg.precision = p;
+    f.cfg.form = FALCON_FORM_CHUNK;
+    f.cfg.chunk = 4;
+    f.in = falcon_inputs_sequence(TT, NN, MM, q, q, v, beta, NULL, NULL);
+    const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
+    if (s)
+        for (int i = 0; i < TT * MM; i++) cr_expect_eq(out[i], 7.0f, "out[%d] was written", i);
+    return s;
+}
+
+Test(validation, carried_keys_beyond_the_run_precision_are_refused)
+{
+    falcon_state *st = state_after_fp64_key(FALCON_1, FALCON_ALIGN_PREFIX, 1, TT - 1, 1e39);
+    cr_expect_eq(run_fp32_from(st, FALCON_1, FALCON_ALIGN_PREFIX, 1, FALCON_FP32), FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "state prev_key: element 1 (head 0) = 1e+39 does not fit in float32") != NULL,
+              "%s", falcon_last_error());
+    cr_expect_eq(falcon_state_check(st, FALCON_FP64), FALCON_OK);
+    falcon_state_free(st);
+
+    st = state_after_fp64_key(FALCON_3, FALCON_ALIGN_SAME, 3, TT - 2, -1e39);
+    cr_expect_eq(run_fp32_from(st, FALCON_3, FALCON_ALIGN_SAME, 3, FALCON_FP32), FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "state hist_k: element 1 (head 0) = -1e+39 does not fit in float32") != NULL,
+              "%s", falcon_last_error());
+    falcon_state_free(st);
+
+    st = state_after_fp64_key(FALCON_1, FALCON_ALIGN_PREFIX, 1, TT - 1, 3.395e38);
+    cr_expect_eq(run_fp32_from(st, FALCON_1, FALCON_ALIGN_PREFIX, 1, FALCON_BF16), FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "state prev_key: element 1 (head 0) = 3.395e+38 does not fit in bf16") != NULL,
+              "%s", falcon_last_error());
+    cr_expect_eq(falcon_state_check(st, FALCON_FP32), FALCON_OK, "%s", falcon_last_error());
+    falcon_state_free(st);
+
+    cr_expect_eq(falcon_state_check(NULL, FALCON_FP32), FALCON_E_ARGUMENT);
+}
+
+/* An fp64 run may leave a memory beyond float32: the next fp32 run from
+ * that state must check it (a state that an fp32 run stored is known to
+ * fit, and is not scanned again). */
+Test(validation, a_memory_an_fp64_run_left_is_checked)
+{
+    fixture f;
+    setup(&f, FALCON_1A);
+    for (int i = (TT - 1) * MM; i < TT * MM; i++) f.v[i] = 1e39;
+    falcon_state *st;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+    cr_assert(falcon_run(&f.cfg, &f.in, st, f.out) == FALCON_OK, "%s", falcon_last_error());
+    cr_expect_eq(run_fp32_from(st, FALCON_1A, FALCON_ALIGN_PREFIX, 1, FALCON_FP32), FALCON_E_RANGE);
+    cr_expect(strstr(falcon_last_error(), "state S: element") != NULL, "%s", falcon_last_error());
+    falcon_state_free(st);
 }

@@ -311,10 +311,10 @@ $G rand ck9/S.npy f8 "1,$M,$N" 1 --set 0=1e300
 $G rand e_q.npy f8 "0,$N" 1; $G rand e_v.npy f8 "0,$M" 1; $G rand e_b.npy f8 0 1
 KEEP="ck9"
 run_args precision=fp32 q=e_q.npy k=e_q.npy v=e_v.npy beta=e_b.npy alpha=e_b.npy out=out9.npy --state-out state9.npy --checkpoint-in ck9
-refused "9. a checkpoint value too large for fp32, T = 0" "checkpoint 'ck9/S.npy': element 0 (head 0) = 1e+300 does not fit in float32" "${ARGS[@]}"
+refused "9. a checkpoint value too large for fp32, T = 0" "checkpoint 'ck9': state S: element 0 (head 0) = 1e+300 does not fit in float32" "${ARGS[@]}"
 [ ! -e state9.npy ] || bad "9. T = 0" "state9.npy written"
 run_args precision=fp32 out=out9.npy --checkpoint-in ck9
-refused "9. a checkpoint value too large for fp32, T > 0" "checkpoint 'ck9/S.npy': element 0 (head 0) = 1e+300 does not fit in float32" "${ARGS[@]}"
+refused "9. a checkpoint value too large for fp32, T > 0" "checkpoint 'ck9': state S: element 0 (head 0) = 1e+300 does not fit in float32" "${ARGS[@]}"
 rm -rf ck9 o9.npy
 
 # ---- 10. a checkpoint array's shape is checked before its data is read ----
