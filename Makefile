@@ -5,6 +5,9 @@ CC      ?= cc
 CXX     ?= c++
 BUILD   ?= build
 OPT     ?= -O2
+# Parallel jobs of the builds that check, sanitize and fuzz start (their
+# tests run one after another): every core by default, JOBS=1 for serial.
+JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
 WARN    := -Wall -Wextra -Werror
 # -fPIC everywhere: the library's objects go into libfalcon.so as well as
 # libfalcon.a (one set of objects for both).
@@ -126,7 +129,7 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
 	$(MAKE) golden-check
-	$(MAKE) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
+	$(MAKE) -j$(JOBS) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
 	$(MAKE) test
 	bash verify/test_shlib.sh $(BUILD)
 	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)

@@ -61,7 +61,7 @@ fuzz-bin: $(FUZZ_BIN)
 # and emulated in `make sanitize`).
 fuzz-build: deps
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: $(FUZZ_CC) not found (make deps)" >&2; exit 1; }
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 NVCC=/nonexistent SIMDE_HEADER=/nonexistent \
+	$(MAKE) -j$(JOBS) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 NVCC=/nonexistent SIMDE_HEADER=/nonexistent \
 	  SANITIZE="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" fuzz-bin
 
 fuzz: fuzz-build

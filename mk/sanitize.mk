@@ -28,7 +28,7 @@ SANITIZE_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86:stric
 
 .PHONY: sanitize sanitize-build
 sanitize-build: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) OPT=-O1 NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" \
+	$(MAKE) -j$(JOBS) BUILD=$(ASAN_BUILD) OPT=-O1 NVCC=/nonexistent SANITIZE="$(SANITIZE_FLAGS)" \
 	  all $(ASAN_BUILD)/falcon-verify $(ASAN_BUILD)/falcon-study fuzz-replay-build
 
 # Criterion reports a leak found when a test's process exits after it passed
