@@ -141,6 +141,8 @@ def _declare(L):
     L.falcon_state_get_view.restype = StateView
     L.falcon_state_set_memory.argtypes = [c_void_p, c_double_p]
     L.falcon_state_set_memory.restype = c_int
+    L.falcon_state_check.argtypes = [c_void_p, c_int]
+    L.falcon_state_check.restype = c_int
     L.falcon_checkpoint_save.argtypes = [c_void_p, ctypes.c_char_p]
     L.falcon_checkpoint_save.restype = c_int
     L.falcon_checkpoint_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(c_void_p)]

@@ -104,6 +104,14 @@ class State:
         _lib.check_status(self._L.falcon_state_set_memory(
             self._h, S.ctypes.data_as(_lib.c_double_p)), "state_set_memory")
 
+    def check(self, precision="fp32"):
+        """Raise FalconError (FALCON_E_RANGE) when a run of `precision` cannot
+        hold the state: below fp64 the memory is float32 and the carried keys
+        and values are inputs, while the state holds float64 (a memory set
+        here or left by an fp64 run may not fit). run() checks it too."""
+        _lib.check_status(self._L.falcon_state_check(self._h, _lib.parse_enum("precision", precision)),
+                          "state_check")
+
     def contents(self):
         """Copies of everything the state carries, as a dict of numpy arrays:
         S [heads,m,n], prev_key [heads,n], has_prev [heads] (bool),

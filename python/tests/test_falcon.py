@@ -156,6 +156,23 @@ def test_bad_input_raises_with_the_library_message():
         raise AssertionError("beta = 3 was accepted")
 
 
+def test_a_memory_beyond_float32_is_refused():
+    d = inputs(np.random.default_rng(14), (5,), 3, 2)
+    st = falcon.State(1, 3, 2)
+    S = np.zeros((1, 2, 3))
+    S[0, 1, 2] = 1e39
+    st.memory = S
+    st.check("fp64")
+    for call in (lambda: st.check("fp32"), lambda: falcon.run(d["q"], d["k"], d["v"], d["beta"], state=st)):
+        try:
+            call()
+        except falcon.FalconError as e:
+            assert "state S: element 5 (head 0) = 1e+39 does not fit in float32" in str(e), str(e)
+        else:
+            raise AssertionError("a memory of 1e39 was accepted for fp32")
+    assert st.memory[0, 1, 2] == 1e39
+
+
 # ---- export, check ----
 
 _cases = None
