@@ -12,7 +12,7 @@
 #   study/test_study.sh on the sanitized falcon-study (shards and merge, kill
 #   and resume; not the MPI launcher), T = 5000.
 #
-#   make sanitize                         about 3 min on 2 busy cores, build included
+#   make sanitize                         about 8 min on 2 cores, build included
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #
