@@ -63,6 +63,9 @@ mutants=(
 # The validation pass's scan: one vector of each step never looked at.
 "scan-avx512-skips-a-vector|src/finite-scan.c|s/_mm512_loadu_si512(v + 192)/_mm512_loadu_si512(v + 128)/"
 "scan-avx2-skips-a-vector|src/finite-scan.c|s/_mm256_loadu_si256(v + 3)/_mm256_loadu_si256(v + 2)/"
+# The recurrent driver's column tiles (a memory larger than L1): each tile
+# must start from the window the time block found.
+"tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/"
 # The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8
 # times its errors), no rounding at all (errors 2^-13 of tf32's unit), the

@@ -52,7 +52,44 @@ typedef struct rec_head {
     const REAL **yrow;
     int64_t cnt; /* examples in the window */
     REAL *ck;    /* [m]: the outputs and memory added (finite_add): 0 while finite */
+    int64_t mt;  /* columns per tile of St (rec_tile); m: one tile */
+    int64_t ldt; /* St's leading dimension: mt when tiled (tile r0 / mt at St + r0 n), else ldm */
+    int prefetch; /* the first tile of a time block prefetches the rows of its steps */
+    /* the window as a time block found it, for the tiles after the first */
+    REAL *X0, *xz0, *xs0;
+    const REAL **yrow0;
+    int64_t cnt0;
 } rec_head;
+
+/* Column tiles. Each column r of the memory (a value index) evolves on its
+ * own: the write adds z_i[c] e_i[r] to column r only, e_i[r] reads P_i[r]
+ * only, and eta comes from the keys. A time block can therefore run tile
+ * by tile, every step of the block on columns [r0, r0 + mt) before the
+ * next tile, with the same arithmetic per element as one sweep over all
+ * columns (the micro-kernel already works in column blocks): the same bits.
+ * A tile of St (n x mt) that fits in L1 stays there for the block's steps;
+ * the whole memory of n = m = 128 (64 KiB in fp32) does not, and every
+ * step then read and wrote it through L2. Each tile is stored on its own,
+ * [n][mt] contiguous: as columns of the whole [n][m] array its rows would
+ * be 4 m bytes apart and fall in a fraction of L1's sets (half of them for
+ * m = 2 mt), which then cannot hold it. The step's own work (keys,
+ * normaliser) is repeated per tile. FW_TILE_BYTES is the L1 share for the
+ * tile: 32 KiB, the whole L1 data cache of AMD Zen 3 and 4, two thirds of
+ * Sapphire Rapids'. */
+#ifndef FW_TILE_BYTES
+#define FW_TILE_BYTES (32 * 1024)
+#endif
+static int64_t RS(rec_tile)(int64_t n, int64_t m)
+{
+    const int64_t col = (int64_t)sizeof(REAL) * (n > 0 ? n : 1), line = 64 / (int64_t)sizeof(REAL);
+    if (col * m <= FW_TILE_BYTES) return m > 0 ? m : 1;
+    const int64_t mt = FW_TILE_BYTES / col / line * line; /* whole cache lines of a row */
+    /* Narrower than 4 lines, a tile's rows are too short for the
+     * micro-kernel (its column block is 4 AVX-512 vectors) and the per-tile
+     * work adds up: one tile (measured: n = m = 192 and 256, fp32, 32-column
+     * tiles 4-25% slower than none). */
+    return mt >= 4 * line ? mt : m;
+}
 
 static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 {
@@ -65,7 +102,9 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
-        c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(n * ldm));
+        c->mt = RS(rec_tile)(n, m);
+        c->ldt = c->mt < m ? c->mt : ldm;
+        c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(c->mt < m ? n * c->mt * ((m + c->mt - 1) / c->mt) : n * ldm));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
         c->Zg = RS(carve)(&cv, sizeof(REAL) * (size_t)ldn);
         c->Zw = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldn));
@@ -76,6 +115,11 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->zq = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)W);
         c->ck = RS(carve)(&cv, sizeof(REAL) * (size_t)ldm);
+        const int tiled = c->mt < m;
+        c->X0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)(W * ldn) : 0);
+        c->xz0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
+        c->xs0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
+        c->yrow0 = RS(carve)(&cv, tiled ? sizeof(const REAL *) * (size_t)W : 0);
         if (pass == 0) {
             cv.base = RS(work_alloc)(cv.used);
             cv.used = 0;
@@ -87,7 +131,9 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         }
     }
     memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
-    RS(load_memory)(c->St, ldm, h->S, m, n);
+    c->prefetch = 1;
+    for (int64_t r0 = 0; r0 < m; r0 += c->mt)
+        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, m - r0 < c->mt ? m - r0 : c->mt, n);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
@@ -106,7 +152,9 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 static int RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return 1;
-    if (store) RS(store_memory)(c->h->S, c->St, c->ldm, c->h->m, c->h->n, c->ck);
+    const int64_t m = c->h->m, n = c->h->n;
+    for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
+        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, m - r0 < c->mt ? m - r0 : c->mt, n, c->ck + r0);
     const int finite = RS(all_zero)(c->ck, c->h->m);
     free(c->mem);
     c->mem = NULL;
@@ -133,7 +181,7 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t)
     const RS(falcon_uk) *uk = h->uk;
     REAL *const X = c->X, *const Zg = c->Zg, *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
-    if (AHEAD > 0 && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
+    if (AHEAD > 0 && c->prefetch && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
     rec_step st = {h->alpha ? h->alpha[t * h->lds] : (REAL)1, 0, 1, X};
     const int64_t e = falcon_example_of_step(&c->src.ex, t);
     if (e >= 0) {
@@ -176,16 +224,16 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t)
 
 /* Step t's second phase, from P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T: the
  * residuals, eta, the read o_t and the rows E the write needs. */
-static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st)
+static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r0, int64_t m)
 {
     const RS(falcon_head) *h = c->h;
-    const int64_t n = h->n, m = h->m, ldn = c->ldn, ldm = c->ldm, k = st->k;
+    const int64_t n = h->n, ldn = c->ldn, ldm = c->ldm, k = st->k;
     const RS(falcon_uk) *uk = h->uk;
-    REAL *const X = c->X, *const P = c->P, *const E = c->E;
+    REAL *const X = c->X, *const P = c->P + r0, *const E = c->E + r0;
     REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     const REAL **const yrow = c->yrow;
     const REAL a = st->a;
-    REAL *restrict o = h->out + t * h->ldo;
+    REAL *restrict o = h->out + t * h->ldo + r0;
     const REAL *restrict pq = P + k * ldm;
     if (k == 0) {
         for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
@@ -212,7 +260,7 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st)
         }
     const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
     if (k == 1) {
-        const REAL *restrict y = yrow[0], *restrict p0 = P;
+        const REAL *restrict y = yrow[0] + r0, *restrict p0 = P;
         REAL *restrict e0 = E;
         const REAL zq0 = zq[0], s0 = xs[0];
         if (h->regression && s0 == 1)
@@ -233,7 +281,7 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st)
     } else {
         for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
         for (int64_t i = 0; i < k; i++) {
-            const REAL *restrict y = yrow[i], *restrict pi = P + i * ldm;
+            const REAL *restrict y = yrow[i] + r0, *restrict pi = P + i * ldm;
             REAL *restrict ei = E + i * ldm;
             const REAL zqi = zq[i], si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
             if (h->regression && si == 1)
@@ -256,26 +304,63 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st)
  * block and the last write are the same kernel with nothing to write or
  * nothing to read, so every step does the same arithmetic wherever a
  * call or a block starts. */
-static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
+static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, int64_t mw)
 {
     const RS(falcon_head) *h = c->h;
-    const int64_t n = h->n, m = h->m, ldn = c->ldn, ldm = c->ldm;
+    const int64_t n = h->n, ldn = c->ldn, ldm = c->ldm, ldt = c->ldt;
     const RS(falcon_uk) *uk = h->uk;
-    if (t0 >= t1) return;
+    REAL *const St = c->St + r0 * n, *const E = c->E + r0, *const P = c->P + r0;
     rec_step st = RS(rec_prepare)(c, t0);
-    uk->update_read(n, m, 0, 1, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
+    uk->update_read(n, mw, 0, 1, St, ldt, c->Zw, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
     for (int64_t t = t0; t < t1; t++) {
-        RS(rec_finish)(c, t, &st);
-        RS(finite_add)(c->ck, h->out + t * h->ldo, m);
+        RS(rec_finish)(c, t, &st, r0, mw);
+        RS(finite_add)(c->ck + r0, h->out + t * h->ldo + r0, mw);
         const REAL a = st.a;
         const int64_t k = st.k;
         if (t + 1 < t1) {
             st = RS(rec_prepare)(c, t + 1);
-            uk->update_read(n, m, k, a, c->St, ldm, c->Zw, ldn, c->E, ldm, st.k + 1, c->X, ldn, c->P, ldm);
+            uk->update_read(n, mw, k, a, St, ldt, c->Zw, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
         } else {
-            uk->update_read(n, m, k, a, c->St, ldm, c->Zw, ldn, c->E, ldm, 0, c->X, ldn, c->P, ldm);
+            uk->update_read(n, mw, k, a, St, ldt, c->Zw, ldn, E, ldm, 0, c->X, ldn, P, ldm);
         }
     }
+}
+
+/* The window (its keys, values, x.x and scales) as a time block found
+ * it, kept for the next tile, and put back. */
+static void RS(rec_window_keep)(rec_head *c, int back)
+{
+    const size_t rows = (size_t)(back ? c->cnt0 : c->cnt), keys = sizeof(REAL) * rows * (size_t)c->ldn;
+    if (back) {
+        c->cnt = c->cnt0;
+        memcpy(c->X, c->X0, keys);
+        memcpy(c->xz, c->xz0, sizeof(REAL) * rows);
+        memcpy(c->xs, c->xs0, sizeof(REAL) * rows);
+        memcpy(c->yrow, c->yrow0, sizeof(const REAL *) * rows);
+    } else {
+        c->cnt0 = c->cnt;
+        memcpy(c->X0, c->X, keys);
+        memcpy(c->xz0, c->xz, sizeof(REAL) * rows);
+        memcpy(c->xs0, c->xs, sizeof(REAL) * rows);
+        memcpy(c->yrow0, c->yrow, sizeof(const REAL *) * rows);
+    }
+}
+
+static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
+{
+    const int64_t m = c->h->m;
+    if (t0 >= t1) return;
+    if (c->mt >= m) {
+        RS(rec_steps_tile)(c, t0, t1, 0, m);
+        return;
+    }
+    RS(rec_window_keep)(c, 0);
+    for (int64_t r0 = 0; r0 < m; r0 += c->mt) {
+        if (r0 > 0) RS(rec_window_keep)(c, 1);
+        c->prefetch = r0 == 0;
+        RS(rec_steps_tile)(c, t0, t1, r0, m - r0 < c->mt ? m - r0 : c->mt);
+    }
+    c->prefetch = 1;
 }
 
 /* A group of heads (same T), FW_TIME_BLOCK steps of each in turn. */
