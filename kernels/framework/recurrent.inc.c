@@ -79,6 +79,9 @@ typedef struct rec_head {
 #ifndef FW_TILE_BYTES
 #define FW_TILE_BYTES (32 * 1024)
 #endif
+#ifndef FW_TILE_MIN_LINES
+#define FW_TILE_MIN_LINES 4
+#endif
 static int64_t RS(rec_tile)(int64_t n, int64_t m)
 {
     const int64_t col = (int64_t)sizeof(REAL) * (n > 0 ? n : 1), line = 64 / (int64_t)sizeof(REAL);
@@ -88,7 +91,7 @@ static int64_t RS(rec_tile)(int64_t n, int64_t m)
      * micro-kernel (its column block is 4 AVX-512 vectors) and the per-tile
      * work adds up: one tile (measured: n = m = 192 and 256, fp32, 32-column
      * tiles 4-25% slower than none). */
-    return mt >= 4 * line ? mt : m;
+    return mt >= FW_TILE_MIN_LINES * line ? mt : m;
 }
 
 static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
