@@ -54,7 +54,6 @@ typedef struct rec_head {
     REAL *ck;    /* [m]: the outputs and memory added (finite_add): 0 while finite */
     int64_t mt;  /* columns per tile of St (rec_tile); m: one tile */
     int64_t ldt; /* St's leading dimension: mt when tiled (tile r0 / mt at St + r0 n), else ldm */
-    int prefetch; /* the first tile of a time block prefetches the rows of its steps */
     /* the window as a time block found it, for the tiles after the first */
     REAL *X0, *xz0, *xs0;
     const REAL **yrow0;
@@ -94,6 +93,12 @@ static int64_t RS(rec_tile)(int64_t n, int64_t m)
     return mt >= FW_TILE_MIN_LINES * line ? mt : m;
 }
 
+/* The columns of the tile that starts at r0. */
+static inline int64_t RS(rec_tile_width)(const rec_head *c, int64_t r0)
+{
+    return c->h->m - r0 < c->mt ? c->h->m - r0 : c->mt;
+}
+
 static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 {
     const int64_t n = h->n, m = h->m, W = h->window;
@@ -103,10 +108,11 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     c->ldn = ldn;
     c->ldm = ldm;
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
+    c->mt = RS(rec_tile)(n, m);
+    c->ldt = c->mt < m ? c->mt : ldm;
+    const int tiled = c->mt < m;
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
-        c->mt = RS(rec_tile)(n, m);
-        c->ldt = c->mt < m ? c->mt : ldm;
         c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(c->mt < m ? n * c->mt * ((m + c->mt - 1) / c->mt) : n * ldm));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
         c->Zg = RS(carve)(&cv, sizeof(REAL) * (size_t)ldn);
@@ -118,7 +124,6 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->zq = RS(carve)(&cv, sizeof(REAL) * (size_t)(W + 1));
         c->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)W);
         c->ck = RS(carve)(&cv, sizeof(REAL) * (size_t)ldm);
-        const int tiled = c->mt < m;
         c->X0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)(W * ldn) : 0);
         c->xz0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
         c->xs0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
@@ -134,9 +139,8 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         }
     }
     memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
-    c->prefetch = 1;
     for (int64_t r0 = 0; r0 < m; r0 += c->mt)
-        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, m - r0 < c->mt ? m - r0 : c->mt, n);
+        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, RS(rec_tile_width)(c, r0), n);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
@@ -157,7 +161,7 @@ static int RS(rec_close)(rec_head *c, int store)
     if (!c->mem) return 1;
     const int64_t m = c->h->m, n = c->h->n;
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
-        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, m - r0 < c->mt ? m - r0 : c->mt, n, c->ck + r0);
+        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, c->ck + r0);
     const int finite = RS(all_zero)(c->ck, c->h->m);
     free(c->mem);
     c->mem = NULL;
@@ -177,14 +181,14 @@ typedef struct rec_step {
  * its keys, phi(q) after them in X, the new example's [z.x, z.q]. If z.x
  * is out of range, x is stored scaled, x = xs x' (falcon_math.h), and
  * both are taken again. */
-static rec_step RS(rec_prepare)(rec_head *c, int64_t t)
+static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
 {
     const RS(falcon_head) *h = c->h;
     const int64_t n = h->n, W = h->window, T = h->T, ldn = c->ldn;
     const RS(falcon_uk) *uk = h->uk;
     REAL *const X = c->X, *const Zg = c->Zg, *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
-    if (AHEAD > 0 && c->prefetch && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
+    if (AHEAD > 0 && prefetch && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
     rec_step st = {h->alpha ? h->alpha[t * h->lds] : (REAL)1, 0, 1, X};
     const int64_t e = falcon_example_of_step(&c->src.ex, t);
     if (e >= 0) {
@@ -313,7 +317,8 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
     const int64_t n = h->n, ldn = c->ldn, ldm = c->ldm, ldt = c->ldt;
     const RS(falcon_uk) *uk = h->uk;
     REAL *const St = c->St + r0 * n, *const E = c->E + r0, *const P = c->P + r0;
-    rec_step st = RS(rec_prepare)(c, t0);
+    const int prefetch = r0 == 0; /* the rows a later tile reads are cached */
+    rec_step st = RS(rec_prepare)(c, t0, prefetch);
     uk->update_read(n, mw, 0, 1, St, ldt, c->Zw, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st, r0, mw);
@@ -321,7 +326,7 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
         const REAL a = st.a;
         const int64_t k = st.k;
         if (t + 1 < t1) {
-            st = RS(rec_prepare)(c, t + 1);
+            st = RS(rec_prepare)(c, t + 1, prefetch);
             uk->update_read(n, mw, k, a, St, ldt, c->Zw, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
         } else {
             uk->update_read(n, mw, k, a, St, ldt, c->Zw, ldn, E, ldm, 0, c->X, ldn, P, ldm);
@@ -333,20 +338,15 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
  * it, kept for the next tile, and put back. */
 static void RS(rec_window_keep)(rec_head *c, int back)
 {
-    const size_t rows = (size_t)(back ? c->cnt0 : c->cnt), keys = sizeof(REAL) * rows * (size_t)c->ldn;
-    if (back) {
-        c->cnt = c->cnt0;
-        memcpy(c->X, c->X0, keys);
-        memcpy(c->xz, c->xz0, sizeof(REAL) * rows);
-        memcpy(c->xs, c->xs0, sizeof(REAL) * rows);
-        memcpy(c->yrow, c->yrow0, sizeof(const REAL *) * rows);
-    } else {
-        c->cnt0 = c->cnt;
-        memcpy(c->X0, c->X, keys);
-        memcpy(c->xz0, c->xz, sizeof(REAL) * rows);
-        memcpy(c->xs0, c->xs, sizeof(REAL) * rows);
-        memcpy(c->yrow0, c->yrow, sizeof(const REAL *) * rows);
-    }
+    REAL *X[2] = {c->X, c->X0}, *xz[2] = {c->xz, c->xz0}, *xs[2] = {c->xs, c->xs0};
+    const REAL **yrow[2] = {c->yrow, c->yrow0};
+    int64_t *cnt[2] = {&c->cnt, &c->cnt0};
+    const int from = back, to = !back;
+    const size_t rows = (size_t)(*cnt[to] = *cnt[from]);
+    memcpy(X[to], X[from], sizeof(REAL) * rows * (size_t)c->ldn);
+    memcpy(xz[to], xz[from], sizeof(REAL) * rows);
+    memcpy(xs[to], xs[from], sizeof(REAL) * rows);
+    memcpy(yrow[to], yrow[from], sizeof(const REAL *) * rows);
 }
 
 static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
@@ -360,10 +360,8 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
     RS(rec_window_keep)(c, 0);
     for (int64_t r0 = 0; r0 < m; r0 += c->mt) {
         if (r0 > 0) RS(rec_window_keep)(c, 1);
-        c->prefetch = r0 == 0;
-        RS(rec_steps_tile)(c, t0, t1, r0, m - r0 < c->mt ? m - r0 : c->mt);
+        RS(rec_steps_tile)(c, t0, t1, r0, RS(rec_tile_width)(c, r0));
     }
-    c->prefetch = 1;
 }
 
 /* A group of heads (same T), FW_TIME_BLOCK steps of each in turn. */
