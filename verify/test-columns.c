@@ -27,20 +27,17 @@ static void *columns(const void *src, size_t es, int64_t rows, int64_t m, int64_
     return dst;
 }
 
-/* One run from the memory S0 ([heads][m][n], double) on fresh other parts;
- * returns the outputs, and the memory left in S. */
-static void *run_from(const falcon_config *cfg, const falcon_inputs *in, const double *S0, double *S)
+/* The case (with d's inputs) through the gate's runner, from the memory
+ * S0 ([heads][m][n]) and otherwise a fresh state. */
+static gate_result run_from(const gate_case *c, const gate_data *d, falcon_backend be, const double *S0)
 {
-    const size_t es = cfg->precision == FALCON_FP64 ? 8 : 4, heads = (size_t)(in->B * in->H);
     falcon_state *st;
-    cr_assert(falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &st) == FALCON_OK);
+    gate_result r;
+    cr_assert(falcon_state_create(c->B * c->H, c->n, c->m, c->window, &st) == FALCON_OK);
     cr_assert(falcon_state_set_memory(st, S0) == FALCON_OK);
-    void *out = malloc(es * (size_t)(in->B * in->T * in->H * in->m));
-    cr_assert(out);
-    cr_assert(falcon_run(cfg, in, st, out) == FALCON_OK, "%s", falcon_last_error());
-    memcpy(S, falcon_state_get_view(st).S, sizeof(double) * heads * (size_t)(in->m * in->n));
+    cr_assert(gate_run(c, d, FALCON_FORM_RECURRENT, be, st, &r) == FALCON_OK, "%s", falcon_last_error());
     falcon_state_free(st);
-    return out;
+    return r;
 }
 
 static void halves_equal_whole(falcon_precision p, int64_t n, int64_t m)
@@ -59,46 +56,43 @@ static void halves_equal_whole(falcon_precision p, int64_t n, int64_t m)
                                      B, T, H, n, m, W, 8, 1e-6, 1.0, 4200u + (uint64_t)(10 * v + a)};
                 gate_data d;
                 cr_assert(gate_data_make(&c, p, &d) == 0);
-                falcon_config cfg = gate_config(&c, FALCON_FORM_RECURRENT, be, p);
-                cfg.threads = 1;
                 const int64_t heads = B * H, rows = B * T * H;
                 double *S0 = malloc(sizeof(double) * (size_t)(heads * m * n));
-                double *S = malloc(sizeof(double) * (size_t)(heads * m * n));
-                double *Sh = malloc(sizeof(double) * (size_t)(heads * m * n));
-                cr_assert(S0 && S && Sh);
+                cr_assert(S0);
                 for (int64_t i = 0; i < heads * m * n; i++) S0[i] = (double)(float)(0.25 * ((i * 37 % 101) - 50) / 50.0);
-                unsigned char *whole = run_from(&cfg, &d.in, S0, S);
+                gate_result whole = run_from(&c, &d, be, S0);
                 int same = 1;
                 for (int half = 0; half < 2 && same; half++) {
                     const int64_t r0 = half * (m / 2), w = half ? m - m / 2 : m / 2;
-                    falcon_inputs in = d.in;
-                    in.m = w;
+                    gate_case ch = c;
+                    gate_data dh = d;
+                    ch.m = dh.in.m = w;
                     void *vh = columns(d.in.v, es, rows, m, r0, w);
-                    in.v = vh;
+                    dh.in.v = vh;
                     double *S0h = malloc(sizeof(double) * (size_t)(heads * w * n));
+                    cr_assert(S0h);
                     for (int64_t h = 0; h < heads; h++)
                         memcpy(S0h + h * w * n, S0 + (h * m + r0) * n, sizeof(double) * (size_t)(w * n));
-                    unsigned char *part = run_from(&cfg, &in, S0h, Sh);
+                    gate_result part = run_from(&ch, &dh, be, S0h);
+                    /* fp32 results widened to double exactly: equal doubles are equal bits */
                     for (int64_t i = 0; i < rows && same; i++)
-                        same = !memcmp(part + es * (size_t)(i * w), whole + es * (size_t)(i * m + r0), es * (size_t)w);
+                        same = !memcmp(part.out + i * w, whole.out + i * m + r0, sizeof(double) * (size_t)w);
                     cr_expect(same, "%s %s %s %s n=%lld m=%lld: outputs of columns [%lld, %lld) differ",
                               falcon_backend_name(be), falcon_precision_name(p), falcon_variant_name((falcon_variant)v),
                               falcon_align_name((falcon_align)a), (long long)n, (long long)m, (long long)r0,
                               (long long)(r0 + w));
                     for (int64_t h = 0; h < heads && same; h++)
-                        same = !memcmp(Sh + h * w * n, S + (h * m + r0) * n, sizeof(double) * (size_t)(w * n));
+                        same = !memcmp(part.S + h * w * n, whole.S + (h * m + r0) * n, sizeof(double) * (size_t)(w * n));
                     cr_expect(same, "%s %s %s: memory rows [%lld, %lld) differ", falcon_backend_name(be),
                               falcon_precision_name(p), falcon_variant_name((falcon_variant)v), (long long)r0,
                               (long long)(r0 + w));
-                    free(part);
+                    gate_result_free(&part);
                     free(S0h);
                     free(vh);
                 }
                 compared++;
-                free(whole);
+                gate_result_free(&whole);
                 free(S0);
-                free(S);
-                free(Sh);
                 gate_data_free(&d);
             }
     }
