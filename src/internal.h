@@ -57,6 +57,14 @@ int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, 
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
 int falcon_finite_scan_isa(void);
 
+/* validate.c: the index of the first double of [x, x + count) whose
+ * magnitude's bits are >= limit (NaN and the infinities too, unless
+ * finite_only passes them over), or -1; with falcon_f32_unfit_limit(), the
+ * values that round to infinity as a float (state checks, narrowing
+ * reads). */
+int64_t falcon_first_unfit(const double *x, int64_t count, uint64_t limit, int finite_only);
+uint64_t falcon_f32_unfit_limit(void);
+
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);
 

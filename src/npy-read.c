@@ -466,12 +466,10 @@ static falcon_status fetch(const falcon_npy_reader *r, int64_t first, int64_t co
 enum { PIECE = 1 << 15 };
 
 /* float64 -> float32 must not overflow: the index of the first finite value
- * that would, or -1. */
+ * that would, or -1 (non-finite values pass, for the validation to name). */
 static int64_t first_overflow(const double *x, int64_t count)
 {
-    for (int64_t i = 0; i < count; i++)
-        if (isfinite(x[i]) && !isfinite((float)x[i])) return i;
-    return -1;
+    return falcon_first_unfit(x, count, falcon_f32_unfit_limit(), 1);
 }
 
 falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t count, falcon_dtype want,

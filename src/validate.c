@@ -193,17 +193,16 @@ static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs 
     return FALCON_OK;
 }
 
-/* The index of the first double of [x, x + count) whose magnitude's bits
- * are >= limit (the bits of the smallest magnitude that does not fit; NaN
- * fails too), or -1. A pass over the high words first, branch-free so that
- * the compiler vectorizes it (a state is read once a call: 1 MiB for 8
- * heads of n = m = 128), then an exact pass only where a high word reaches
- * the limit's. Bits, not conversions: converting a tiny double to float
- * takes a microcode assist on some CPUs, and a decayed memory is full of
- * tiny values. */
-VECTORIZED static int64_t first_unfit(const double *x, int64_t count, uint64_t limit)
+/* internal.h. A pass over the high words first, branch-free so that the
+ * compiler vectorizes it (a state is read once a call: 1 MiB for 8 heads
+ * of n = m = 128), then an exact pass only where a high word reaches the
+ * limit's. Bits, not conversions: converting a tiny double to float takes
+ * a microcode assist on some CPUs, and a decayed memory is full of tiny
+ * values. */
+VECTORIZED int64_t falcon_first_unfit(const double *x, int64_t count, uint64_t limit, int finite_only)
 {
     const uint32_t limit_hi = (uint32_t)(limit >> 32);
+    const uint64_t inf = 0x7ff0000000000000ull;
     uint32_t maybe = 0;
     for (int64_t i = 0; i < count; i++) {
         uint64_t u;
@@ -213,26 +212,10 @@ VECTORIZED static int64_t first_unfit(const double *x, int64_t count, uint64_t l
     for (int64_t i = 0; maybe && i < count; i++) {
         uint64_t u;
         memcpy(&u, x + i, sizeof u);
-        if ((u & 0x7fffffffffffffffull) >= limit) return i;
+        u &= 0x7fffffffffffffffull;
+        if (u >= limit && !(finite_only && u >= inf)) return i;
     }
     return -1;
-}
-
-/* One array of a state ([heads][per]; of head h only the first used[h]
- * rows of `row` values, or nothing where has[h] is 0). */
-static falcon_status state_array_fits(const char *name, const double *x, int64_t heads, int64_t per,
-                                      const int64_t *used, const uint8_t *has, int64_t row, uint64_t limit,
-                                      const char *format)
-{
-    for (int64_t h = 0; h < heads; h++) {
-        const int64_t count = used ? used[h] * row : has ? (has[h] ? per : 0) : per;
-        const int64_t i = first_unfit(x + h * per, count, limit);
-        if (i >= 0)
-            return falcon_fail(FALCON_E_RANGE, "state %s: element %lld (head %lld) = %g does not fit in %s, "
-                               "the run's precision", name, (long long)(h * per + i), (long long)h, x[h * per + i],
-                               format);
-    }
-    return FALCON_OK;
 }
 
 /* The bits of the smallest magnitude above max. */
@@ -243,14 +226,36 @@ static uint64_t limit_above(double max)
     return u + 1;
 }
 
+/* float32 holds what rounds to a finite float: below FLT_MAX plus half its
+ * ulp, a tie that rounds to even, i.e. to infinity. */
+uint64_t falcon_f32_unfit_limit(void)
+{
+    return limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0));
+}
+
+/* One array of a state ([heads][per]; of head h only the first used[h]
+ * rows of `row` values, or nothing where has[h] is 0). */
+static falcon_status state_array_fits(const char *name, const double *x, int64_t heads, int64_t per,
+                                      const int64_t *used, const uint8_t *has, int64_t row, uint64_t limit,
+                                      const char *format)
+{
+    for (int64_t h = 0; h < heads; h++) {
+        const int64_t count = used ? used[h] * row : has ? (has[h] ? per : 0) : per;
+        const int64_t i = falcon_first_unfit(x + h * per, count, limit, 0);
+        if (i >= 0)
+            return falcon_fail(FALCON_E_RANGE, "state %s: element %lld (head %lld) = %g does not fit in %s, "
+                               "the run's precision", name, (long long)(h * per + i), (long long)h, x[h * per + i],
+                               format);
+    }
+    return FALCON_OK;
+}
+
 falcon_status falcon_state_check(const falcon_state *st, falcon_precision p)
 {
     if (!st) return falcon_fail(FALCON_E_ARGUMENT, "state_check: the state is NULL");
     if ((unsigned)p > FALCON_BF16) return falcon_fail(FALCON_E_ARGUMENT, "state_check: precision = %d: unknown", (int)p);
     if (p == FALCON_FP64) return FALCON_OK; /* a state holds double, and only finite values */
-    /* float32 holds what rounds to a finite float: below FLT_MAX plus half
-     * its ulp, a tie that rounds to even, i.e. to infinity. */
-    const uint64_t f32 = limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0));
+    const uint64_t f32 = falcon_f32_unfit_limit();
     /* The memory stays float32 in every precision below fp64 (tf32 and
      * bf16 round only the operands of the products); the carried keys and
      * values are inputs of the run, with the rule of q, k and v. */

@@ -4,6 +4,7 @@
  * steps counted from the start of the sequence.
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,38 @@ Test(npy_ranges, narrowing_overflow_names_the_element, .init = make_dir, .fini =
     for (int i = 0; i < 6; i++) cr_expect_eq(y[i], -1.0f, "dst[%d] was written", i);
     cr_expect(falcon_npy_read_range(r, 0, 4, FALCON_DTYPE_F32, y) == FALCON_OK, "the range before is fine");
     falcon_npy_close(r);
+}
+
+/* The edge of narrowing: a double below FLT_MAX + half its ulp rounds to
+ * FLT_MAX and is read; the tie rounds to infinity and is refused, with
+ * either sign. Non-finite values pass (the validation names them), and
+ * tiny ones become float subnormals or zero as a cast makes them. */
+Test(npy_ranges, narrowing_edge_is_the_rounding_to_infinity, .init = make_dir, .fini = remove_dir)
+{
+    const double tie = (double)FLT_MAX + 0x1p103, below = nextafter(tie, 0.0);
+    double ok[8] = {below, -below, (double)FLT_MAX, INFINITY, -INFINITY, NAN, 1e-310, 0x1p-149};
+    const falcon_array a = {FALCON_DTYPE_F64, 1, {8}, 8, ok};
+    cr_assert(falcon_npy_write(path_of("e.npy"), &a) == FALCON_OK);
+    falcon_npy_reader *r;
+    falcon_array info;
+    cr_assert(falcon_npy_open(path_of("e.npy"), &r, &info) == FALCON_OK);
+    float y[8];
+    cr_assert(falcon_npy_read_range(r, 0, 8, FALCON_DTYPE_F32, y) == FALCON_OK, "%s", falcon_last_error());
+    for (int i = 0; i < 8; i++) {
+        const float want = (float)ok[i];
+        cr_expect(memcmp(&y[i], &want, sizeof want) == 0 || (isnan(y[i]) && isnan(want)), "element %d: %a", i,
+                  (double)y[i]);
+    }
+    falcon_npy_close(r);
+    for (int sign = 1; sign >= -1; sign -= 2) {
+        double bad[3] = {1, sign * tie, 2};
+        const falcon_array b = {FALCON_DTYPE_F64, 1, {3}, 3, bad};
+        cr_assert(falcon_npy_write(path_of("f.npy"), &b) == FALCON_OK);
+        cr_assert(falcon_npy_open(path_of("f.npy"), &r, &info) == FALCON_OK);
+        cr_expect(falcon_npy_read_range(r, 0, 3, FALCON_DTYPE_F32, y) == FALCON_E_RANGE, "sign %d", sign);
+        cr_expect(strstr(falcon_last_error(), "element [1] =") != NULL, "%s", falcon_last_error());
+        falcon_npy_close(r);
+    }
 }
 
 /* A segment's bad value is named by its step in the whole sequence. */
