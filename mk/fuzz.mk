@@ -33,6 +33,11 @@ FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/fuzz/replay-%)
 FUZZ_BIN        := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz-%)
 FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o
 
+# The harness objects are made only through the pattern rules below, so make
+# would take them for intermediates and delete them after each link, then
+# compile them again the next time.
+.SECONDARY: $(FUZZ_OBJ)
+
 # The argument harness links the CLI's parser (and the scanner under it).
 $(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args.o $(BUILD)/obj/util/opts.o
 
