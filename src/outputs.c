@@ -155,6 +155,7 @@ typedef struct out_slot {
     int nnames;
     int is_dir, fd, lockfd, exists, reg, reg_children[MAX_NAMES];
     int done;          /* renamed (1) or swapped (2) during commit */
+    int existed;       /* the target existed when the commit began */
     dev_t dev;
     ino_t ino;
 } out_slot;
@@ -535,13 +536,45 @@ static int fsync_path(const char *path)
     return r;
 }
 
-/* A hard link of the target under a new name next to it; NULL if none could be made. */
+/* A copy of the file `from` (its bytes and mode) in the open, empty file fd. */
+static int copy_into(int fd, const char *from)
+{
+    const int src = open(from, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (src < 0) return -1;
+    int r = fstat(src, &st);
+    char buf[1 << 16];
+    for (ssize_t got; r == 0 && (got = read(src, buf, sizeof buf)) != 0;) {
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            r = -1;
+            break;
+        }
+        for (ssize_t put = 0; r == 0 && put < got;) {
+            const ssize_t w = write(fd, buf + put, (size_t)(got - put));
+            if (w < 0 && errno != EINTR) r = -1;
+            if (w > 0) put += w;
+        }
+    }
+    if (r == 0) r = fchmod(fd, st.st_mode & 07777);
+    if (r == 0) r = fsync(fd);
+    const int err = errno;
+    close(src);
+    errno = err;
+    return r;
+}
+
+/* The old target kept under a new name next to it, to be renamed back if
+ * the commit fails: a hard link, or where none can be made (a file at its
+ * link limit, a file system without them, the kernel's protected_hardlinks
+ * on someone else's file) a copy. NULL if neither could be made: the
+ * commit then stops before it replaces the target. */
 static char *make_backup(const char *target)
 {
     for (int tries = 0; tries < 8; tries++) {
         char *name = cat3(target, ".old-XXXXXX", "");
         if (!name) return NULL;
-        const int fd = mkstemp(name);
+        const int fd = mkostemp(name, O_CLOEXEC);
         if (fd < 0) {
             free(name);
             return NULL;
@@ -551,9 +584,22 @@ static char *make_backup(const char *target)
         if (link(target, name) == 0) return name;
         const int again = errno == EEXIST;
         free(name);
-        if (!again) return NULL;
+        if (!again) break;
     }
-    return NULL;
+    char *name = cat3(target, ".old-XXXXXX", "");
+    const int fd = name ? mkostemp(name, O_CLOEXEC) : -1;
+    if (fd < 0) {
+        free(name);
+        return NULL;
+    }
+    const int r = copy_into(fd, target), err = errno;
+    if (close(fd) != 0 || r != 0) {
+        unlink(name);
+        free(name);
+        errno = r != 0 ? err : errno;
+        return NULL;
+    }
+    return name;
 }
 
 /* Swap two directories: renameat2(RENAME_EXCHANGE), or, where the file
@@ -585,7 +631,7 @@ static void roll_back(falcon_outputs *tx, int upto)
                     free(s->backup);
                     s->backup = NULL;
                 }
-            } else {
+            } else if (!s->existed) { /* a file that existed is never replaced without a backup */
                 unlink(s->target);
             }
         } else if (!s->is_dir && s->backup) {
@@ -658,8 +704,11 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
             struct stat sb;
             const int exists = lstat(s->target, &sb) == 0;
             if (!s->is_dir) {
-                if (exists) s->backup = make_backup(s->target);
-                if (rename(s->temp, s->target) == 0) s->done = 1;
+                s->existed = exists;
+                if (exists && !(s->backup = make_backup(s->target)))
+                    st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot keep the old file to put back if the run fails "
+                                     "(neither a hard link nor a copy next to it): %s", s->what, s->path, strerror(errno));
+                else if (rename(s->temp, s->target) == 0) s->done = 1;
                 else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary file onto it: %s", s->what, s->path,
                                       strerror(errno));
             } else if (exists) {

@@ -7,6 +7,8 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,50 @@ Test(outputs, commit_replaces_all_abort_none, .init = make_dir, .fini = remove_d
         cr_assert_str_eq(get(at("b.txt")), commit ? "new b" : "old b");
         cr_assert_eq(entries(), 2, "no temporary or backup is left");
     }
+}
+
+/* Fault injection: the library's link(2) comes here (the program's own
+ * definition is found before the C library's), and fails while asked to,
+ * as it does for a file at its link limit, on a file system without hard
+ * links, or under protected_hardlinks for someone else's file. */
+static int link_fails;
+int link(const char *from, const char *to)
+{
+    if (link_fails) {
+        errno = EMLINK;
+        return -1;
+    }
+    return linkat(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+/* A commit that fails after it has replaced a file puts the old one back,
+ * bytes and mode, also when that file could not be hard-linked (a copy is
+ * kept instead); one whose old file can be kept neither way stops before
+ * it replaces it. Here b.txt becomes a directory after it was declared,
+ * so b cannot be kept or replaced, and a, already replaced, must come back. */
+Test(outputs, failed_commit_restores_what_it_could_not_link, .init = make_dir, .fini = remove_dir)
+{
+    for (link_fails = 0; link_fails < 2; link_fails++) {
+        put(at("a.txt"), "old a");
+        cr_assert(chmod(at("a.txt"), 0640) == 0);
+        put(at("b.txt"), "old b");
+        falcon_outputs *tx;
+        int sa, sb;
+        cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+        cr_assert(falcon_outputs_file(tx, "a", at("a.txt"), &sa) == FALCON_OK, "%s", falcon_last_error());
+        cr_assert(falcon_outputs_file(tx, "b", at("b.txt"), &sb) == FALCON_OK, "%s", falcon_last_error());
+        write_slot(tx, sa, "new a");
+        write_slot(tx, sb, "new b");
+        cr_assert(unlink(at("b.txt")) == 0 && mkdir(at("b.txt"), 0700) == 0);
+        cr_expect(falcon_outputs_commit(tx) != FALCON_OK, "b.txt is a directory now");
+        cr_expect_str_eq(get(at("a.txt")), "old a", "link %s", link_fails ? "failing" : "working");
+        struct stat st;
+        cr_assert(stat(at("a.txt"), &st) == 0);
+        cr_expect_eq(st.st_mode & 07777, 0640, "the mode came back too: %o", st.st_mode & 07777);
+        cr_expect_eq(entries(), 2, "no temporary or backup is left");
+        cr_assert(rmdir(at("b.txt")) == 0);
+    }
+    link_fails = 0;
 }
 
 Test(outputs, refuses_aliases_devices_and_foreign_directories, .init = make_dir, .fini = remove_dir)
