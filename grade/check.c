@@ -170,6 +170,41 @@ static int no_extra_results(const check_opts *o, json_t *cases)
     return rc;
 }
 
+/* A case's name or dir: one path component, so that it names a folder in
+ * the set or the results and nothing outside them. */
+static int plain_name(const char *s)
+{
+    return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+/* The index's list of cases: at least one, each with a plain name and dir,
+ * no name or dir twice (a case listed twice would count twice), as many as
+ * its "count" says. A gate that judged nothing, or the same case again,
+ * must not report a pass. */
+static int check_case_list(const char *path, json_t *index, json_t *cases)
+{
+    const size_t n = json_array_size(cases);
+    if (n == 0) return cli_error("check: '%s': the set lists no cases: there is nothing to judge", path);
+    json_t *count = json_object_get(index, "count");
+    if (count && (!json_is_integer(count) || json_integer_value(count) != (json_int_t)n))
+        return cli_error("check: '%s': \"count\" says %lld, but %zu cases are listed", path,
+                         (long long)json_integer_value(count), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array_get(cases, i);
+        const char *name = get_str(row, "name"), *dir = get_str(row, "dir");
+        if (!plain_name(name) || !plain_name(dir))
+            return cli_error("check: '%s': case %zu: \"name\" and \"dir\" must each be one folder name "
+                             "(no '/', not '.' or '..'): '%s', '%s'", path, i, name, dir);
+        for (size_t j = 0; j < i; j++) {
+            json_t *other = json_array_get(cases, j);
+            if (!strcmp(get_str(other, "name"), name) || !strcmp(get_str(other, "dir"), dir))
+                return cli_error("check: '%s': cases %zu and %zu share a name or dir ('%s'): each case is "
+                                 "listed once", path, j, i, name);
+        }
+    }
+    return 0;
+}
+
 /* ---- judging ---- */
 
 static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
@@ -179,7 +214,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->variant, sizeof out->variant, "%s", get_str(row, "variant"));
     snprintf(out->form, sizeof out->form, "%s", get_str(row, "form"));
-    if (!*name || !*dirname || strchr(dirname, '/'))
+    if (!plain_name(name) || !plain_name(dirname)) /* check_case_list refused it already */
         return cli_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
     char cdir[4400], path[4600], rdir[4400];
     snprintf(cdir, sizeof cdir, "%s/%s", o->cases, dirname);
@@ -286,6 +321,11 @@ int falcon_grade_check_main(int argc, char **argv)
         json_decref(index);
         falcon_outputs_abort(tx);
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
+    }
+    if ((rc = check_case_list(path, index, cases))) {
+        json_decref(index);
+        falcon_outputs_abort(tx);
+        return rc;
     }
     const int set_unit = grade_unit_parse(get_str(index, "precision"));
     const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit >= 0 ? set_unit : GRADE_FP32);

@@ -165,6 +165,26 @@ echo '{"skip": {"'"$one"'": ""}}' >rb/manifest.json
 expect "manifest skip without a reason" 2 "needs its reason" "$FALCON" check cs --results rb
 echo '{"skip": ' >rb/manifest.json
 expect "malformed manifest" 2 "manifest" "$FALCON" check cs --results rb
+# A set that lists no case, a case twice, a count that disagrees, or a
+# name that leaves the folder: refused, never a vacuous or doubled pass.
+cp cs/index.json index.orig
+for how in empty twice count slash dotdot; do
+    "$PY" - cs/index.json "$how" <<'EOF'
+import json, sys
+path, how = sys.argv[1], sys.argv[2]
+j = json.load(open(path))
+c = j["cases"]
+if how == "empty": j["cases"], j["count"] = [], 0
+if how == "twice": j["cases"], j["count"] = c + c[:1], len(c) + 1
+if how == "count": j["count"] = len(c) + 1
+if how == "slash": c[0]["name"] = "../" + c[0]["name"]
+if how == "dotdot": c[0]["dir"] = ".."
+json.dump(j, open(path, "w"))
+EOF
+    text=$(case $how in empty) echo "lists no cases";; twice) echo "share a name";; count) echo '"count" says';; *) echo "one folder name";; esac)
+    expect "index with $how cases is refused" 2 "$text" "$FALCON" check cs --results r32
+    cp index.orig cs/index.json
+done
 expect "not a case set" 2 "not a directory" "$FALCON" check nowhere --results r32
 expect "no --results" 2 "--results RDIR is required" "$FALCON" check cs
 expect "unknown precision" 2 "--precision fp8" "$FALCON" check cs --results r32 --precision fp8
