@@ -319,32 +319,86 @@ static int inside(const char *canon, const char *dir)
     return in;
 }
 
+/* The same file or directory as a path names, where strings can differ:
+ * a bind mount shows one directory under two names, so entries that do not
+ * exist yet are compared by their directory's (device, inode) and name. */
+static int same_id(const char *a, const char *b)
+{
+    struct stat x, y;
+    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static int same_entry(const char *a, const char *b)
+{
+    if (!a || !b) return 0;
+    if (!strcmp(a, b)) return 1;
+    const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
+    if (!na || !nb || strcmp(na, nb)) return 0;
+    char *pa = parent_of(a), *pb = parent_of(b);
+    const int same = same_id(pa, pb);
+    free(pa);
+    free(pb);
+    return same;
+}
+
+/* canon directly in dir, by name or by the directory's identity. */
+static int in_dir(const char *canon, const char *dir)
+{
+    if (inside(canon, dir)) return 1;
+    char *p = canon ? parent_of(canon) : NULL;
+    const int in = same_id(p, dir);
+    free(p);
+    return in;
+}
+
+/* canon anywhere below dir, by name or by identity (its ancestors walked up). */
+static int under_dir(const char *canon, const char *dir)
+{
+    if (below(canon, dir)) return 1;
+    if (!canon || !dir) return 0;
+    struct stat d;
+    if (stat(dir, &d) != 0) return 0;
+    int under = 0;
+    for (char *p = parent_of(canon); p && !under;) {
+        struct stat st;
+        under = stat(p, &st) == 0 && st.st_dev == d.st_dev && st.st_ino == d.st_ino;
+        char *up = strcmp(p, "/") && strchr(p, '/') ? parent_of(p) : NULL;
+        free(p);
+        p = up;
+    }
+    return under;
+}
+
 /* The new slot against the inputs and the outputs declared before it. */
 static falcon_status check_aliases(const falcon_outputs *tx, const out_slot *s)
 {
     for (int i = 0; i < tx->nin; i++) {
         const in_entry *e = &tx->in[i];
         const int same = (s->exists && e->exists && s->dev == e->dev && s->ino == e->ino) ||
-                         (e->canon && s->canon && !strcmp(e->canon, s->canon));
+                         same_entry(e->canon, s->canon);
         if (same && !(s->is_dir && e->is_dir)) /* a checkpoint may be read and then replaced */
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the input %s: an output never replaces an input",
                                s->path, e->what);
-        if (!s->is_dir && e->is_dir && (inside(s->canon, e->canon) || (e->is_dir == 2 && below(s->canon, e->canon))))
+        if (!s->is_dir && e->is_dir && (in_dir(s->canon, e->canon) || (e->is_dir == 2 && under_dir(s->canon, e->canon))))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
-        if (s->is_dir && e->is_dir == 2 && below(s->canon, e->canon))
+        if (s->is_dir && e->is_dir == 2 && under_dir(s->canon, e->canon))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
+        /* a directory output replaces all it holds: no input may be in it */
+        if (s->is_dir && !same && under_dir(e->canon, s->canon))
+            return falcon_fail(FALCON_E_ARGUMENT, "'%s': holds the input %s ('%s'), and is replaced as a whole",
+                               s->path, e->what, e->canon);
     }
     for (int i = 0; i < tx->nout; i++) {
         const out_slot *o = &tx->out[i];
         const int same = (s->exists && o->exists && s->dev == o->dev && s->ino == o->ino) ||
-                         !strcmp(o->canon, s->canon);
+                         same_entry(o->canon, s->canon);
         if (same)
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the output %s: each output needs its own path",
                                s->path, o->what);
-        if (o->is_dir && !s->is_dir && inside(s->canon, o->canon))
+        if (o->is_dir && !s->is_dir && in_dir(s->canon, o->canon))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of %s, which is replaced as a whole",
                                s->path, o->what);
-        if (s->is_dir && !o->is_dir && inside(o->canon, s->canon))
+        if (s->is_dir && !o->is_dir && in_dir(o->canon, s->canon))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': holds the output %s, and is replaced as a whole",
                                s->path, o->what);
     }
@@ -392,12 +446,24 @@ static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *
 {
     if (!tx || !what || !path) return falcon_fail(FALCON_E_ARGUMENT, "outputs: NULL argument");
     if (!*path) return falcon_fail(FALCON_E_ARGUMENT, "'': the path is empty");
+    /* The last name must be a name: "dir/", "." or ".." would put the
+     * temporary inside the target or name a directory that cannot be
+     * renamed, which only the commit would find out. */
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') len--;
+    const char *last = path + len;
+    while (last > path && last[-1] != '/') last--;
+    const size_t lastlen = (size_t)(path + len - last);
+    if (lastlen == 0 || (lastlen == 1 && last[0] == '.') || (lastlen == 2 && !strncmp(last, "..", 2)))
+        return falcon_fail(FALCON_E_ARGUMENT, "'%s': an output path must end in its own name (not '.', '..' or '/')",
+                           path);
     if (tx->nout == MAX_OUTPUTS) return falcon_fail(FALCON_E_ARGUMENT, "outputs: more than %d", MAX_OUTPUTS);
     out_slot *s = &tx->out[tx->nout];
     memset(s, 0, sizeof *s);
     s->fd = s->lockfd = s->reg = -1;
     for (int i = 0; i < MAX_NAMES; i++) s->reg_children[i] = -1;
-    if (!(s->what = strdup(what)) || !(s->path = strdup(path))) return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
+    if (!(s->what = strdup(what)) || !(s->path = strndup(path, len))) /* trailing slashes dropped */
+        return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
     *out = s;
     return FALCON_OK;
 }
@@ -407,6 +473,8 @@ falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const ch
     out_slot *s;
     falcon_status st = new_slot(tx, what, path, &s);
     if (st) return st;
+    if (path[strlen(path) - 1] == '/')
+        return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "'%s': ends in '/': a file output needs a file name", path));
     if ((st = resolve(s, 0))) return slot_fail(s, st);
     if (!(s->canon = canonical(s->target)))
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,

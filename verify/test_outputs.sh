@@ -152,6 +152,34 @@ run_args q=a_q.npy k=a_k.npy out=q_hard.npy; refused "3. --out a hard link of th
 ln -sfn a_k.npy k_link.npy
 run_args q=a_q.npy k=a_k.npy --state-out k_link.npy; refused "3. --state-out a symlink to the input --k" "is also the input --k" "${ARGS[@]}"
 rm -f q_hard.npy k_link.npy a_q.npy a_k.npy
+# An input inside --checkpoint-out would go with the old checkpoint.
+old_files
+cp q.npy ck/extra_q.npy
+KEEP="out.npy state.npy ck"
+run_args q=ck/extra_q.npy --checkpoint-out ck; refused "3. the input --q inside --checkpoint-out" "holds the input --q" "${ARGS[@]}"
+rm -f ck/extra_q.npy
+# "dir/" is the directory; ".", ".." and "/" name none of their own.
+run_args --checkpoint-out ck/; before=$(fp n_ck | sed 's/^n_//')
+if "$FALCON" "${ARGS[@]}" 2>stderr.txt && [ "$(fp ck)" = "$before" ] && [ -z "$(temps)" ]; then ok "3. --checkpoint-out ck/ saves ck"
+else bad "3. --checkpoint-out ck/" "$(cat stderr.txt) $(temps)"; fi
+old_files
+run_args --checkpoint-out .; refused "3. --checkpoint-out ." "must end in its own name" "${ARGS[@]}"
+run_args --checkpoint-out ck/..; refused "3. --checkpoint-out ck/.." "must end in its own name" "${ARGS[@]}"
+run_args out=out.npy/; refused "3. --out ending in /" "a file output needs a file name" "${ARGS[@]}"
+# A bind mount shows one directory under two names: outputs that do not
+# exist yet are still the same file, and a checkpoint read through one name
+# is still an input through the other.
+mkdir -p bind_a bind_b
+if [ -n "$ROOT_OK" ] && mount --bind bind_a bind_b 2>/dev/null; then
+    KEEP="out.npy state.npy ck bind_a"
+    run_args out=bind_a/x.npy --state-out bind_b/x.npy; refused "3. two outputs, one file through a bind mount" "is also the output --out" "${ARGS[@]}"
+    cp -r ck bind_a/ck
+    KEEP="out.npy state.npy ck bind_a/ck"
+    run_args out=o.npy --checkpoint-in bind_a/ck --state-out bind_b/ck/S.npy
+    refused "3. --state-out inside --checkpoint-in through a bind mount" "is inside the directory of the input --checkpoint-in" "${ARGS[@]}"
+    umount bind_b
+else SKIP "3. bind mounts" "mount --bind needs root"; fi
+rm -rf bind_a bind_b
 
 # ---- 4. an output that cannot be written fails the run before it starts, and nothing changes ----
 old_files
