@@ -100,9 +100,13 @@ const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? falc
 static falcon_status start_writer(falcon_outputs *tx, int slot, const falcon_array *a, falcon_outputs *own,
                                   falcon_npy_writer **out)
 {
-    falcon_npy_writer *w = calloc(1, sizeof *w);
     const char *path = falcon_outputs_path(tx, slot);
-    if (!w || !path || !(w->path = strdup(path))) {
+    if (!path || falcon_outputs_fd(tx, slot) < 0) {
+        falcon_outputs_abort(own);
+        return falcon_fail(FALCON_E_ARGUMENT, "npy writer: slot %d is not a file output of the transaction", slot);
+    }
+    falcon_npy_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
         free(w);
         falcon_outputs_abort(own);
         return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path ? path : "output");

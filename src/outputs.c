@@ -442,9 +442,10 @@ static falcon_status resolve(out_slot *s, int want_dir)
     return FALCON_OK;
 }
 
-static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *path, out_slot **out)
+static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *path, const int *slot,
+                              out_slot **out)
 {
-    if (!tx || !what || !path) return falcon_fail(FALCON_E_ARGUMENT, "outputs: NULL argument");
+    if (!tx || !what || !path || !slot) return falcon_fail(FALCON_E_ARGUMENT, "outputs: NULL argument");
     if (!*path) return falcon_fail(FALCON_E_ARGUMENT, "'': the path is empty");
     /* The last name must be a name: "dir/", "." or ".." would put the
      * temporary inside the target or name a directory that cannot be
@@ -471,7 +472,7 @@ static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *
 falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const char *path, int *slot)
 {
     out_slot *s;
-    falcon_status st = new_slot(tx, what, path, &s);
+    falcon_status st = new_slot(tx, what, path, slot, &s);
     if (st) return st;
     if (path[strlen(path) - 1] == '/')
         return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "'%s': ends in '/': a file output needs a file name", path));
@@ -526,11 +527,17 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
                                  int *slot)
 {
     out_slot *s;
-    falcon_status st = new_slot(tx, what, path, &s);
+    falcon_status st = new_slot(tx, what, path, slot, &s);
     if (st) return st;
     s->is_dir = 1;
     while (names && names[s->nnames]) {
         if (s->nnames == MAX_NAMES) return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "outputs_dir: too many names"));
+        /* each is a file directly in the directory: a path would let the
+         * clean-up remove a file outside it */
+        const char *nm = names[s->nnames];
+        if (!*nm || strchr(nm, '/') || !strcmp(nm, ".") || !strcmp(nm, ".."))
+            return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "outputs_dir: '%s': a file name in the directory "
+                                            "(no '/', not '.' or '..')", nm));
         s->names[s->nnames] = names[s->nnames];
         s->nnames++;
     }

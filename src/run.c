@@ -36,7 +36,7 @@ int64_t falcon_chunk_auto(int64_t n, int64_t m, int64_t window)
     if (n < 1) n = 1;
     if (m < 1) m = 1;
     if (window < 1) window = 1;
-    const double c = sqrt(7.0 * (double)n * (double)m / ((double)window * (double)(2 * n + m)));
+    const double c = sqrt(7.0 * (double)n * (double)m / ((double)window * (2.0 * (double)n + (double)m)));
     int64_t p = 8;
     while (p < 256 && (double)p * 1.4142135623730951 <= c) p *= 2; /* nearest power of two */
     return p;

@@ -299,6 +299,9 @@ falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs
     if (t0 < 0) return falcon_fail(FALCON_E_ARGUMENT, "t0 = %lld: must be >= 0", (long long)t0);
     if ((s = check_config(cfg)) || (s = check_shapes(cfg, in)) || (s = check_state(cfg, in, state)))
         return s;
+    if (t0 > INT64_MAX - in->T) /* the steps t0 .. t0 + T - 1 must have numbers */
+        return falcon_fail(FALCON_E_ARGUMENT, "t0 = %lld: with T = %lld steps, the step numbers pass 2^63 - 1",
+                           (long long)t0, (long long)in->T);
     if (in->T == 0) return FALCON_OK;
     const int reg = falcon_variant_is_regression(cfg->variant);
     const rule data = falcon_operand_format(cfg->precision) ? RULE_OPERAND : RULE_FINITE;

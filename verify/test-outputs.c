@@ -143,6 +143,32 @@ Test(outputs, failed_commit_restores_what_it_could_not_link, .init = make_dir, .
     link_fails = 0;
 }
 
+/* The API's own misuses: a directory's file names must be names (a path
+ * would let the clean-up remove a file outside it), a slot must be given,
+ * a writer's slot must be a file output. Nothing is left behind. */
+Test(outputs, refuses_paths_for_names_and_missing_slots, .init = make_dir, .fini = remove_dir)
+{
+    put(at("victim"), "keep");
+    cr_assert(mkdir(at("d"), 0700) == 0);
+    falcon_outputs *tx;
+    int slot = -1;
+    cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+    const char *bad[][2] = {{"../victim", NULL}, {"a/b", NULL}, {"..", NULL}, {"", NULL}};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(falcon_outputs_dir(tx, "ck", at("d/ck"), bad[i], &slot), FALCON_E_ARGUMENT, "name '%s'", bad[i][0]);
+        cr_expect(strstr(falcon_last_error(), "a file name in the directory") != NULL, "%s", falcon_last_error());
+    }
+    cr_expect_eq(falcon_outputs_file(tx, "o", at("o.txt"), NULL), FALCON_E_ARGUMENT);
+    cr_expect_eq(falcon_outputs_dir(tx, "ck", at("d/ck"), NULL, NULL), FALCON_E_ARGUMENT);
+    const falcon_array a = {FALCON_DTYPE_F32, 1, {4}, 4, NULL};
+    falcon_npy_writer *w;
+    cr_expect_eq(falcon_npy_create_output(tx, 5, &a, &w), FALCON_E_ARGUMENT, "%s", falcon_last_error());
+    cr_expect_eq(falcon_npy_create_output(tx, -1, &a, &w), FALCON_E_ARGUMENT, "%s", falcon_last_error());
+    falcon_outputs_abort(tx);
+    cr_expect_str_eq(get(at("victim")), "keep");
+    cr_expect_eq(entries(), 2, "only victim and d");
+}
+
 Test(outputs, refuses_aliases_devices_and_foreign_directories, .init = make_dir, .fini = remove_dir)
 {
     put(at("in.txt"), "input");

@@ -207,6 +207,19 @@ Test(validation, chunk_auto_is_the_model_size)
     cr_expect_eq(falcon_chunk_auto(128, 128, 1), 16);
     cr_expect_eq(falcon_chunk_auto(256, 256, 1), 32);
     cr_expect_eq(falcon_chunk_auto(64, 64, 4), 8);
+    /* the largest widths: a chunk in range, no integer overflow (UBSan) */
+    cr_expect_eq(falcon_chunk_auto(INT64_MAX, INT64_MAX, 1), 256);
+}
+
+/* A segment's steps t0 .. t0 + T - 1 must have numbers: a t0 past
+ * 2^63 - 1 - T is refused instead of naming a wrapped step. */
+Test(validation, a_start_step_past_the_range_is_refused)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    cr_expect_eq(falcon_validate_from(&f.cfg, &f.in, NULL, INT64_MAX - f.in.T), FALCON_OK, "%s", falcon_last_error());
+    cr_expect_eq(falcon_validate_from(&f.cfg, &f.in, NULL, INT64_MAX - f.in.T + 1), FALCON_E_ARGUMENT);
+    cr_expect(strstr(falcon_last_error(), "t0 = ") != NULL, "%s", falcon_last_error());
 }
 
 Test(validation, shapes)
