@@ -84,15 +84,56 @@ struct falcon_npy_writer {
     int slot;
     char *path;
     falcon_dtype dtype;
-    int64_t count, written, data_off;
+    int64_t count, written, data_off; /* written: elements covered by the ranges so far */
+    int64_t *done;        /* the ranges written, merged: [done[2i], done[2i+1]) ascending */
+    int64_t ndone, cap;
 };
 
 void falcon_npy_abort(falcon_npy_writer *w)
 {
     if (!w) return;
     falcon_outputs_abort(w->own);
+    free(w->done);
     free(w->path);
     free(w);
+}
+
+/* Add [a, b) to the ranges written, merging what it touches, so that a
+ * range written twice counts once: commit needs every element covered. */
+static int cover(falcon_npy_writer *w, int64_t a, int64_t b)
+{
+    if (a >= b) return 0;
+    int64_t lo = 0, hi = w->ndone; /* first range whose end reaches a */
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) / 2;
+        if (w->done[2 * mid + 1] < a) lo = mid + 1;
+        else hi = mid;
+    }
+    int64_t j = lo; /* ranges [lo, j) touch [a, b) and merge into it */
+    while (j < w->ndone && w->done[2 * j] <= b) {
+        w->written -= w->done[2 * j + 1] - w->done[2 * j];
+        if (w->done[2 * j] < a) a = w->done[2 * j];
+        if (w->done[2 * j + 1] > b) b = w->done[2 * j + 1];
+        j++;
+    }
+    if (j == lo) { /* touches none: a new range at lo */
+        if (w->ndone == w->cap) {
+            const int64_t cap = w->cap ? 2 * w->cap : 8;
+            int64_t *d = realloc(w->done, sizeof(int64_t) * 2 * (size_t)cap);
+            if (!d) return -1;
+            w->done = d;
+            w->cap = cap;
+        }
+        memmove(w->done + 2 * (lo + 1), w->done + 2 * lo, sizeof(int64_t) * 2 * (size_t)(w->ndone - lo));
+        w->ndone++;
+    } else if (j > lo + 1) { /* several became one */
+        memmove(w->done + 2 * (lo + 1), w->done + 2 * j, sizeof(int64_t) * 2 * (size_t)(w->ndone - j));
+        w->ndone -= j - lo - 1;
+    }
+    w->done[2 * lo] = a;
+    w->done[2 * lo + 1] = b;
+    w->written += b - a;
+    return 0;
 }
 
 const char *falcon_npy_writer_temp(const falcon_npy_writer *w) { return w ? falcon_outputs_temp(w->tx, w->slot) : NULL; }
@@ -164,7 +205,7 @@ falcon_status falcon_npy_write_range(falcon_npy_writer *w, int64_t first, int64_
     const size_t size = dtype_size(w->dtype);
     if (pwrite_full(w->fd, src, (size_t)count * size, w->data_off + first * (int64_t)size) != 0)
         return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", w->path, strerror(errno));
-    w->written += count;
+    if (cover(w, first, first + count)) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", w->path);
     return FALCON_OK;
 }
 

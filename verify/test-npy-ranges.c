@@ -85,6 +85,55 @@ Test(npy_ranges, incomplete_commit_leaves_nothing, .init = make_dir, .fini = rem
     cr_expect(access(path_of("c.npy"), F_OK) != 0 && access(temp, F_OK) != 0, "abort left something");
 }
 
+/* Ranges written twice or overlapping count once: a commit needs every
+ * element covered, whatever the order and the overlaps. Random ranges over
+ * 200 elements, checked against a plain per-element record. */
+Test(npy_ranges, overlapping_ranges_count_once, .init = make_dir, .fini = remove_dir)
+{
+    enum { N = 200 };
+    double x[N];
+    for (int i = 0; i < N; i++) x[i] = i;
+    const falcon_array a = {FALCON_DTYPE_F64, 1, {N}, N, NULL};
+    uint64_t seed = 12345;
+    for (int round = 0; round < 50; round++) {
+        falcon_npy_writer *w;
+        cr_assert(falcon_npy_create(path_of("o.npy"), &a, &w) == FALCON_OK);
+        char seen[N] = {0};
+        int covered = 0;
+        for (int k = 0; k < 40 && covered < N - 3; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const int first = (int)((seed >> 33) % N), len = (int)((seed >> 20) % 23);
+            const int count = first + len > N ? N - first : len;
+            cr_assert(falcon_npy_write_range(w, first, count, x + first) == FALCON_OK);
+            for (int i = first; i < first + count; i++) covered += !seen[i], seen[i] = 1;
+        }
+        if (covered < N) {
+            char want[64];
+            snprintf(want, sizeof want, "%d of its %d elements", covered, N);
+            cr_expect_eq(falcon_npy_commit(w), FALCON_E_ARGUMENT, "round %d: %d covered", round, covered);
+            cr_expect(strstr(falcon_last_error(), want) != NULL, "%s (want %s)", falcon_last_error(), want);
+        } else {
+            cr_expect_eq(falcon_npy_commit(w), FALCON_OK, "%s", falcon_last_error());
+        }
+    }
+    /* the audit's case: the first half twice is half, not all */
+    falcon_npy_writer *w;
+    cr_assert(falcon_npy_create(path_of("h.npy"), &a, &w) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, 0, N / 2, x) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, 0, N / 2, x) == FALCON_OK);
+    cr_expect_eq(falcon_npy_commit(w), FALCON_E_ARGUMENT);
+    /* then the other half completes it */
+    cr_assert(falcon_npy_create(path_of("h.npy"), &a, &w) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, N / 2, N / 2, x + N / 2) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, 10, 20, x + 10) == FALCON_OK);
+    cr_assert(falcon_npy_write_range(w, 0, N / 2, x) == FALCON_OK);
+    cr_expect_eq(falcon_npy_commit(w), FALCON_OK, "%s", falcon_last_error());
+    falcon_array back;
+    cr_assert(falcon_npy_read(path_of("h.npy"), FALCON_DTYPE_F64, &back) == FALCON_OK);
+    cr_expect(memcmp(back.data, x, sizeof x) == 0);
+    falcon_array_free(&back);
+}
+
 /* float64 -> float32 overflow names the element and leaves dst as it was. */
 Test(npy_ranges, narrowing_overflow_names_the_element, .init = make_dir, .fini = remove_dir)
 {
