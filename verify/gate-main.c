@@ -157,6 +157,7 @@ int falcon_gate_main(int argc, char **argv)
      * followed (src/outputs.c). */
     falcon_outputs *tx = NULL;
     int js_slot = -1;
+    if (json) falcon_outputs_clean_on_signals(); /* a signal removes the report's temporary */
     if (json && (falcon_outputs_begin(&tx) || falcon_outputs_file(tx, "--json", json, &js_slot))) {
         fprintf(stderr, "falcon: error: --json: %s\n", falcon_last_error());
         falcon_outputs_abort(tx);

@@ -413,6 +413,13 @@ rc=0; prlimit --cpu=10 "$FALCON" compare big.json big.json --out big.dat >stdout
 if [ $rc -eq 0 ] && grep -q 'over 40000 cases: 1.000' stdout.txt; then ok "12. compare of 40000 cases within 10 s of CPU"
 else bad "12. compare of 40000 cases" "status $rc: $(head -c 300 stderr.txt)"; fi
 rm -f big.json big.dat
+# A signal during `falcon verify --json` removes the report's temporary.
+"$FALCON" verify --profile full --json rep.json >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 50); do ls rep.json.tmp-* >/dev/null 2>&1 && break; sleep 0.1; done
+kill -TERM $pid; rc=0; wait $pid || rc=$?
+if [ $rc -eq 143 ] && [ ! -e rep.json ] && ! ls rep.json.tmp-* >/dev/null 2>&1; then ok "12. SIGTERM during verify --json: nothing left"
+else bad "12. SIGTERM during verify --json" "status $rc, left: $(ls rep.json* 2>/dev/null | tr '\n' ' ')"; rm -f rep.json*; fi
 run_args --eps 1e-320
 rc=0; "$FALCON" "${ARGS[@]}" 2>stderr.txt || rc=$?
 if [ $rc -eq 0 ]; then ok "12. --eps 1e-320 is > 0 in fp64: accepted"; else bad "12. --eps 1e-320 in fp64" "$(cat stderr.txt)"; fi
