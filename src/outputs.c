@@ -59,7 +59,10 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-enum { MAX_OUTPUTS = 16, MAX_INPUTS = 32, MAX_NAMES = 16, REGISTRY = 256 };
+/* Outputs grow as declared (a study writes a file per curve); the signal
+ * registry is a fixed array, which a handler can walk: room for that many
+ * temporaries at once. */
+enum { MAX_INPUTS = 32, MAX_NAMES = 16, REGISTRY = 4096 };
 
 /* ---- the signal registry: paths a handler removes (async-signal-safe) ---- */
 
@@ -168,8 +171,8 @@ typedef struct in_entry {
 } in_entry;
 
 struct falcon_outputs {
-    out_slot out[MAX_OUTPUTS];
-    int nout;
+    out_slot *out;
+    int nout, cap;
     in_entry in[MAX_INPUTS];
     int nin;
 };
@@ -256,6 +259,7 @@ void falcon_outputs_abort(falcon_outputs *tx)
         free(tx->in[i].what);
         free(tx->in[i].canon);
     }
+    free(tx->out);
     free(tx);
 }
 
@@ -458,7 +462,13 @@ static falcon_status new_slot(falcon_outputs *tx, const char *what, const char *
     if (lastlen == 0 || (lastlen == 1 && last[0] == '.') || (lastlen == 2 && !strncmp(last, "..", 2)))
         return falcon_fail(FALCON_E_ARGUMENT, "'%s': an output path must end in its own name (not '.', '..' or '/')",
                            path);
-    if (tx->nout == MAX_OUTPUTS) return falcon_fail(FALCON_E_ARGUMENT, "outputs: more than %d", MAX_OUTPUTS);
+    if (tx->nout == tx->cap) {
+        const int cap = tx->cap ? 2 * tx->cap : 8;
+        out_slot *grown = cap > tx->cap ? realloc(tx->out, sizeof *grown * (size_t)cap) : NULL;
+        if (!grown) return falcon_fail(FALCON_E_NOMEM, "outputs: out of memory for %d outputs", cap);
+        tx->out = grown;
+        tx->cap = cap;
+    }
     out_slot *s = &tx->out[tx->nout];
     memset(s, 0, sizeof *s);
     s->fd = s->lockfd = s->reg = -1;

@@ -152,7 +152,7 @@ static int write_sweeps(const char *out, bcase *cs, int nc, int axis, const char
         for (int g = 0; g < ng; g++)
             fprintf(f, "%lld %.6g %.6g %.6g\n", grp[g]->p[axis], grp[g]->median[TOK], grp[g]->median[GFLOPS],
                     grp[g]->median[PEAK]);
-        rc |= fclose(f) ? -1 : 0;
+        rc |= study_close(f);
     }
     free(done), free(grp);
     return rc;
@@ -242,7 +242,7 @@ int falcon_benchdat_main(int argc, char **argv)
             for (int m = 0; m < NMETRIC; m++) fprintf(f, " %.6g", c->failed ? NAN : c->median[m]);
             fputc('\n', f);
         }
-        if (fclose(f)) rc = 2;
+        if (study_close(f)) rc = 2;
     }
     FILE *fb = !rc ? study_open(out, "blas.dat", path, sizeof path) : NULL;
     if (!rc && !fb) rc = 2;
@@ -253,12 +253,13 @@ int falcon_benchdat_main(int argc, char **argv)
             if (!strcmp(cs[i].form, "blas"))
                 fprintf(fb, "%s %lld %lld %lld %.6g %.6g\n", cs[i].prec, cs[i].p[P_N], cs[i].p[P_M], cs[i].p[P_C],
                         cs[i].failed ? NAN : cs[i].median[GFLOPS], cs[i].failed ? NAN : cs[i].median[PEAK]);
-        if (fclose(fb)) rc = 2;
+        if (study_close(fb)) rc = 2;
     }
     static const int axes[] = {P_T, P_N, P_C, P_THREADS};
     static const char *const dirs[] = {"T", "n", "C", "threads"};
     for (int a = 0; a < 4 && !rc; a++)
         if (write_sweeps(out, cs, nc, axes[a], dirs[a])) rc = 2;
+    if (study_reports_end(!rc)) rc = 2; /* the tables change together, or not at all */
     int nblas = 0;
     for (int i = 0; cs && i < nc; i++) {
         nblas += !strcmp(cs[i].form, "blas");

@@ -347,7 +347,7 @@ static int write_out(const lparams *P, const tuned *slot, const lrun *runs, int 
         fputs("]}", f);
     }
     fputs("\n  ]\n}\n", f);
-    int rc = fclose(f) ? -1 : 0;
+    int rc = study_close(f);
 
     /* One .dat per curve: bin lo, hi, geometric middle, error; then the
      * tuned table and T0 for the plots. */
@@ -376,7 +376,7 @@ static int write_out(const lparams *P, const tuned *slot, const lrun *runs, int 
             const double lo = b ? (double)edge[b - 1] : 1.0;
             fprintf(f, "%.0f %lld %.6g %.6g\n", lo, (long long)edge[b], sqrt(lo * (double)edge[b]), nmse(&runs[i], b));
         }
-        rc |= fclose(f) ? -1 : 0;
+        rc |= study_close(f);
     }
     if (!(f = study_open(P->out, "tuned.dat", path, sizeof path))) return -1;
     fprintf(f, "# chosen at T0 = %lld by grid search: variant align decay beta alpha W nmse_T0 nmse_last_bin\n"
@@ -386,7 +386,7 @@ static int write_out(const lparams *P, const tuned *slot, const lrun *runs, int 
         fprintf(f, "%s %s %s %g %g %lld %.4g %.4g\n", falcon_variant_name(slot[i].v), falcon_align_name(slot[i].a),
                 slot[i].decay ? "decay" : "nodecay", slot[i].best.beta, slot[i].best.alpha,
                 (long long)slot[i].best.W, slot[i].err_t0, nmse(&runs[i], nbin - 1));
-    return rc | (fclose(f) ? -1 : 0);
+    return rc | study_close(f);
 }
 
 int study_learning_main(int argc, char **argv)
@@ -472,8 +472,11 @@ int study_learning_main(int argc, char **argv)
                nmse(&runs[i], nbin - 1), runs[i].failed ? "  FAILED" : "");
         failed |= runs[i].failed;
     }
-    const int io = write_out(&P, slot, runs, nr, edge, nbin, floor_nmse, secs);
-    printf("\n%s in %.1f s; wrote %s/learning.json, tuned.dat, curves/*.dat\n", failed ? "FAILED" : "done", secs,
-           P.out);
+    int io = write_out(&P, slot, runs, nr, edge, nbin, floor_nmse, secs);
+    io |= study_reports_end(!io);
+    if (io) printf("\n%s in %.1f s; the reports were not written (%s keeps the earlier ones)\n",
+                   failed ? "FAILED" : "done", secs, P.out);
+    else printf("\n%s in %.1f s; wrote %s/learning.json, tuned.dat, curves/*.dat\n", failed ? "FAILED" : "done",
+                secs, P.out);
     return io ? 2 : failed ? 1 : 0;
 }

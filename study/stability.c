@@ -800,7 +800,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
             sep = ",\n";
         }
     fputs("\n  ]\n}\n", f);
-    return fclose(f) ? -1 : 0;
+    return study_close(f);
 }
 
 /* thresholds.dat: the gate's thresholds (verify/gate-thresholds.c) for the
@@ -838,7 +838,7 @@ static int write_thresholds(const params *P)
                     fputs(" NaN NaN", f);
             fputc('\n', f);
         }
-    return fclose(f) ? -1 : 0;
+    return study_close(f);
 }
 
 /* beyond.dat: per curve with points past the fit's range, the last one
@@ -870,7 +870,7 @@ static int write_beyond(const params *P, const stream *ss, int ns)
                         b[w]->measured / b[w]->extrapolated, fit[w]->p, b[w]->p, beyond_held(b[w]) ? "yes" : "no");
             fputc('\n', f);
         }
-    return fclose(f) ? -1 : 0;
+    return study_close(f);
 }
 
 /* One file per curve (index 0: the points; index 1: the fitted lines from
@@ -883,7 +883,7 @@ static int write_dat(const params *P, const stream *ss, int ns)
     FILE *fits = study_open(P->out, "fits.dat", path, sizeof path);
     FILE *chk = fits ? study_open(P->out, "refcheck.dat", path, sizeof path) : NULL;
     if (!chk) {
-        if (fits) fclose(fits);
+        if (fits) study_close(fits);
         return -1;
     }
     fprintf(fits, "# falcon stability (%s): error ~ c T^p fitted over T = 100 .. %lld (units of roundoff u)\n"
@@ -932,12 +932,12 @@ static int write_dat(const params *P, const stream *ss, int ns)
                 for (int p = 0; p < k->npts; p++)
                     if (k->T[p] > (double)P->tfit) fprintf(f, "%.0f %.6g %.6g\n", k->T[p], k->out_u[p], k->S_u[p]);
             }
-            rc |= fclose(f) ? -1 : 0;
+            rc |= study_close(f);
         }
     }
     rc |= write_beyond(P, ss, ns);
-    rc |= fclose(fits) ? -1 : 0;
-    rc |= fclose(chk) ? -1 : 0;
+    rc |= study_close(fits);
+    rc |= study_close(chk);
     rc |= write_thresholds(P);
     return rc;
 }
@@ -1431,8 +1431,11 @@ static int finish(const params *P, const stream *ss, int nomem, double secs)
     for (int i = 0; i < P->nstream; i++) failed |= ss[i].failed;
     print_summary(P, ss, P->nstream);
     int io = write_json(P, ss, P->nstream, secs) | write_dat(P, ss, P->nstream);
-    printf("\n%s: %d streams in %.1f s; wrote %s/stability.json, fits.dat, refcheck.dat, curves/*.dat\n",
-           failed ? "FAILED" : "done", P->nstream, secs, P->out);
+    io |= study_reports_end(!io);
+    if (io) printf("\n%s: %d streams in %.1f s; the reports were not written (%s keeps the earlier ones)\n",
+                   failed ? "FAILED" : "done", P->nstream, secs, P->out);
+    else printf("\n%s: %d streams in %.1f s; wrote %s/stability.json, fits.dat, refcheck.dat, curves/*.dat\n",
+                failed ? "FAILED" : "done", P->nstream, secs, P->out);
     return io ? 2 : failed ? 1 : 0;
 }
 

@@ -78,8 +78,15 @@ int study_int_option(const opt_scan *sc, int id, const study_int_opt *rows, int 
 
 /* mkdir -p; 0 or -1 with a message on stderr. */
 int study_mkdir(const char *path);
-/* fopen(dir/name) for writing; NULL with a message on stderr. */
+/* The files a command writes at its end are one report set (an output
+ * transaction): study_open gives dir/name's temporary for writing (NULL
+ * with a message on stderr), study_close closes it (-1 with a message
+ * naming the file on a write error), and study_reports_end(ok) renames the
+ * whole set onto its names when ok (-1 with a message if that fails), or
+ * removes the temporaries: the earlier files stay as they were. */
 FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen);
+int study_close(FILE *f);
+int study_reports_end(int ok);
 /* JSON number: finite values, else null. */
 void study_json_num(FILE *f, double x);
 /* JSON string, quoted and escaped. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "study.h"
 
 loglog_fit study_fit(const double *T, const double *err, int count, double Tx)
@@ -71,12 +72,72 @@ int study_mkdir(const char *path)
     }
 }
 
+/* The report set: one output transaction for the files a command writes
+ * at its end (src/outputs.c), so that a failure or a signal before the
+ * commit leaves every earlier report as it was, a symlink is followed and
+ * a device refused, and the set changes as a whole. Streams keep their own
+ * transactions (they are saved as they finish). */
+static falcon_outputs *reports;
+static struct {
+    FILE *f;
+    char path[4096];
+} open_files[8];
+
 FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen)
 {
     snprintf(path, pathlen, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) fprintf(stderr, "falcon: error: cannot write %s: %s\n", path, strerror(errno));
+    int slot = -1;
+    if ((!reports && falcon_outputs_begin(&reports)) || falcon_outputs_file(reports, name, path, &slot)) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        return NULL;
+    }
+    const int fd = dup(falcon_outputs_fd(reports, slot)); /* the transaction keeps its own to fsync */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        fprintf(stderr, "falcon: error: cannot write %s: %s\n", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof open_files / sizeof open_files[0]; i++)
+        if (!open_files[i].f) {
+            open_files[i].f = f;
+            snprintf(open_files[i].path, sizeof open_files[i].path, "%s", path);
+            break;
+        }
     return f;
+}
+
+int study_close(FILE *f)
+{
+    const char *path = "a report";
+    for (size_t i = 0; i < sizeof open_files / sizeof open_files[0]; i++)
+        if (open_files[i].f == f) {
+            open_files[i].f = NULL;
+            path = open_files[i].path;
+        }
+    const int bad = ferror(f);
+    const int err = errno;
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "falcon: error: cannot write %s: %s\n", path, strerror(bad ? err : errno));
+        return -1;
+    }
+    return 0;
+}
+
+int study_reports_end(int ok)
+{
+    falcon_outputs *tx = reports;
+    reports = NULL;
+    if (!tx) return 0;
+    if (!ok) {
+        falcon_outputs_abort(tx);
+        return 0;
+    }
+    if (falcon_outputs_commit(tx)) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 void study_json_num(FILE *f, double x)

@@ -413,6 +413,29 @@ rc=0; prlimit --cpu=10 "$FALCON" compare big.json big.json --out big.dat >stdout
 if [ $rc -eq 0 ] && grep -q 'over 40000 cases: 1.000' stdout.txt; then ok "12. compare of 40000 cases within 10 s of CPU"
 else bad "12. compare of 40000 cases" "status $rc: $(head -c 300 stderr.txt)"; fi
 rm -f big.json big.dat
+# The study's reports are one set: a report that cannot be written (a
+# directory in its place, a file-size limit, a symlink to a device) fails
+# the command with an error line and leaves the earlier set byte-identical.
+STUDY=(stability --out S --tmax 200 --tmpfr 100 --tmax-parallel 100 --n 4 --backend scalar)
+rm -rf S && "$FALCON" "${STUDY[@]}" >/dev/null 2>&1
+for how in dir fsize devlink; do
+    before=$(fp S/stability.json S/fits.dat S/refcheck.dat S/thresholds.dat S/curves)
+    case $how in
+    dir) rm S/fits.dat && mkdir S/fits.dat ;;
+    devlink) ln -sfn /dev/null S/refcheck.dat ;;
+    esac
+    [ $how != fsize ] && before=$(fp S/stability.json S/fits.dat S/refcheck.dat S/thresholds.dat S/curves)
+    rc=0
+    # (a longer study than the set's: every report it would write differs)
+    if [ $how = fsize ]; then (ulimit -f 8; "$FALCON" "${STUDY[@]}" --tmax 300) >stdout.txt 2>stderr.txt || rc=$?
+    else "$FALCON" "${STUDY[@]}" --tmax 300 >stdout.txt 2>stderr.txt || rc=$?; fi
+    after=$(fp S/stability.json S/fits.dat S/refcheck.dat S/thresholds.dat S/curves)
+    if [ $rc -eq 2 ] && grep -q '^falcon: error: ' stderr.txt && [ "$before" = "$after" ] && [ -z "$(temps)" ]; then
+        ok "12. stability reports, $how: status 2, $(head -1 stderr.txt | cut -c1-90), the earlier set kept"
+    else bad "12. stability reports, $how" "status $rc: $(head -2 stderr.txt) $(diff <(echo "$before") <(echo "$after") | head -3) $(temps)"; fi
+    rm -rf S/fits.dat S/refcheck.dat && "$FALCON" "${STUDY[@]}" >/dev/null 2>&1
+done
+rm -rf S
 # A signal during `falcon verify --json` removes the report's temporary.
 "$FALCON" verify --profile full --json rep.json >/dev/null 2>&1 &
 pid=$!
