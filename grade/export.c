@@ -9,6 +9,7 @@
  * renamed onto DIR at the end: DIR is either complete or absent, and an
  * existing DIR is never touched.
  */
+#include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
 #include <jansson.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include "grade.h"
 #include "gate.h"
+#include "../src/internal.h"
 
 typedef struct export_opts {
     const char *dir;
@@ -389,18 +391,12 @@ static int write_case(const char *root, int index, const export_case *e, const c
  * partial DIR). Installed by the falcon command, not by a library caller. */
 static volatile sig_atomic_t stop_signal;
 static void note_signal(int sig) { stop_signal = sig; }
-static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGXCPU,
-                             SIGVTALRM};
 static int catching;
 
+/* The same signals as the output transactions catch (src/outputs.c). */
 void falcon_grade_export_catch_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = note_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) sigaction(caught[i], &sa, NULL);
-    signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG and is reported */
+    falcon_catch_terminating_signals(note_signal);
     catching = 1;
 }
 
@@ -478,16 +474,25 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
     return 0;
 }
 
-/* DIR may be absent or an empty directory, nothing else. */
-static int check_target(const char *dir)
+/* DIR may be absent or an empty directory, nothing else. An empty one
+ * stays until the finished set is renamed onto it (rename replaces an empty
+ * directory), so an export that fails or is killed leaves it as it was;
+ * *mode: its permissions, for the set (-1: DIR is absent). */
+static int check_target(const char *dir, int *mode)
 {
     struct stat st;
+    *mode = -1;
     if (lstat(dir, &st)) return 0;
     if (!S_ISDIR(st.st_mode))
         return cli_error("cases export: '%s' exists and is not a directory: choose a new directory", dir);
-    if (rmdir(dir))
+    DIR *d = opendir(dir);
+    int empty = d != NULL;
+    for (struct dirent *e; d && empty && (e = readdir(d));) empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    if (!empty)
         return cli_error("cases export: '%s' exists and is not empty: export writes a new directory "
                            "(remove it, or choose another)", dir);
+    *mode = (int)(st.st_mode & 07777);
     return 0;
 }
 
@@ -528,7 +533,8 @@ int falcon_grade_export_main(int argc, char **argv)
     export_case *cases;
     const int ncase = build_cases(o.profile, &cases);
     if (ncase < 0) return cli_error("out of memory");
-    if ((rc = check_target(o.dir))) {
+    int old_mode;
+    if ((rc = check_target(o.dir, &old_mode))) {
         free(cases);
         return rc;
     }
@@ -590,6 +596,8 @@ int falcon_grade_export_main(int argc, char **argv)
     json_decref(list);
     if (!rc && stop_signal) rc = cli_error("cases export: interrupted by signal %d: '%s' was not written",
                                              (int)stop_signal, o.dir);
+    if (!rc && old_mode >= 0 && chmod(tmp, (mode_t)old_mode))
+        rc = cli_error("cases export: cannot give the set the mode of '%s'", o.dir);
     if (!rc && rename(tmp, o.dir))
         rc = cli_error("cases export: cannot rename the finished set onto '%s' (it appeared meanwhile?)", o.dir);
     if (rc) remove_tree(tmp);

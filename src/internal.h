@@ -65,6 +65,13 @@ int falcon_finite_scan_isa(void);
 int64_t falcon_first_unfit(const double *x, int64_t count, uint64_t limit, int finite_only);
 uint64_t falcon_f32_unfit_limit(void);
 
+/* outputs.c: handler for every catchable signal whose default action ends
+ * the process and that is still at its default (an ignored one stays
+ * ignored, a sanitizer's handler stays in charge), every other signal
+ * blocked while it runs; SIGXFSZ ignored. falcon_outputs_clean_on_signals
+ * installs its clean-up this way; `falcon cases export` its own. */
+void falcon_catch_terminating_signals(void (*handler)(int));
+
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);
 

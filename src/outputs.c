@@ -118,15 +118,11 @@ static const int term_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, 
 #endif
 };
 
-void falcon_outputs_clean_on_signals(void)
+void falcon_catch_terminating_signals(void (*handler)(int))
 {
-    static int done;
-    if (done) return;
-    done = 1;
-    atexit(on_exit_clean);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = handler;
     sigfillset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof term_signals / sizeof term_signals[0]; i++) {
         struct sigaction old;
@@ -141,7 +137,16 @@ void falcon_outputs_clean_on_signals(void)
         if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
             sigaction(s, &sa, NULL);
     }
-    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG, and is reported */
+}
+
+void falcon_outputs_clean_on_signals(void)
+{
+    static int done;
+    if (done) return;
+    done = 1;
+    atexit(on_exit_clean);
+    falcon_catch_terminating_signals(on_signal);
 }
 
 /* ---- the transaction ---- */

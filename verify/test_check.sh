@@ -45,8 +45,12 @@ expect "export refuses a non-empty directory" 2 "is not empty" "$FALCON" cases e
 if [ "$(cat keep/file)" = mine ] && [ "$(ls keep)" = file ]; then ok "the existing directory is untouched"
 else bad "existing directory" "changed: $(ls keep)"; fi
 if ls -d cs.tmp-* keep.tmp-* 2>/dev/null; then bad "temporaries" "left behind"; else ok "no temporary directory left"; fi
-# A killed export leaves neither the set nor its temporary directory.
-for sig in TERM INT HUP; do
+# A killed export leaves neither the set nor its temporary directory; an
+# empty directory given as DIR stays as it was. (Job control on: a script's
+# background jobs would otherwise start with SIGINT ignored, which the
+# export, like every command here, leaves ignored.)
+set -m
+for sig in TERM INT HUP PROF RTMIN; do
     "$FALCON" cases export killed --profile full --quiet 2>/dev/null &
     pid=$!
     sleep 1
@@ -57,6 +61,31 @@ for sig in TERM INT HUP; do
         ok "SIG$sig during an export: nothing left, status $rc"
     else bad "SIG$sig during an export" "status $rc, left: $(ls -d killed* 2>/dev/null)"; rm -rf killed killed.tmp-*; fi
 done
+mkdir -m 700 emptyd
+"$FALCON" cases export emptyd --profile full --quiet 2>/dev/null &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+if [ -d emptyd ] && [ -z "$(ls -A emptyd)" ] && [ "$(stat -c %a emptyd)" = 700 ] && ! ls -d emptyd.tmp-* >/dev/null 2>&1; then
+    ok "SIGTERM during an export into an empty directory: the directory stays, mode 700"
+else bad "export into an empty directory, killed" "status $rc: $(ls -ld emptyd* 2>&1)"; fi
+if "$FALCON" cases export emptyd --variant falcon1 --quiet && [ -f emptyd/index.json ] && [ "$(stat -c %a emptyd)" = 700 ]; then
+    ok "an export into an empty directory fills it and keeps its mode"
+else bad "export into an empty directory" "$(ls -ld emptyd)"; fi
+rm -rf emptyd
+set +m
+# An ignored signal stays ignored (nohup, a background job): the export ends normally.
+(trap '' HUP; exec "$FALCON" cases export hupd --profile full --variant falcon1 --quiet) &
+pid=$!
+sleep 1
+kill -HUP "$pid" 2>/dev/null || true
+rc=0
+wait "$pid" || rc=$?
+if [ $rc -eq 0 ] && [ -f hupd/index.json ]; then ok "an ignored SIGHUP stays ignored: the export completes"
+else bad "ignored SIGHUP" "status $rc"; fi
+rm -rf hupd
 expect "export filters" 0 "" "$FALCON" cases export f1 --variant falcon3 --form chunk --quiet --align prefix
 [ ! -s stdout.txt ] || bad "--quiet" "printed $(cat stdout.txt)"
 if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sys.exit(not (c and all(
