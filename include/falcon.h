@@ -10,7 +10,10 @@
  * Every entry point validates its arguments before it touches anything the
  * caller owns: on error it returns a non-zero falcon_status, leaves output
  * buffers and the state untouched, and falcon_last_error() names the tensor,
- * the index and the rule that failed.
+ * the index and the rule that failed. The one error found after computing
+ * is FALCON_E_OVERFLOW (valid inputs whose results are not finite): the
+ * state is still untouched, but the output buffer has then been written
+ * and its contents are unspecified.
  */
 #ifndef FALCON_H
 #define FALCON_H
