@@ -335,6 +335,26 @@ static void gains_at_the_limits(falcon_precision prec)
 Test(limits, gains_at_the_limits_fp32) { gains_at_the_limits(FALCON_FP32); }
 Test(limits, gains_at_the_limits_fp64) { gains_at_the_limits(FALCON_FP64); }
 
+/* Subnormal gains on keys of ordinary size: z = g * x formed as it stands
+ * would be subnormal and lose digits, though the memory and the reads it
+ * leads to (about beta / eps times z) are normal numbers. */
+static void subnormal_gains(falcon_precision prec)
+{
+    const int f32 = prec == FALCON_FP32;
+    const double gains[] = {f32 ? 1e-41 : 1e-310, f32 ? 1e-43 : 1e-312};
+    uint64_t seed = 1150;
+    for (int v = FALCON_2; v <= FALCON_2A; v += FALCON_2A - FALCON_2)
+        for (int gi = 0; gi < 2; gi++)
+            for (int a = 0; a < 2; a++) {
+                limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
+                                  1.0, 0, 1.0, 1.0, 0, gains[gi], 0};
+                check(&lc, prec, NULL, 1, "subnormal gains");
+            }
+}
+
+Test(limits, subnormal_gains_fp32) { subnormal_gains(FALCON_FP32); }
+Test(limits, subnormal_gains_fp64) { subnormal_gains(FALCON_FP64); }
+
 /* A memory set by falcon_state_set_memory and no previous key: under prefix
  * alignment the first step learns nothing, but forgets and reads. */
 Test(limits, step_without_example_on_a_set_memory)

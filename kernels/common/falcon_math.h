@@ -159,10 +159,12 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
  * the run then reports an overflow rather than a silent eta = 0.
  *
  * Falcon-2/2A (W = 1) write along z = g * x, which huge or tiny gains can
- * take out of range on their own: if x'.z' is still out of range after x
- * is scaled, z' = g * x' is stored divided by its own scale tau as well,
- * z = s tau z'', and the step passes tau: c = beta s tau / (eps + s^2 tau
- * x'.z'') = eta s tau, the coefficient of z''. tau = 1 everywhere else. */
+ * take out of range on their own: gains far from 1 are divided by their
+ * scale before the product (falcon_gain_direction), and if x'.z' is still
+ * out of range after x is scaled, z' is divided by its own scale as well;
+ * z = s tau z'' with tau the product of the two, and the step passes tau:
+ * c = beta s tau / (eps + s^2 tau x'.z'') = eta s tau, the coefficient of
+ * z''. tau = 1 everywhere else. */
 FALCON_HD int falcon_xz_in_range_f32(float xz) { return xz >= 0x1p-62f && xz <= 0x1p62f; }
 FALCON_HD int falcon_xz_in_range_f64(double xz) { return xz >= 0x1p-510 && xz <= 0x1p510; }
 
@@ -191,6 +193,40 @@ FALCON_HD double falcon_key_scale_f64(double *x, int64_t n)
     FALCON_KEY_SCALE_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255) /* B = 255 */
 }
 #undef FALCON_KEY_SCALE_BODY
+
+/* Falcon-2/2A's write direction z = g * x (n entries), returning tau with
+ * z = g x / tau. Gains whose largest magnitude is far from 1 (outside the
+ * key scale's [2^-B, 2^B]) are divided by their power-of-two scale first,
+ * which is exact: formed as g * x and scaled afterwards, a tiny z would
+ * already have been rounded as a subnormal, with digits lost (fp32 gains
+ * of 1e-41 gave errors of 1000 units of roundoff), or a huge one have
+ * overflowed. Gains of ordinary size: tau = 1 and z = g * x, bit for bit. */
+#define FALCON_GAIN_DIRECTION_BODY(R, FABS, FREXP, LDEXP, LO, HI)           \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        R a = FABS(g[i]);                                                   \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0 || (amax >= (LO) && amax <= (HI))) {                      \
+        for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];                 \
+        return 1;                                                           \
+    }                                                                       \
+    int ex;                                                                 \
+    (void)FREXP(amax, &ex);                                                 \
+    const R tau = LDEXP((R)1, ex - 1);                                      \
+    for (int64_t i = 0; i < n; i++) z[i] = (g[i] / tau) * x[i];             \
+    return tau;
+
+FALCON_HD float falcon_gain_direction_f32(const float *g, const float *x, float *z, int64_t n)
+{
+    FALCON_GAIN_DIRECTION_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f)
+}
+
+FALCON_HD double falcon_gain_direction_f64(const double *g, const double *x, double *z, int64_t n)
+{
+    FALCON_GAIN_DIRECTION_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255)
+}
+#undef FALCON_GAIN_DIRECTION_BODY
 
 #define FALCON_ETA_SCALED_BODY(R)                                           \
     R b = beta, e = eps, x = sum;                                           \

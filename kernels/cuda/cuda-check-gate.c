@@ -54,8 +54,8 @@ static int make_cases(cc_case **out, int big)
             cs[n++] = (cc_case){table[i], (falcon_form)f, table[i].T > 2 ? table[i].T / 2 + 1 : 0, 0, 0};
     uint64_t seed = 70001;
     /* Keys at the limits of fp32 (x.x overflows or underflows where the
-     * results do not), Falcon-2/2A's gains of 1e30 (with keys of 1 and 1e20)
-     * and 1e-30, and a memory that is not zero before a first step that learns
+     * results do not), Falcon-2/2A's gains of 1e30 (with keys of 1 and 1e20),
+     * 1e-30 and 1e-41 (subnormal), and a memory that is not zero before a first step that learns
      * nothing (prefix alignment, no previous key). */
     static const double mags[] = {1e20, 1e30, 1e-20};
     for (int v = 0; v < 6; v++)
@@ -67,10 +67,11 @@ static int make_cases(cc_case **out, int big)
                                          GATE_DECAY_MIX, 2, 40, 3, 12, 10, W, 8, 1e-6, mags[k], seed++};
                     cs[n++] = (cc_case){c, (falcon_form)f, 17, 0, 0};
                 }
-            for (int k = 0; k < 3 && falcon_variant_has_gain((falcon_variant)v); k++) {
+            static const double gmags[] = {1e30, 1e30, 1e-30, 1e-41}; /* 1e-41: subnormal gains */
+            for (int k = 0; k < 4 && falcon_variant_has_gain((falcon_variant)v); k++) {
                 const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, GATE_DECAY_MIX,
                                      2, 40, 3, 12, 10, 1, 8, 1e-6, k == 1 ? 1e20 : 1.0, seed++};
-                cs[n++] = (cc_case){c, (falcon_form)f, 17, k == 2 ? 1e-30 : 1e30, 0};
+                cs[n++] = (cc_case){c, (falcon_form)f, 17, gmags[k], 0};
             }
             const gate_case c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, GATE_DECAY_MIX,
                                  2, 40, 3, 12, 10, W, 8, 1e-6, 1.0, seed++};
@@ -366,7 +367,7 @@ static int sweep(run_kind kind, int quick)
     }
     free(cs);
     print_summary(&sm, kind == RUN_EMU ? "CUDA kernels in CPU emulation" : "CUDA backend on the GPU");
-    print_summary(&lim, "the same, keys of 1e20, 1e30 and 1e-20, gains of 1e30 and 1e-30, and a set memory "
+    print_summary(&lim, "the same, keys of 1e20, 1e30 and 1e-20, gains of 1e30, 1e-30 and 1e-41, and a set memory "
                         "before an empty step");
     if (kind == RUN_EMU) fails += overflow_parity();
     printf("\n%s: %d cases, %d failed the gate", kind == RUN_EMU ? "emulation" : "device", ncase, fails);

@@ -173,13 +173,13 @@ FC_DEV void fc_prep_example(const fc_problem *pb, int64_t hd, int64_t e)
     if (e >= falcon_examples_after(&ex, pb->T)) return;
     float *x = pb->X + item * n;
     falcon_featurize_f32(pb->phi, fc_key_row(pb, hd, &ex, e), x, n);
-    float s = 0, sc = 1;
+    float s = 0, sc = 1, tau = 1, tau2; /* Falcon-2/2A: tau, z's scale (falcon_gain_direction, then z's own) */
     for (int pass = 0; pass < 2; pass++) {
         s = 0;
         if (pb->has_gain) { /* W = 1: no carried examples, the step is this call's */
             const float *g = pb->gain + fc_row(pb, hd, falcon_step_of_example(&ex, e)) * n;
             float *z = pb->Z + item * n;
-            for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
+            tau = falcon_gain_direction_f32(g, x, z, n); /* z = g x / tau */
             for (int64_t i = 0; i < n; i++) s += x[i] * z[i];
         } else {
             for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
@@ -187,8 +187,9 @@ FC_DEV void fc_prep_example(const fc_problem *pb, int64_t hd, int64_t e)
         /* x.z out of range: store x scaled, x = sc x', and take it again */
         if (pass > 0 || falcon_xz_in_range_f32(s) || (sc = falcon_key_scale_f32(x, n)) == 1) break;
     }
-    float tau = 1; /* Falcon-2/2A: z' scaled on its own if x'.z' still is out of range */
-    if (pb->has_gain && !falcon_xz_in_range_f32(s) && (tau = falcon_key_scale_f32(pb->Z + item * n, n)) != 1) {
+    /* Falcon-2/2A: z' scaled on its own too if x'.z' still is out of range */
+    if (pb->has_gain && !falcon_xz_in_range_f32(s) && (tau2 = falcon_key_scale_f32(pb->Z + item * n, n)) != 1) {
+        tau *= tau2;
         const float *z = pb->Z + item * n;
         s = 0;
         for (int64_t i = 0; i < n; i++) s += x[i] * z[i];

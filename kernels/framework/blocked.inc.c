@@ -259,7 +259,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         xs[g] = xt[g] = 1;
         if (h->gain) { /* W = 1: every example here was revealed in this block */
             int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
-            RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
+            xt[g] = RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
         }
     }
     for (int64_t j = 0; j < Lc; j++)
@@ -298,8 +298,8 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             for (int64_t g = 0; g < G; g++)
                 uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
         }
-        /* (Falcon-2/2A: z' = g * x' scaled on its own, by xt, if x'.z'
-         * is out of range still.) */
+        /* (Falcon-2/2A: z' = g * x' / xt, xt from the gains' scale, and
+         * times z's own scale if x'.z' is out of range still.) */
         int rescaled = 0;
         for (int64_t g = 0; pass == 0 && g < G; g++) {
             if (RS(falcon_xz_in_range)(xz[g])) continue;
@@ -307,9 +307,13 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
             if (!h->gain) continue;
             const int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
-            RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
+            xt[g] = RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
             uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
-            if (!RS(falcon_xz_in_range)(d) && (xt[g] = RS(falcon_key_scale)(zg, n)) != 1) rescaled = 1;
+            REAL tau2;
+            if (!RS(falcon_xz_in_range)(d) && (tau2 = RS(falcon_key_scale)(zg, n)) != 1) {
+                xt[g] *= tau2;
+                rescaled = 1;
+            }
         }
         if (!rescaled) break;
     }

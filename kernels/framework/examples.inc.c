@@ -133,14 +133,15 @@ static inline int RS(all_zero)(const REAL *restrict ck, int64_t n)
     return !bad;
 }
 
-/* z = g * x for Falcon-2/2A (gain row g), else z = x. */
-static void RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n)
+/* z = g * x / tau for Falcon-2/2A (gain row g; tau from falcon_gain_direction),
+ * else z = x and tau = 1. Returns tau. */
+static REAL RS(write_direction)(const REAL *g, const REAL *x, REAL *z, int64_t n)
 {
     if (!g) {
         if (z != x) memcpy(z, x, sizeof(REAL) * (size_t)n);
-        return;
+        return 1;
     }
-    for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];
+    return RS(falcon_gain_direction)(g, x, z, n);
 }
 
 /* The memory S [m][n] (double, the state's) to and from the work copy,

@@ -215,13 +215,19 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
         REAL *xn = X + (k - 1) * ldn, *zn = h->gain ? Zg : xn, d2[2];
         xs[k - 1] = 1;
         for (int pass = 0; pass < 2; pass++) {
-            if (h->gain) RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
+            if (h->gain) st.tau = RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
             uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
             if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
             if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
         }
-        if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (st.tau = RS(falcon_key_scale)(Zg, n)) != 1)
+        /* z' scaled on its own too if x'.z' is still out of range (with the
+         * gains scaled first, only just: a safeguard the gate's cases do not
+         * reach) */
+        REAL tau2;
+        if (h->gain && !RS(falcon_xz_in_range)(d2[0]) && (tau2 = RS(falcon_key_scale)(Zg, n)) != 1) {
+            st.tau *= tau2;
             uk->gemm_nt(1, 2, n, Zg, ldn, xn, ldn, 0, d2, 2);
+        }
         xz[k - 1] = d2[0];
         zq[k - 1] = d2[1];
         st.Z = h->gain ? Zg : X;
