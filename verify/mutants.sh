@@ -44,7 +44,7 @@ mutants=(
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/|limits::keys_at_the_limits_fp32"
 "residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
 "system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/|limits::gains_at_the_limits_fp32"
-"gains-not-scaled-before-the-product|kernels/common/falcon_math.h|s/(amax >= (LO) \&\& amax <= (HI))) {/(amax >= 0)) {/|limits::subnormal_gains_fp32"
+"gains-not-scaled-before-the-product|kernels/common/falcon_math.h|s/const R tau = falcon_pow2_scale_##SFX(g, n);/const R tau = 1;/|limits::subnormal_gains_fp32"
 "rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/|limits::gains_at_the_limits_fp32"
 "rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g|limits::gains_at_the_limits_fp32"
 # The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.

@@ -168,63 +168,65 @@ FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
 FALCON_HD int falcon_xz_in_range_f32(float xz) { return xz >= 0x1p-62f && xz <= 0x1p62f; }
 FALCON_HD int falcon_xz_in_range_f64(double xz) { return xz >= 0x1p-510 && xz <= 0x1p510; }
 
-#define FALCON_KEY_SCALE_BODY(R, FABS, FREXP, LDEXP, LO, HI)                \
+/* The power of two a vector is divided by to bring its largest magnitude
+ * into [2^-B, 2^B] (B = 31 in fp32, 255 in fp64), from its exponent;
+ * 1 when it is there already, or the vector is zero. */
+#define FALCON_POW2_SCALE_BODY(R, FABS, FREXP, LDEXP, LO, HI)               \
     R amax = 0;                                                             \
     for (int64_t i = 0; i < n; i++) {                                       \
-        R a = FABS(x[i]);                                                   \
+        R a = FABS(v[i]);                                                   \
         if (a > amax) amax = a;                                             \
     }                                                                       \
     if (amax == 0 || (amax >= (LO) && amax <= (HI))) return 1;             \
     int ex;                                                                 \
     (void)FREXP(amax, &ex); /* amax = f 2^ex, f in [0.5, 1) */              \
-    const R s = LDEXP((R)1, ex - 1);                                        \
-    for (int64_t i = 0; i < n; i++) x[i] = x[i] / s;                        \
-    return s;
+    return LDEXP((R)1, ex - 1);
+
+FALCON_HD float falcon_pow2_scale_f32(const float *v, int64_t n)
+{
+    FALCON_POW2_SCALE_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f)
+}
+
+FALCON_HD double falcon_pow2_scale_f64(const double *v, int64_t n)
+{
+    FALCON_POW2_SCALE_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255)
+}
+#undef FALCON_POW2_SCALE_BODY
 
 /* Divide the feature vector x[n] by its scale (in place); returns the scale
  * (1: x is left as it is). */
-FALCON_HD float falcon_key_scale_f32(float *x, int64_t n)
-{
-    FALCON_KEY_SCALE_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f) /* B = 31 */
-}
+#define FALCON_KEY_SCALE_BODY(R, SFX)                                       \
+    const R s = falcon_pow2_scale_##SFX(x, n);                              \
+    for (int64_t i = 0; s != 1 && i < n; i++) x[i] = x[i] / s;              \
+    return s;
 
-FALCON_HD double falcon_key_scale_f64(double *x, int64_t n)
-{
-    FALCON_KEY_SCALE_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255) /* B = 255 */
-}
+FALCON_HD float falcon_key_scale_f32(float *x, int64_t n) { FALCON_KEY_SCALE_BODY(float, f32) }
+FALCON_HD double falcon_key_scale_f64(double *x, int64_t n) { FALCON_KEY_SCALE_BODY(double, f64) }
 #undef FALCON_KEY_SCALE_BODY
 
 /* Falcon-2/2A's write direction z = g * x (n entries), returning tau with
  * z = g x / tau. Gains whose largest magnitude is far from 1 (outside the
- * key scale's [2^-B, 2^B]) are divided by their power-of-two scale first,
- * which is exact: formed as g * x and scaled afterwards, a tiny z would
- * already have been rounded as a subnormal, with digits lost (fp32 gains
- * of 1e-41 gave errors of 1000 units of roundoff), or a huge one have
- * overflowed. Gains of ordinary size: tau = 1 and z = g * x, bit for bit. */
-#define FALCON_GAIN_DIRECTION_BODY(R, FABS, FREXP, LDEXP, LO, HI)           \
-    R amax = 0;                                                             \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        R a = FABS(g[i]);                                                   \
-        if (a > amax) amax = a;                                             \
-    }                                                                       \
-    if (amax == 0 || (amax >= (LO) && amax <= (HI))) {                      \
+ * key scale's range) are divided by their power-of-two scale first, which
+ * is exact: formed as g * x and scaled afterwards, a tiny z would already
+ * have been rounded as a subnormal, with digits lost (fp32 gains of 1e-41
+ * gave errors of 1000 units of roundoff), or a huge one have overflowed.
+ * Gains of ordinary size: tau = 1 and z = g * x, bit for bit. */
+#define FALCON_GAIN_DIRECTION_BODY(R, SFX)                                  \
+    const R tau = falcon_pow2_scale_##SFX(g, n);                            \
+    if (tau == 1)                                                           \
         for (int64_t i = 0; i < n; i++) z[i] = g[i] * x[i];                 \
-        return 1;                                                           \
-    }                                                                       \
-    int ex;                                                                 \
-    (void)FREXP(amax, &ex);                                                 \
-    const R tau = LDEXP((R)1, ex - 1);                                      \
-    for (int64_t i = 0; i < n; i++) z[i] = (g[i] / tau) * x[i];             \
+    else                                                                    \
+        for (int64_t i = 0; i < n; i++) z[i] = (g[i] / tau) * x[i];         \
     return tau;
 
 FALCON_HD float falcon_gain_direction_f32(const float *g, const float *x, float *z, int64_t n)
 {
-    FALCON_GAIN_DIRECTION_BODY(float, fabsf, frexpf, ldexpf, 0x1p-31f, 0x1p31f)
+    FALCON_GAIN_DIRECTION_BODY(float, f32)
 }
 
 FALCON_HD double falcon_gain_direction_f64(const double *g, const double *x, double *z, int64_t n)
 {
-    FALCON_GAIN_DIRECTION_BODY(double, fabs, frexp, ldexp, 0x1p-255, 0x1p255)
+    FALCON_GAIN_DIRECTION_BODY(double, f64)
 }
 #undef FALCON_GAIN_DIRECTION_BODY
 
