@@ -205,18 +205,25 @@ static int make_state(run_ctx *c)
     if (!c->args.ckpt_in)
         return falcon_state_create(heads, d->n, d->m, c->cfg.window, &c->state)
                    ? cli_error("%s", falcon_last_error()) : 0;
+    /* the manifest's shape first: a checkpoint of another shape is named as
+     * such before anything of its size is allocated */
+    falcon_state_view v = {0};
+    if (falcon_checkpoint_shape(c->args.ckpt_in, &v.heads, &v.n, &v.m, &v.window))
+        return cli_error("--checkpoint-in: %s", falcon_last_error());
+    if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
+        return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
+                         "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,
+                         (long long)v.heads, (long long)v.n, (long long)v.m, (long long)v.window,
+                         (long long)heads, (long long)d->n, (long long)d->m, (long long)c->cfg.window);
     if (falcon_checkpoint_load(c->args.ckpt_in, &c->state))
         return cli_error("--checkpoint-in: %s", falcon_last_error());
     /* float64 values: a run below fp64 must be able to hold them, and one
      * that does not fit is the checkpoint's fault, not the inputs' */
     if (falcon_state_check(c->state, c->cfg.precision))
         return cli_error("--checkpoint-in: checkpoint '%s': %s", c->args.ckpt_in, falcon_last_error());
-    const falcon_state_view v = falcon_state_get_view(c->state);
-    if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
-        return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
-                         "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,
-                         (long long)v.heads, (long long)v.n, (long long)v.m, (long long)v.window,
-                         (long long)heads, (long long)d->n, (long long)d->m, (long long)c->cfg.window);
+    v = falcon_state_get_view(c->state);
+    if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window) /* changed since */
+        return cli_error("--checkpoint-in '%s': the checkpoint changed while it was read", c->args.ckpt_in);
     return 0;
 }
 

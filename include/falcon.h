@@ -354,6 +354,9 @@ falcon_status falcon_npy_create_output(falcon_outputs *tx, int slot, const falco
 falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir);
 /* Load; every array's shape is checked before its data is read. */
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out);
+/* A checkpoint's dimensions, from its manifest alone (nothing allocated):
+ * to compare with a run before loading it. */
+falcon_status falcon_checkpoint_shape(const char *dir, int64_t *heads, int64_t *n, int64_t *m, int64_t *window);
 /* A checkpoint as an output of a transaction, and its contents. */
 falcon_status falcon_outputs_checkpoint(falcon_outputs *tx, const char *what, const char *dir, int *slot);
 falcon_status falcon_checkpoint_save_to(falcon_outputs *tx, int slot, const falcon_state *state);

@@ -347,6 +347,20 @@ static int lock_parent_shared(const char *dir)
     return fd;
 }
 
+falcon_status falcon_checkpoint_shape(const char *dir, int64_t *heads, int64_t *n, int64_t *m, int64_t *window)
+{
+    if (!dir || !heads || !n || !m || !window) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_shape: NULL argument");
+    char text[MANIFEST_MAX];
+    manifest mf;
+    char *path = join(dir, MANIFEST);
+    falcon_status s = !path ? falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
+                            : read_manifest_text(path, text, sizeof text);
+    if (!s) s = parse_manifest(path, text, &mf);
+    free(path);
+    if (!s) *heads = mf.heads, *n = mf.n, *m = mf.m, *window = mf.window;
+    return s;
+}
+
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
 {
     if (!dir || !out) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_load: NULL %s", dir ? "output" : "dir");

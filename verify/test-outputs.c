@@ -221,6 +221,13 @@ Test(outputs, checkpoint_swapped_whole, .init = make_dir, .fini = remove_dir)
     cr_assert(falcon_checkpoint_load(at("ck"), &back) == FALCON_OK, "%s", falcon_last_error());
     cr_assert(!memcmp(falcon_state_get_view(back).S, Sb, sizeof Sb), "the failed save changed nothing");
     falcon_state_free(back);
+    /* its shape from the manifest alone */
+    int64_t h = 0, n = 0, m = 0, w = 0;
+    cr_expect_eq(falcon_checkpoint_shape(at("ck"), &h, &n, &m, &w), FALCON_OK, "%s", falcon_last_error());
+    cr_expect(h == 2 && n == 3 && m == 4 && w == 1, "%lld %lld %lld %lld", (long long)h, (long long)n, (long long)m,
+              (long long)w);
+    cr_expect_eq(falcon_checkpoint_shape(at("ck"), &h, NULL, &m, &w), FALCON_E_ARGUMENT);
+    cr_expect_eq(falcon_checkpoint_shape(at("nowhere"), &h, &n, &m, &w), FALCON_E_FORMAT, "%s", falcon_last_error());
     falcon_state_free(a);
     falcon_state_free(b);
 }

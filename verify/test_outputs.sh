@@ -356,6 +356,17 @@ refused "10. a 4 GiB sparse S.npy against a 1x3x5 manifest (under 512 MiB)" \
     "checkpoint 'ck10/S.npy': shape (536870912,) but the manifest" "${ARGS[@]}"
 if [ -z "${STREAM_NO_LIMIT:-}" ]; then FALCON=$SAVED; fi
 rm -rf ck10 o10.npy
+# A manifest of another shape, too large to allocate, is named as such
+# before anything of its size is allocated.
+rm -rf ck10 && run_args out=o10.npy --checkpoint-out ck10 && "$FALCON" "${ARGS[@]}"
+printf 'format falcon-checkpoint 1\nheads 1\nn 16384\nm 16384\nwindow 4096\n' >ck10/falcon-checkpoint.txt
+KEEP="ck10/falcon-checkpoint.txt"
+run_args out=out10.npy --checkpoint-in ck10
+if [ -z "${STREAM_NO_LIMIT:-}" ]; then ARGS=(--as=$((512 << 20)) "$FALCON" "${ARGS[@]}"); SAVED=$FALCON; FALCON=prlimit; fi
+refused "10. a manifest of n = m = 16384, W = 4096 against a 1x3x5 run (under 512 MiB)" \
+    "the checkpoint has heads=1, n=16384, m=16384, window=4096 but the run has heads=1 (B*H), n=5, m=3" "${ARGS[@]}"
+if [ -z "${STREAM_NO_LIMIT:-}" ]; then FALCON=$SAVED; fi
+rm -rf ck10 o10.npy
 
 # ---- 11. the chunk form's work memory is bounded whatever C, W and T are ----
 if [ -z "${STREAM_NO_LIMIT:-}" ]; then
