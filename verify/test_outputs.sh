@@ -152,6 +152,14 @@ run_args q=a_q.npy k=a_k.npy out=q_hard.npy; refused "3. --out a hard link of th
 ln -sfn a_k.npy k_link.npy
 run_args q=a_q.npy k=a_k.npy --state-out k_link.npy; refused "3. --state-out a symlink to the input --k" "is also the input --k" "${ARGS[@]}"
 rm -f q_hard.npy k_link.npy a_q.npy a_k.npy
+# Names up to NAME_MAX get their temporaries and backups beside them (the
+# suffixes cut the name, not the run).
+long=$(printf 'x%.0s' $(seq 251)).npy
+run_args out="$long"
+if "$FALCON" "${ARGS[@]}" 2>stderr.txt && "$FALCON" "${ARGS[@]}" 2>>stderr.txt && [ -f "$long" ] && [ -z "$(temps)" ]; then
+    ok "3. a 255-byte output name, written and replaced"
+else bad "3. a 255-byte output name" "$(cat stderr.txt) $(temps)"; fi
+rm -f "$long"
 # An input inside --checkpoint-out would go with the old checkpoint.
 old_files
 cp q.npy ck/extra_q.npy
