@@ -6,6 +6,7 @@ enums are plain ints whose values come from the library's own name parsers
 """
 import ctypes
 import ctypes.util
+import operator
 import os
 
 __all__ = ["FalconError", "lib", "grade_lib", "Config", "Inputs", "StateView"]
@@ -237,13 +238,28 @@ def check_status(status, what=""):
     raise FalconError("%s%s" % (what + ": " if what else "", msg), status, name)
 
 
+def as_int(name, value, lo, hi):
+    """An exact integer in [lo, hi]: no float truncated, no bool, and nothing
+    that ctypes would wrap modulo 2^32 or 2^64."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, not a bool" % name)
+    try:
+        i = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %r" % (name, value)) from None
+    if not lo <= i <= hi:
+        raise ValueError("%s = %d is out of range [%d, %d]" % (name, i, lo, hi))
+    return i
+
+
 def parse_enum(kind, value):
-    """A CLI spelling ("falcon1", "prefix", "fp32" ...) -> the enum value, by
-    the library's own parser."""
-    if isinstance(value, int):
-        return value
+    """A CLI spelling ("falcon1", "prefix", "fp32" ...) or an enum value -> the
+    enum value, by the library's own parser (an integer is passed on for the
+    library to check, after it was checked to fit a C int)."""
+    if not isinstance(value, (str, bytes)):
+        return as_int(kind, value, 0, 2**31 - 1)
     v = lib()
-    r = getattr(v, "falcon_%s_parse" % kind)(str(value).encode())
+    r = getattr(v, "falcon_%s_parse" % kind)(os.fsencode(value) if isinstance(value, str) else value)
     if r < 0:
         raise ValueError("unknown %s %r" % (kind, value))
     return r

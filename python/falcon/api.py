@@ -25,8 +25,9 @@ class State:
         self._L = L
         if _handle is None:
             h = ctypes.c_void_p()
-            _lib.check_status(L.falcon_state_create(heads, n, m, window, ctypes.byref(h)),
-                              "state_create")
+            dims = [_lib.as_int(k, x, -2**63, 2**63 - 1) for k, x in
+                    (("heads", heads), ("n", n), ("m", m), ("window", window))]
+            _lib.check_status(L.falcon_state_create(*dims, ctypes.byref(h)), "state_create")
             _handle = h
         self._h = _handle
 
@@ -96,11 +97,14 @@ class State:
 
     @memory.setter
     def memory(self, S):
+        """S as [heads, m, n] (or [m, n] for one head): any other shape, a
+        transposed [n, m] or a flat array, is refused, not reinterpreted."""
         v = self._view()
-        S = np.ascontiguousarray(S, dtype=np.float64)
-        if S.size != v.heads * v.m * v.n:
-            raise ValueError("memory has %d elements, the state holds %d heads of %d x %d"
-                             % (S.size, v.heads, v.m, v.n))
+        S = _arr(S, np.float64, "memory")
+        want = (v.heads, v.m, v.n)
+        if S.shape != want and not (v.heads == 1 and S.shape == want[1:]):
+            raise ValueError("memory has shape %s, the state holds [heads, m, n] = %s"
+                             % (S.shape, want))
         _lib.check_status(self._L.falcon_state_set_memory(
             self._h, S.ctypes.data_as(_lib.c_double_p)), "state_set_memory")
 
@@ -129,11 +133,25 @@ class State:
 
 
 def _arr(x, dtype, name, shape=None):
+    """x as a contiguous array of dtype. Only real numbers: complex, bool,
+    strings and objects are refused, not converted (a complex array would
+    lose its imaginary part). A finite value that the conversion to float32
+    would turn into an infinity is named, as the CLI names it."""
     if x is None:
         return None
+    x = np.asarray(x)
+    if x.dtype.kind not in "fiu":
+        raise TypeError("%s has dtype %s: the inputs are real numbers (float or integer)" % (name, x.dtype))
+    if shape is not None and x.shape != tuple(shape):
+        raise ValueError("%s has shape %s, expected %s" % (name, x.shape, tuple(shape)))
     a = np.ascontiguousarray(x, dtype=dtype)
-    if shape is not None and a.shape != tuple(shape):
-        raise ValueError("%s has shape %s, expected %s" % (name, a.shape, tuple(shape)))
+    if a.dtype != x.dtype and a.dtype.kind == "f" and a.size:
+        with np.errstate(invalid="ignore"):
+            lost = np.isfinite(x) & ~np.isfinite(a)
+        if lost.any():
+            i = np.unravel_index(int(np.argmax(lost)), x.shape)
+            raise _lib.FalconError("%s: element %s = %g does not fit in %s" % (name, list(i), x[i], a.dtype),
+                                   None, "FALCON_E_RANGE")
     return a
 
 
@@ -195,18 +213,26 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     cfg.align = _lib.parse_enum("align", align)
     cfg.phi = _lib.parse_enum("phi", phi)
     cfg.eps = float(eps)
-    cfg.window = int(window)
-    cfg.chunk = 0 if chunk == "auto" else int(chunk)  # 0: the library picks (falcon_chunk_auto)
-    cfg.threads = int(threads)
-    cfg.mpfr_bits = int(mpfr_bits)
+    # exact integers that fit their C fields; the library checks the ranges
+    cfg.window = _lib.as_int("window", window, -2**63, 2**63 - 1)
+    # "auto": the library picks (falcon_chunk_auto)
+    cfg.chunk = 0 if isinstance(chunk, str) and chunk == "auto" else _lib.as_int("chunk", chunk, 1, 2**63 - 1)
+    cfg.threads = _lib.as_int("threads", threads, -2**31, 2**31 - 1)
+    cfg.mpfr_bits = _lib.as_int("mpfr_bits", mpfr_bits, -2**31, 2**31 - 1)
 
     inp = _lib.Inputs(B, T, H, n, m, _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(alpha), _ptr(gain))
 
     own = None
     if state is None or not isinstance(state, State):
-        own = State(B * H, n, m, max(int(window), 1))
-        if state is not None:
-            own.memory = np.asarray(state, dtype=np.float64)
+        S0 = None
+        if state is not None:  # [m,n] or [B,H,m,n], nothing else (a transposed S is not reinterpreted)
+            S0 = _arr(state, np.float64, "state")
+            want = (B, H, m, n) if batched else (m, n)
+            if S0.shape != want:
+                raise ValueError("state has shape %s, expected %s" % (S0.shape, want))
+        own = State(B * H, n, m, max(cfg.window, 1))
+        if S0 is not None:
+            own.memory = S0.reshape((B * H, m, n))
         st = own
     else:
         st = state

@@ -9,6 +9,7 @@ numpy and need no library.
 import ctypes
 import json
 import os
+import stat
 import sys
 import tempfile
 import types
@@ -105,12 +106,13 @@ def export_cases(directory, profile="quick", quiet=False, **filters):
     """Export a case set into `directory` (`falcon cases export DIR --profile
     PROFILE [options]`); keyword filters become options (layout="fla" ->
     --layout fla). Returns the parsed index.json."""
-    argv = ["export", str(directory), "--profile", profile] + _option_args(filters)
+    directory = os.fsdecode(directory)
+    argv = ["export", directory, "--profile", profile] + _option_args(filters)
     status, out, err = _call_main("falcon_grade_export_main", argv, quiet)
     if status != 0:
         cls = CheckInputError if status == 2 else FalconError
         raise cls(_error_line(err, status), status)
-    with open(os.path.join(str(directory), "index.json")) as f:
+    with open(os.path.join(directory, "index.json")) as f:
         return json.load(f)
 
 
@@ -243,28 +245,82 @@ def load_case(case_dir):
     return ns
 
 
+def _replace_file(path, write):
+    """Write a file the way the library writes its outputs: into a temporary
+    beside it, then renamed onto it, so that a failure leaves the old file
+    whole and no partial one. A symlink is followed to the regular file it
+    names, never replaced; anything else that is not a regular file (a
+    device, a FIFO, a directory, a dangling link) is refused."""
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    if os.path.islink(path) and not os.path.exists(target):
+        raise FalconError("'%s': is a symlink to nothing that exists: it is never replaced" % path, 2)
+    if os.path.lexists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+        raise FalconError("'%s': is not a regular file (a directory, device or pipe): it is never replaced" % path, 2)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(target)[:200] + ".tmp-", dir=os.path.dirname(target) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(target):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        else:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _plain_name(name):
+    name = os.fsdecode(name)
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError("case name %r: one folder name (no '/', not '.' or '..')" % (name,))
+    return name
+
+
 def write_result(results_dir, name, out, state=None):
     """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`. Arrays
-    keep their float dtype (float16, float32 or float64), little-endian."""
-    d = os.path.join(str(results_dir), name)
+    keep their float dtype (float16, float32 or float64), little-endian;
+    integers become float64; complex, bool and other arrays are refused.
+    Each file is replaced atomically (_replace_file). Without a state, a
+    state.npy left there by an earlier call is removed, so that `falcon
+    check` does not judge a stale one."""
+    d = os.path.join(os.fsdecode(results_dir), _plain_name(name))
     os.makedirs(d, exist_ok=True)
 
     def save(fname, a):
         a = np.asarray(a)
+        if a.dtype.kind not in "fiu":
+            raise TypeError("%s: dtype %s: a result holds real numbers" % (fname, a.dtype))
         if a.dtype.kind != "f":
             a = a.astype(np.float64)
         a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
-        np.save(os.path.join(d, fname), a)
+        _replace_file(os.path.join(d, fname), lambda f: np.save(f, a))
 
     save("out.npy", out)
     if state is not None:
         save("state.npy", state)
+    else:
+        old = os.path.join(d, "state.npy")
+        if os.path.isfile(old) and not os.path.islink(old):
+            os.unlink(old)
     return d
 
 
 def write_manifest(results_dir, skip):
-    """RDIR/manifest.json declaring skipped cases: {name: reason}."""
-    os.makedirs(str(results_dir), exist_ok=True)
-    with open(os.path.join(str(results_dir), "manifest.json"), "w") as f:
-        json.dump({"skip": dict(skip)}, f, indent=1, sort_keys=True)
-        f.write("\n")
+    """RDIR/manifest.json declaring skipped cases: {name: reason}. The JSON is
+    made first, then the file replaced atomically: a reason that is not a
+    string fails before anything is written."""
+    skip = dict(skip)
+    for k, why in skip.items():
+        if not isinstance(k, str) or not isinstance(why, str) or not why:
+            raise ValueError("manifest: skip must map case names to reasons (non-empty strings): %r: %r" % (k, why))
+    text = json.dumps({"skip": skip}, indent=1, sort_keys=True) + "\n"
+    os.makedirs(os.fsdecode(results_dir), exist_ok=True)
+    _replace_file(os.path.join(os.fsdecode(results_dir), "manifest.json"), lambda f: f.write(text.encode()))

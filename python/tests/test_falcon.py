@@ -173,6 +173,70 @@ def test_a_memory_beyond_float32_is_refused():
     assert st.memory[0, 1, 2] == 1e39
 
 
+def _raises(call, exc, text=""):
+    try:
+        call()
+    except exc as e:
+        assert text in str(e), "%s: %s" % (type(e).__name__, e)
+        return
+    raise AssertionError("accepted: %s" % text)
+
+
+def test_shapes_dtypes_and_integers_are_refused_not_reinterpreted():
+    """A transposed or flat state, complex, bool or string inputs, and
+    integers that are floats, bools or beyond their C field are errors; none
+    is converted into a different run."""
+    d = inputs(np.random.default_rng(15), (6,), 3, 2)
+    a = (d["q"], d["k"], d["v"], d["beta"])
+    S = np.random.default_rng(16).standard_normal((2, 3))
+    falcon.run(*a, state=S)  # [m, n]: the one shape for one sequence
+    for bad in (S.T, S.reshape(-1), S[None, None]):
+        _raises(lambda: falcon.run(*a, state=bad), ValueError, "state has shape")
+    st = falcon.State(1, 3, 2)
+    _raises(lambda: setattr(st, "memory", np.zeros((3, 2))), ValueError, "memory has shape")
+    _raises(lambda: setattr(st, "memory", np.zeros(6)), ValueError, "memory has shape")
+    st.memory = np.zeros((2, 3))
+    st.close()
+    _raises(lambda: falcon.run(d["q"] + 1j, *a[1:]), TypeError, "q has dtype complex")
+    _raises(lambda: falcon.run(*a[:3], np.ones(6, bool)), TypeError, "beta has dtype bool")
+    _raises(lambda: falcon.run(*a[:3], np.array(["0.5"] * 6)), TypeError, "beta has dtype")
+    _raises(lambda: falcon.run(*a, variant="falcon3", window=3.7), TypeError, "window must be an integer")
+    _raises(lambda: falcon.run(*a, variant="falcon3", window=2**64 + 3), ValueError, "window")
+    _raises(lambda: falcon.run(*a, variant=2**32 + 2), ValueError, "variant")
+    _raises(lambda: falcon.run(*a, variant=True), TypeError, "variant must be an integer")
+    _raises(lambda: falcon.run(*a, threads=2**32 + 1), ValueError, "threads")
+    _raises(lambda: falcon.run(*a, form="chunk", chunk=0), ValueError, "chunk")
+    _raises(lambda: falcon.State(2**64 + 1, 3, 2), ValueError, "heads")
+    q = d["q"].copy()
+    q[0, 2] = 1e39
+    _raises(lambda: falcon.run(q, *a[1:]), falcon.FalconError, "q: element [0, 2] = 1e+39 does not fit in float32")
+
+
+def test_results_and_manifests_are_replaced_whole():
+    """write_result and write_manifest replace their files atomically: a
+    failure keeps the old file, a symlink to a device is refused, a name
+    cannot leave the results directory, and a stale state goes."""
+    r = tempfile.mkdtemp(dir=tmpdir())
+    falcon.write_manifest(r, {"a": "old reason"})
+    old = open(os.path.join(r, "manifest.json")).read()
+    _raises(lambda: falcon.write_manifest(r, {"b": "x", "c": np.float32(1)}), ValueError, "manifest")
+    assert open(os.path.join(r, "manifest.json")).read() == old
+    falcon.write_result(r, "c", np.arange(10.0), state=np.ones(3))
+    assert os.path.exists(os.path.join(r, "c", "state.npy"))
+    falcon.write_result(r, "c", np.arange(10.0))
+    assert not os.path.exists(os.path.join(r, "c", "state.npy")), "a stale state.npy is left"
+    _raises(lambda: falcon.write_result(r, "c", np.arange(3) + 1j), TypeError, "dtype complex")
+    assert np.array_equal(np.load(os.path.join(r, "c", "out.npy")), np.arange(10.0))
+    os.makedirs(os.path.join(r, "d"))
+    os.symlink("/dev/null", os.path.join(r, "d", "out.npy"))
+    _raises(lambda: falcon.write_result(r, "d", np.zeros(3)), falcon.FalconError, "not a regular file")
+    assert os.path.islink(os.path.join(r, "d", "out.npy"))
+    for name in ("../escaped", ".", ""):
+        _raises(lambda: falcon.write_result(r, name, np.zeros(3)), ValueError, "one folder name")
+    assert not os.path.exists(os.path.join(os.path.dirname(r), "escaped"))
+    assert not [f for _, _, fs in os.walk(r) for f in fs if ".tmp-" in f], "a temporary is left"
+
+
 # ---- export, check ----
 
 _cases = None
