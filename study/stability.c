@@ -405,6 +405,20 @@ static int same_stream(const stream *a, const stream *b)
 
 /* Continue stream idx from its saved state: 1 done, 0 no usable state (a
  * message says why when one exists), -1 no memory. */
+/* The counts a saved stream carries index its arrays: within them (at most
+ * `upto` points a curve, and a terminated error text), or the file is not
+ * used. A file is never trusted to index memory. */
+static int counts_ok(const stream *s, int upto)
+{
+    if (s->ncurve < 0 || s->ncurve > MAXCURVE || s->ncheck < 0 || s->ncheck > upto) return 0;
+    for (int i = 0; i < s->ncurve; i++)
+        if (s->c[i].npts < 0 || s->c[i].npts > upto || memchr(s->c[i].error, 0, sizeof s->c[i].error) == NULL)
+            return 0;
+    return 1;
+}
+
+static int result_ok(const stream *s) { return counts_ok(s, MAXPTS); }
+
 static int load_state(const params *P, int idx, stream *s, position *pos, ldref *ld)
 {
     char path[4096];
@@ -433,6 +447,11 @@ static int load_state(const params *P, int idx, stream *s, position *pos, ldref 
              take(&p, &left, &has_prev, sizeof has_prev) || take(&p, &left, &hlen, sizeof hlen) ||
              take(&p, &left, hk, sizeof(double) * (size_t)(W * n)) || take(&p, &left, hv, sizeof(double) * (size_t)(W * m)))
         why = "truncated or not a stream state";
+    /* one point a curve per checkpoint passed: a position past the grid or
+     * counts beyond it would index past the arrays as the run goes on */
+    else if (pos->t < 0 || pos->t > P->tmax || pos->seg < 0 || pos->ci < 0 || pos->ci > MAXPTS ||
+             !counts_ok(saved, pos->ci))
+        why = "its counts are out of range (damaged, or not a stream state)";
     for (int i = 0; i < s->ncurve && !why; i++) {
         if (!curve_live(&saved->c[i], pos->t)) continue;
         int j;
@@ -1217,24 +1236,24 @@ static void progress(study_stab *st, int i)
 }
 
 /* Before running stream i: with --resume, its result if one was saved (1:
- * nothing to run); without, any earlier result or state of it is removed. */
+ * nothing to run); without, nothing of an earlier run is read, and nothing
+ * is removed either: the stream's new result replaces the old one when it
+ * is saved, so a run stopped early leaves the earlier results as they were. */
 int stab_prepare(study_stab *st, int i)
 {
     char path[4096];
     path_of(&st->P, path, sizeof path, "streams", i, ".res", -1);
     drop_temps(&st->P, i);
-    if (!st->P.resume) {
-        unlink(path);
-        drop_state(&st->P, i, MAXCURVE);
-        return 0;
-    }
+    if (!st->P.resume) return 0;
     run_key key, want;
     stream s;
     const char *why;
     make_key(&st->P, i, &want);
     if (access(path, F_OK)) return 0;
-    if (load_result(path, &key, &s, &why) || memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i])) {
-        fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why ? why : "other parameters");
+    if (load_result(path, &key, &s, &why) || memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i]) ||
+        !result_ok(&s)) {
+        fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path,
+                why ? why : !result_ok(&s) ? "its counts are out of range" : "other parameters");
         return 0;
     }
     st->ss[i] = s, st->have[i] = 1;
@@ -1478,14 +1497,6 @@ int falcon_stability_main(int argc, char **argv)
 
 /* ---- merge ---- */
 
-static int result_ok(const stream *s)
-{
-    if (s->ncheck < 0 || s->ncheck > MAXPTS) return 0;
-    for (int i = 0; i < s->ncurve; i++)
-        if (s->c[i].npts < 0 || s->c[i].npts > MAXPTS || memchr(s->c[i].error, 0, sizeof s->c[i].error) == NULL)
-            return 0;
-    return 1;
-}
 
 int falcon_stability_merge_main(int argc, char **argv)
 {

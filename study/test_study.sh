@@ -150,6 +150,25 @@ left=$(find killed -name '*.tmp-*' | head -3)
 [ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
 echo "   (kill and resume: $((SECONDS - t0)) s)"
 
+# ---- 3b. a damaged result is not trusted; a run stopped early keeps the earlier results ----
+# (curve 0's point count of stream 0 sits at byte 1016 of its result file)
+rm -rf dmg && cp -r one dmg
+python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1016); f.write(struct.pack('<i',100000))" dmg/streams/000.res
+if "$STUDY" stability "${OPTS[@]}" --resume --out dmg >dmg.txt 2>&1 && grep -q 'counts are out of range' dmg.txt &&
+    out=$(same one dmg); then
+    ok "--resume: a result with a point count of 100000 is not used (it runs again), the report = one process"
+else bad "--resume with a damaged result" "$(grep -m2 'stream 0\|error' dmg.txt) ${out:-}"; fi
+rm -rf keep && cp -r one keep
+before=$(cd keep/streams && sha256sum * | sha256sum)
+"$STUDY" stability "${OPTS[@]}" --out keep >keep.txt 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM $pid 2>/dev/null
+wait $pid 2>/dev/null
+after=$(cd keep/streams && sha256sum * | sha256sum)
+if [ "$before" = "$after" ] && [ -z "$(find keep -name '*.tmp-*')" ]; then ok "a run stopped early (SIGTERM) leaves the earlier stream results as they were"
+else bad "a run stopped early" "the earlier stream results changed or temporaries are left"; fi
+
 # ---- 4b. the fit's range: fitted on T <= 2000, tested on the points beyond ----
 t0=$SECONDS
 if ! "$STUDY" stability --profile deep --tmax 20000 --tfit 2000 --tmpfr 200 --tmax-parallel 200 --backend scalar \
