@@ -89,22 +89,28 @@ REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFIL
 
 # Every step runs even if an earlier one fails; each status and time goes to
 # $(REPORT_DIR)/status for report.sh, which marks failed steps in report.md;
-# the target fails if any step failed. Derived data of an earlier report is
-# removed first (not bench.json or compare.dat, which may come from elsewhere).
+# the target fails if any step failed. Nothing of an earlier report is
+# removed first: each step replaces its own outputs when it succeeds (the
+# studies' report sets as a whole, each log through a temporary), so a
+# step that fails or is stopped leaves the earlier ones, and files that are
+# not the report's stay.
+LOG_TO = sh -c 'log=$$1; shift; "$$@" > "$$log.tmp-$$$$"; rc=$$?; \
+  if [ $$rc -eq 0 ]; then mv -f "$$log.tmp-$$$$" "$$log"; \
+  else tail -n 5 "$$log.tmp-$$$$" >&2; rm -f "$$log.tmp-$$$$"; echo "($$log kept as it was)" >&2; fi; \
+  exit $$rc' log-to
 report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	@mkdir -p $(REPORT_DIR)
-	@rm -rf $(REPORT_DIR)/status $(REPORT_DIR)/stability $(REPORT_DIR)/learning $(REPORT_DIR)/bench \
-	  $(REPORT_DIR)/*.png $(REPORT_DIR)/*.svg
+	@rm -f $(REPORT_DIR)/status
 	@start=$$(date +%s); \
 	step() { name=$$1; shift; t0=$$(date +%s); echo "== $$name: $$*"; "$$@"; rc=$$?; \
 	  echo "$$name $$rc $$(( $$(date +%s) - t0 ))" >> $(REPORT_DIR)/status; return 0; }; \
-	step gate sh -c '$(BUILD)/falcon verify --profile $(PROFILE) > $(REPORT_DIR)/verify.txt'; \
+	step gate $(LOG_TO) $(REPORT_DIR)/verify.txt $(BUILD)/falcon verify --profile $(PROFILE); \
 	if [ -n "$(REPORT_BENCH)" ]; then step bench $(MAKE) --no-print-directory $(REPORT_BENCH); \
 	else echo "bench - 0" >> $(REPORT_DIR)/status; fi; \
-	step stability sh -c '$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability \
-	  > $(REPORT_DIR)/stability.txt'; \
-	step learning sh -c '$(BUILD)/falcon-study stability --learning --profile $(PROFILE) \
-	  --out $(REPORT_DIR)/learning > $(REPORT_DIR)/learning.txt'; \
+	step stability $(LOG_TO) $(REPORT_DIR)/stability.txt $(BUILD)/falcon-study stability --profile $(PROFILE) \
+	  --out $(REPORT_DIR)/stability; \
+	step learning $(LOG_TO) $(REPORT_DIR)/learning.txt $(BUILD)/falcon-study stability --learning \
+	  --profile $(PROFILE) --out $(REPORT_DIR)/learning; \
 	step plots env FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study; \
 	echo "total - $$(( $$(date +%s) - start ))" >> $(REPORT_DIR)/status; \
 	sh verify/tools/report.sh $(REPORT_DIR) $$(awk '$$1 == "gate" { print $$2 }' $(REPORT_DIR)/status); \

@@ -274,5 +274,6 @@ learning_section() {
     bench_section
     stability_section
     learning_section
-} > "$md"
+} > "$md.tmp-$$" || { rm -f "$md.tmp-$$"; echo "report.sh: cannot write $md" >&2; exit 2; }
+mv -f "$md.tmp-$$" "$md" # whole or not at all: an earlier report.md stays if this one fails
 echo "wrote $md"
