@@ -78,14 +78,11 @@ $(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench
 
-# The JSON goes to a temporary name first: an interrupted run leaves no
-# truncated file for `falcon compare` to trip on.
+# The JSON goes through bench/bench-to.sh: BENCH_OUT checked first, a
+# temporary beside it, replaced only by a run that measured something.
 bench: $(BUILD)/falcon-bench
-	@mkdir -p $(dir $(BENCH_OUT))
-	$(BUILD)/falcon-bench --benchmark_repetitions=$(BENCH_REPS) --benchmark_min_time=$(BENCH_MIN_TIME) \
-	  --benchmark_display_aggregates_only=true \
-	  --benchmark_out_format=json --benchmark_out=$(BENCH_OUT).tmp $(BENCH_ARGS)
-	@mv $(BENCH_OUT).tmp $(BENCH_OUT) && echo "wrote $(BENCH_OUT)"
+	sh bench/bench-to.sh $(BENCH_OUT) $(BUILD)/falcon-bench --benchmark_repetitions=$(BENCH_REPS) \
+	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_display_aggregates_only=true $(BENCH_ARGS)
 else
 bench bench-build:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1

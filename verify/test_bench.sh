@@ -86,4 +86,21 @@ elif "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_
 else
     bad validation "exit status $?: $(tail -3 case.err | tr '\n' ' ')"
 fi
+
+# `make bench`'s writer (bench/bench-to.sh): a symlink followed, a directory
+# refused, a filter that matches nothing keeps the earlier file, no temporary.
+TO="$HERE/../bench/bench-to.sh"
+echo '{"old": 1}' >keep.json
+rc=0; sh "$TO" keep.json "$BENCH" --no-probe --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
+[ $rc -eq 1 ] && [ "$(cat keep.json)" = '{"old": 1}' ] && ok "bench-to: no case ran: status 1, the earlier file kept" ||
+    bad "bench-to, no case" "status $rc, $(cat keep.json | head -c 80)"
+echo '{"t": 1}' >target.json && ln -sfn target.json link.json
+rc=0; sh "$TO" link.json "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_min_time=0.01 \
+    >/dev/null 2>to.err || rc=$?
+[ $rc -eq 0 ] && [ -L link.json ] && grep -q '"run_type"' target.json && ok "bench-to: a symlink is followed to its file, never replaced" ||
+    bad "bench-to, symlink" "status $rc: $(tail -2 to.err)"
+mkdir -p adir.json
+rc=0; sh "$TO" adir.json "$BENCH" --no-probe --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
+[ $rc -eq 2 ] && grep -q 'not a regular file' to.err && ok "bench-to: a directory is refused (status 2)" || bad "bench-to, directory" "status $rc"
+[ -z "$(ls ./*.tmp-* 2>/dev/null)" ] && ok "bench-to: no temporary left" || bad "bench-to" "left $(ls ./*.tmp-*)"
 test_end
