@@ -183,11 +183,18 @@ int falcon_benchdat_main(int argc, char **argv)
         return 2;
     }
     char err[512];
+    static const char *const tables[] = {"cases.dat", "blas.dat", NULL};
+    /* the JSON is an input of the set: no table may replace it */
+    if (study_reports_input("BENCH.json", in) || study_reports_check(out, tables)) {
+        study_reports_end(0);
+        return 2;
+    }
     falcon_json *doc = falcon_json_parse_file(in, err, sizeof err);
     const falcon_json *list = doc ? falcon_json_get(doc, "benchmarks") : NULL;
     if (!list || list->type != FALCON_JSON_ARRAY) {
         cli_error("bench-dat: %s", doc ? "no \"benchmarks\" array" : err);
         falcon_json_free(doc);
+        study_reports_end(0);
         return 2;
     }
     bcase *cs = calloc(list->count + 1, sizeof *cs);

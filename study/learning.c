@@ -431,7 +431,8 @@ int study_learning_main(int argc, char **argv)
         if (study_int_option(&sc, id, ints, (int)(sizeof ints / sizeof ints[0])) < 0) return 2;
     }
     P.m = P.n, P.threads = (int)threads;
-    if (study_mkdir(P.out)) return 2;
+    static const char *const reports[] = {"learning.json", "tuned.dat", NULL};
+    if (study_mkdir(P.out) || study_reports_check(P.out, reports)) return 2; /* before the runs */
     /* Bins: T0 / 8 x 2^k up to factor x T0, the first from step 1. */
     int64_t edge[MAXBIN];
     int nbin = 0;

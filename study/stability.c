@@ -1405,7 +1405,9 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     for (int b = 0; b < gate_backend_count; b++)
         if (skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
     char sub[4200];
-    if (study_mkdir(P.out)) return 2;
+    static const char *const reports[] = {"stability.json", "fits.dat", "refcheck.dat", "thresholds.dat",
+                                          "beyond.dat", NULL};
+    if (study_mkdir(P.out) || study_reports_check(P.out, reports)) return 2; /* before the streams run */
     snprintf(sub, sizeof sub, "%s/streams", P.out);
     if (study_mkdir(sub)) return 2;
     snprintf(sub, sizeof sub, "%s/resume", P.out);

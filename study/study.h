@@ -87,6 +87,12 @@ int study_mkdir(const char *path);
 FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen);
 int study_close(FILE *f);
 int study_reports_end(int ok);
+/* An input of the command, which no report may replace (-1 with a message). */
+int study_reports_input(const char *what, const char *path);
+/* The report files dir/names[i] (NULL-terminated) checked as outputs when
+ * the command starts, so that a path that can never be written fails
+ * before the computing does (-1 with a message). */
+int study_reports_check(const char *dir, const char *const *names);
 /* JSON number: finite values, else null. */
 void study_json_num(FILE *f, double x);
 /* JSON string, quoted and escaped. */

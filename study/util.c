@@ -107,6 +107,32 @@ FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen)
     return f;
 }
 
+int study_reports_input(const char *what, const char *path)
+{
+    if ((!reports && falcon_outputs_begin(&reports)) || falcon_outputs_input(reports, what, path)) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+int study_reports_check(const char *dir, const char *const *names)
+{
+    falcon_outputs *tx;
+    char path[4096];
+    int slot, rc = 0;
+    if (study_mkdir(dir) || falcon_outputs_begin(&tx)) return -1;
+    for (int i = 0; names[i] && !rc; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (falcon_outputs_file(tx, names[i], path, &slot)) {
+            fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+            rc = -1;
+        }
+    }
+    falcon_outputs_abort(tx); /* only a check: the set is written at the end */
+    return rc;
+}
+
 int study_close(FILE *f)
 {
     const char *path = "a report";

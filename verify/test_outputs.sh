@@ -455,6 +455,23 @@ for how in dir fsize devlink; do
     rm -rf S/fits.dat S/refcheck.dat && "$FALCON" "${STUDY[@]}" >/dev/null 2>&1
 done
 rm -rf S
+# A report path that can never be written fails before any computing, and
+# a table never replaces the benchmark JSON it is made from.
+mkdir -p L1/learning.json
+rc=0; start=$SECONDS; "$FALCON" stability --learning --t0 64 --factor 4 --seeds 1 --n 4 --out L1 >stdout.txt 2>stderr.txt || rc=$?
+if [ $rc -eq 2 ] && grep -q "learning.json': is a directory" stderr.txt && [ ! -s stdout.txt ]; then
+    ok "12. stability --learning: a report path that is a directory fails before the runs"
+else bad "12. learning report path" "status $rc: $(head -2 stderr.txt) $(head -2 stdout.txt)"; fi
+rm -rf L1
+STUDYBIN=$(dirname "$FALCON")/falcon-study
+if [ -x "$STUDYBIN" ]; then
+    mkdir -p BD && printf '{"benchmarks": []}\n' >BD/cases.dat && cp BD/cases.dat bd.keep
+    rc=0; "$STUDYBIN" bench-dat BD/cases.dat --out BD >/dev/null 2>stderr.txt || rc=$?
+    if [ $rc -eq 2 ] && grep -q "is also the input" stderr.txt && cmp -s bd.keep BD/cases.dat; then
+        ok "12. bench-dat: its input as one of its tables is refused, the input kept"
+    else bad "12. bench-dat input alias" "status $rc: $(cat stderr.txt)"; fi
+    rm -rf BD bd.keep
+else SKIP "12. bench-dat" "no falcon-study beside falcon"; fi
 # A signal during `falcon verify --json` removes the report's temporary.
 "$FALCON" verify --profile full --json rep.json >/dev/null 2>&1 &
 pid=$!
