@@ -1,4 +1,5 @@
 /* Small helpers of the study: the log-log fit, the checkpoint grid, files. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -83,9 +84,74 @@ static struct {
     char path[4096];
 } open_files[8];
 
+/* The set's record: ROOT/.falcon-reports lists the files of the last set
+ * written there (relative to ROOT, which study_reports_check names). When
+ * a new set is committed, files the old list names and the new set does
+ * not write are removed: they are this command's own earlier outputs (a
+ * curve of another profile), which the plots would otherwise draw with the
+ * new ones. Nothing outside the list is ever removed. */
+#define RECORD ".falcon-reports"
+static char root[4096];
+static char *written; /* the set's files, relative, one a line */
+static size_t written_len;
+
+static void note_written(const char *path)
+{
+    const size_t r = strlen(root);
+    if (!*root || strncmp(path, root, r) || path[r] != '/') return;
+    const size_t add = strlen(path + r + 1) + 1;
+    char *grown = realloc(written, written_len + add + 1);
+    if (!grown) return;
+    written = grown;
+    memcpy(written + written_len, path + r + 1, add - 1);
+    written[written_len + add - 1] = '\n';
+    written_len += add;
+    written[written_len] = '\0';
+}
+
+/* A recorded name that stays inside ROOT: relative, no "..", plain characters. */
+static int recorded_name_ok(const char *e)
+{
+    if (!*e || *e == '/' || strstr(e, "..")) return 0;
+    for (const char *c = e; *c; c++)
+        if (!(isalnum((unsigned char)*c) || strchr("._-=/+", *c))) return 0;
+    return 1;
+}
+
+static int in_written(const char *e)
+{
+    const size_t n = strlen(e);
+    for (const char *p = written; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if ((size_t)(nl - p) == n && !strncmp(p, e, n)) return 1;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* After a commit: remove what the old record names and the new set lacks. */
+static void drop_stale(const char *old)
+{
+    char path[8300];
+    for (const char *p = old; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char e[4096];
+        if (n < sizeof e) {
+            memcpy(e, p, n);
+            e[n] = '\0';
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", root, e);
+            if (recorded_name_ok(e) && !in_written(e) && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+        }
+        p = nl ? nl + 1 : p + n;
+    }
+}
+
 FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen)
 {
     snprintf(path, pathlen, "%s/%s", dir, name);
+    note_written(path);
     int slot = -1;
     if ((!reports && falcon_outputs_begin(&reports)) || falcon_outputs_file(reports, name, path, &slot)) {
         fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
@@ -122,6 +188,7 @@ int study_reports_check(const char *dir, const char *const *names)
     char path[4096];
     int slot, rc = 0;
     if (study_mkdir(dir) || falcon_outputs_begin(&tx)) return -1;
+    snprintf(root, sizeof root, "%s", dir); /* the set's root, for its record */
     for (int i = 0; names[i] && !rc; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (falcon_outputs_file(tx, names[i], path, &slot)) {
@@ -152,18 +219,36 @@ int study_close(FILE *f)
 
 int study_reports_end(int ok)
 {
+    char path[4200], *old = NULL;
+    int rc = 0;
+    if (reports && ok && *root) { /* the record goes with the set */
+        snprintf(path, sizeof path, "%s/" RECORD, root);
+        FILE *rf = fopen(path, "r");
+        if (rf) {
+            old = calloc(1, 1 << 20);
+            if (old) old[fread(old, 1, (1 << 20) - 1, rf)] = '\0';
+            fclose(rf);
+        }
+        FILE *f = study_open(root, RECORD, path, sizeof path);
+        if (!f) ok = 0, rc = -1;
+        else {
+            fputs(written ? written : "", f);
+            if (study_close(f)) ok = 0, rc = -1;
+        }
+    }
     falcon_outputs *tx = reports;
     reports = NULL;
-    if (!tx) return 0;
-    if (!ok) {
-        falcon_outputs_abort(tx);
-        return 0;
-    }
-    if (falcon_outputs_commit(tx)) {
+    if (tx && !ok) falcon_outputs_abort(tx);
+    if (tx && ok && falcon_outputs_commit(tx)) {
         fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
-        return -1;
+        rc = -1;
+    } else if (tx && ok && old) {
+        drop_stale(old);
     }
-    return 0;
+    free(old);
+    free(written);
+    written = NULL, written_len = 0, *root = '\0';
+    return rc;
 }
 
 void study_json_num(FILE *f, double x)

@@ -455,6 +455,15 @@ for how in dir fsize devlink; do
     rm -rf S/fits.dat S/refcheck.dat && "$FALCON" "${STUDY[@]}" >/dev/null 2>&1
 done
 rm -rf S
+# A new set removes the curves of the last set that it does not write
+# itself (they would be drawn with the new ones), and nothing else.
+rm -rf S && "$FALCON" "${STUDY[@]}" >/dev/null 2>&1 && echo mine >S/curves/NOTES.txt
+if "$FALCON" stability --out S --tmax 200 --tmpfr 100 --tmax-parallel 100 --n 4 --backend avx2 >/dev/null 2>&1; then
+    if [ "$(ls S/curves | grep -c _scalar_)" = 0 ] && [ "$(ls S/curves | grep -c _avx2_)" -gt 0 ] && [ -f S/curves/NOTES.txt ]; then
+        ok "12. stability reports: the last set's curves it does not write again are gone, a user's file stays"
+    else bad "12. stale curves" "$(ls S/curves | head -5)"; fi
+else SKIP "12. stale curves" "no avx2 backend here"; fi
+rm -rf S
 # A report path that can never be written fails before any computing, and
 # a table never replaces the benchmark JSON it is made from.
 mkdir -p L1/learning.json
