@@ -419,6 +419,11 @@ static int counts_ok(const stream *s, int upto)
 
 static int result_ok(const stream *s) { return counts_ok(s, MAXPTS); }
 
+/* The report set's fixed names (curves/ come with them), checked when a
+ * run or a merge starts (study_reports_check). */
+static const char *const stability_reports[] = {"stability.json", "fits.dat", "refcheck.dat", "thresholds.dat",
+                                                "beyond.dat", NULL};
+
 static int load_state(const params *P, int idx, stream *s, position *pos, ldref *ld)
 {
     char path[4096];
@@ -1405,9 +1410,7 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     for (int b = 0; b < gate_backend_count; b++)
         if (skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
     char sub[4200];
-    static const char *const reports[] = {"stability.json", "fits.dat", "refcheck.dat", "thresholds.dat",
-                                          "beyond.dat", NULL};
-    if (study_mkdir(P.out) || study_reports_check(P.out, reports)) return 2; /* before the streams run */
+    if (study_mkdir(P.out) || study_reports_check(P.out, stability_reports)) return 2; /* before the streams run */
     snprintf(sub, sizeof sub, "%s/streams", P.out);
     if (study_mkdir(sub)) return 2;
     snprintf(sub, sizeof sub, "%s/resume", P.out);
@@ -1607,7 +1610,7 @@ int falcon_stability_merge_main(int argc, char **argv)
         cli_error("merge: %d of %d streams missing", missing, P.nstream);
         goto done;
     }
-    if (study_mkdir(out)) goto done;
+    if (study_mkdir(out) || study_reports_check(out, stability_reports)) goto done;
     printf("falcon stability, %s profile: merged %d streams from %d shard director%s\n", P.profile, P.nstream, ndir,
            ndir == 1 ? "y" : "ies");
     rc = finish(&P, ss, 0, secs);
