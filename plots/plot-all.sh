@@ -125,25 +125,33 @@ else
 fi
 ncompare=$(echo $COMPARE | wc -w)
 if [ "$ncompare" -eq 1 ] && [ -f "$dir/bench.json" ]; then
-    if "$falcon" compare "$COMPARE" "$dir/bench.json" --out "$dir/compare.dat" > "$dir/compare.txt"; then
+    # the summary replaces compare.txt only with the table it goes with
+    if "$falcon" compare "$COMPARE" "$dir/bench.json" --out "$dir/compare.dat" > "$dir/compare.txt.tmp-$$"; then
+        mv -f "$dir/compare.txt.tmp-$$" "$dir/compare.txt"
         echo "plot-all: $dir/compare.dat: $COMPARE (A) vs $dir/bench.json (B)"
     else
-        echo "plot-all: '$falcon compare' failed (is it wired into the CLI?)" >&2
+        rm -f "$dir/compare.txt.tmp-$$"
+        echo "plot-all: '$falcon compare' of $COMPARE and $dir/bench.json failed; compare.dat and compare.txt are" \
+             "an earlier comparison's, and not drawn" >&2
         status=1
+        nocompare=1
     fi
 elif [ "$ncompare" -gt 1 ] && [ -f "$dir/bench.json" ]; then
     # shellcheck disable=SC2086
-    if "$falcon" compare $COMPARE "$dir/bench.json" --out "$dir/compare-machines.dat" > "$dir/compare-machines.txt"; then
+    if "$falcon" compare $COMPARE "$dir/bench.json" --out "$dir/compare-machines.dat" > "$dir/compare-machines.txt.tmp-$$"; then
+        mv -f "$dir/compare-machines.txt.tmp-$$" "$dir/compare-machines.txt"
         echo "plot-all: $dir/compare-machines.dat: $COMPARE and $dir/bench.json"
     else
-        echo "plot-all: '$falcon compare' of $ncompare files and this run failed" >&2
+        rm -f "$dir/compare-machines.txt.tmp-$$"
+        echo "plot-all: '$falcon compare' of $ncompare files and this run failed; the earlier comparison is not drawn" >&2
         status=1
+        nocompare=1
     fi
 fi
-if [ -f "$dir/compare-machines.dat" ]; then
+if [ -f "$dir/compare-machines.dat" ] && [ -z "${nocompare:-}" ]; then
     draw bench-machines.gp bench-machines "file='$dir/compare-machines.dat'"
 fi
-if [ -f "$dir/compare.dat" ]; then
+if [ -f "$dir/compare.dat" ] && [ -z "${nocompare:-}" ]; then
     draw bench-compare.gp bench-compare "file='$dir/compare.dat'"
 else
     skip bench-compare "no $dir/compare.dat (make report COMPARE=OTHER.json, or falcon compare A B --out $dir/compare.dat)"
