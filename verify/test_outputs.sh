@@ -354,27 +354,27 @@ refused "9. a checkpoint value too large for fp32, T > 0" "checkpoint 'ck9': sta
 rm -rf ck9 o9.npy
 
 # ---- 10. a checkpoint array's shape is checked before its data is read ----
+# refused_ck10 NAME TEXT: the run from --checkpoint-in ck10 is refused with
+# TEXT under a 512 MiB address-space limit, the manifest unchanged.
+refused_ck10() {
+    KEEP="ck10/falcon-checkpoint.txt" # (not S.npy: hashing 4 GiB of holes takes long)
+    run_args out=out10.npy --checkpoint-in ck10
+    if [ -z "${STREAM_NO_LIMIT:-}" ]; then ARGS=(--as=$((512 << 20)) "$FALCON" "${ARGS[@]}"); SAVED=$FALCON; FALCON=prlimit; fi
+    refused "$1" "$2" "${ARGS[@]}"
+    if [ -z "${STREAM_NO_LIMIT:-}" ]; then FALCON=$SAVED; fi
+    rm -rf ck10 o10.npy
+}
 rm -rf ck10 && run_args out=o10.npy --checkpoint-out ck10 && "$FALCON" "${ARGS[@]}"
 raw_npy ck10/S.npy 1 "{'descr': '<f8', 'fortran_order': False, 'shape': (536870912,), }"
 truncate -s $(($(stat -c %s ck10/S.npy) + 536870912 * 8)) ck10/S.npy # sparse: 4 GiB claimed, nothing stored
-KEEP="ck10/falcon-checkpoint.txt" # (not S.npy: hashing 4 GiB of holes takes long)
-run_args out=out10.npy --checkpoint-in ck10
-if [ -z "${STREAM_NO_LIMIT:-}" ]; then ARGS=(--as=$((512 << 20)) "$FALCON" "${ARGS[@]}"); SAVED=$FALCON; FALCON=prlimit; fi
-refused "10. a 4 GiB sparse S.npy against a 1x3x5 manifest (under 512 MiB)" \
-    "checkpoint 'ck10/S.npy': shape (536870912,) but the manifest" "${ARGS[@]}"
-if [ -z "${STREAM_NO_LIMIT:-}" ]; then FALCON=$SAVED; fi
-rm -rf ck10 o10.npy
+refused_ck10 "10. a 4 GiB sparse S.npy against a 1x3x5 manifest (under 512 MiB)" \
+    "checkpoint 'ck10/S.npy': shape (536870912,) but the manifest"
 # A manifest of another shape, too large to allocate, is named as such
 # before anything of its size is allocated.
 rm -rf ck10 && run_args out=o10.npy --checkpoint-out ck10 && "$FALCON" "${ARGS[@]}"
 printf 'format falcon-checkpoint 1\nheads 1\nn 16384\nm 16384\nwindow 4096\n' >ck10/falcon-checkpoint.txt
-KEEP="ck10/falcon-checkpoint.txt"
-run_args out=out10.npy --checkpoint-in ck10
-if [ -z "${STREAM_NO_LIMIT:-}" ]; then ARGS=(--as=$((512 << 20)) "$FALCON" "${ARGS[@]}"); SAVED=$FALCON; FALCON=prlimit; fi
-refused "10. a manifest of n = m = 16384, W = 4096 against a 1x3x5 run (under 512 MiB)" \
-    "the checkpoint has heads=1, n=16384, m=16384, window=4096 but the run has heads=1 (B*H), n=5, m=3" "${ARGS[@]}"
-if [ -z "${STREAM_NO_LIMIT:-}" ]; then FALCON=$SAVED; fi
-rm -rf ck10 o10.npy
+refused_ck10 "10. a manifest of n = m = 16384, W = 4096 against a 1x3x5 run (under 512 MiB)" \
+    "the checkpoint has heads=1, n=16384, m=16384, window=4096 but the run has heads=1 (B*H), n=5, m=3"
 
 # ---- 11. the chunk form's work memory is bounded whatever C, W and T are ----
 if [ -z "${STREAM_NO_LIMIT:-}" ]; then
