@@ -347,9 +347,19 @@ static int lock_parent_shared(const char *dir)
     return fd;
 }
 
+/* The checkpoint's directory must be one. */
+static falcon_status dir_ok(const char *dir)
+{
+    struct stat st;
+    const int err = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+    return err ? falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open the directory: %s", dir, strerror(err))
+               : FALCON_OK;
+}
+
 falcon_status falcon_checkpoint_shape(const char *dir, int64_t *heads, int64_t *n, int64_t *m, int64_t *window)
 {
     if (!dir || !heads || !n || !m || !window) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_shape: NULL argument");
+    if (dir_ok(dir)) return FALCON_E_IO;
     char text[MANIFEST_MAX];
     manifest mf;
     char *path = join(dir, MANIFEST);
@@ -364,9 +374,7 @@ falcon_status falcon_checkpoint_shape(const char *dir, int64_t *heads, int64_t *
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
 {
     if (!dir || !out) return falcon_fail(FALCON_E_ARGUMENT, "checkpoint_load: NULL %s", dir ? "output" : "dir");
-    struct stat st;
-    const int err = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
-    if (err) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open the directory: %s", dir, strerror(err));
+    if (dir_ok(dir)) return FALCON_E_IO;
     char text[MANIFEST_MAX];
     manifest m;
     falcon_state *state = NULL;
