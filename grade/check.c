@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "grade.h"
+#include "../src/internal.h"
 #include "gate.h"
 #include "report.h"
 
@@ -170,13 +171,6 @@ static int no_extra_results(const check_opts *o, json_t *cases)
     return rc;
 }
 
-/* A case's name or dir: one path component, so that it names a folder in
- * the set or the results and nothing outside them. */
-static int plain_name(const char *s)
-{
-    return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
-}
-
 /* The index's list of cases: at least one, each with a plain name and dir,
  * no name or dir twice (a case listed twice would count twice), as many as
  * its "count" says. A gate that judged nothing, or the same case again,
@@ -189,10 +183,10 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
     if (count && (!json_is_integer(count) || json_integer_value(count) != (json_int_t)n))
         return cli_error("check: '%s': \"count\" says %lld, but %zu cases are listed", path,
                          (long long)json_integer_value(count), n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { /* name and dir: one folder name each, nothing outside the set */
         json_t *row = json_array_get(cases, i);
         const char *name = get_str(row, "name"), *dir = get_str(row, "dir");
-        if (!plain_name(name) || !plain_name(dir))
+        if (!falcon_plain_name(name) || !falcon_plain_name(dir))
             return cli_error("check: '%s': case %zu: \"name\" and \"dir\" must each be one folder name "
                              "(no '/', not '.' or '..'): '%s', '%s'", path, i, name, dir);
         for (size_t j = 0; j < i; j++) {
@@ -214,7 +208,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->variant, sizeof out->variant, "%s", get_str(row, "variant"));
     snprintf(out->form, sizeof out->form, "%s", get_str(row, "form"));
-    if (!plain_name(name) || !plain_name(dirname)) /* check_case_list refused it already */
+    if (!falcon_plain_name(name) || !falcon_plain_name(dirname)) /* check_case_list refused it already */
         return cli_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
     char cdir[4400], path[4600], rdir[4400];
     snprintf(cdir, sizeof cdir, "%s/%s", o->cases, dirname);

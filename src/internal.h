@@ -46,6 +46,9 @@ void falcon_state_take(falcon_state *dst, falcon_state *src);
  * temporary directory); a whole .npy file the same way; Python's repr of a
  * shape (200 bytes hold any). */
 falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count);
+/* write() until len bytes are written; 0, or -1 with errno (EIO where a
+ * write makes no progress and says nothing). */
+int falcon_write_full(int fd, const void *buf, size_t len);
 falcon_status falcon_npy_write_new(const char *path, const falcon_array *a);
 const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
 
@@ -71,6 +74,9 @@ uint64_t falcon_f32_unfit_limit(void);
  * blocked while it runs; SIGXFSZ ignored. falcon_outputs_clean_on_signals
  * installs its clean-up this way; `falcon cases export` its own. */
 void falcon_catch_terminating_signals(void (*handler)(int));
+/* outputs.c: one file name, no path: not empty, no '/', not "." or "..".
+ * What an output directory's files and a case set's folders must be. */
+int falcon_plain_name(const char *s);
 
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);

@@ -3,7 +3,8 @@
  * its rules: the top of npy-read.c). */
 #include "npy-format.h"
 
-static int write_full(int fd, const void *buf, size_t len)
+/* internal.h */
+int falcon_write_full(int fd, const void *buf, size_t len)
 {
     size_t done = 0;
     while (done < len) {
@@ -26,7 +27,7 @@ falcon_status falcon_write_new_file(const char *path, const void *const *parts, 
     const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(errno));
     int err = 0;
-    for (int i = 0; !err && i < count; i++) err = write_full(fd, parts[i], sizes[i]) ? errno : 0;
+    for (int i = 0; !err && i < count; i++) err = falcon_write_full(fd, parts[i], sizes[i]) ? errno : 0;
     if (!err && fsync(fd) != 0) err = errno;
     if (close(fd) != 0 && !err) err = errno;
     if (!err) return FALCON_OK;

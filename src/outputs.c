@@ -197,6 +197,11 @@ static char *cat3(const char *a, const char *b, const char *c)
     return p;
 }
 
+int falcon_plain_name(const char *s)
+{
+    return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
 /* A name beside `target` for its temporary or backup: target + suffix, its
  * last name cut so that the whole stays within NAME_MAX (a 250-byte output
  * name must still get a temporary next to it). */
@@ -563,7 +568,7 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
         /* each is a file directly in the directory: a path would let the
          * clean-up remove a file outside it */
         const char *nm = names[s->nnames];
-        if (!*nm || strchr(nm, '/') || !strcmp(nm, ".") || !strcmp(nm, ".."))
+        if (!falcon_plain_name(nm))
             return slot_fail(s, falcon_fail(FALCON_E_ARGUMENT, "outputs_dir: '%s': a file name in the directory "
                                             "(no '/', not '.' or '..')", nm));
         s->names[s->nnames] = names[s->nnames];
@@ -648,16 +653,8 @@ static int copy_into(int fd, const char *from)
     int r = fstat(src, &st);
     char buf[1 << 16];
     for (ssize_t got; r == 0 && (got = read(src, buf, sizeof buf)) != 0;) {
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            r = -1;
-            break;
-        }
-        for (ssize_t put = 0; r == 0 && put < got;) {
-            const ssize_t w = write(fd, buf + put, (size_t)(got - put));
-            if (w < 0 && errno != EINTR) r = -1;
-            if (w > 0) put += w;
-        }
+        if (got < 0 && errno == EINTR) continue;
+        r = got < 0 ? -1 : falcon_write_full(fd, buf, (size_t)got);
     }
     if (r == 0) r = fchmod(fd, st.st_mode & 07777);
     if (r == 0) r = fsync(fd);
