@@ -197,6 +197,11 @@ static int input_error(const run_ctx *c, const char *msg)
     return cli_error("'%s': %s", c->paths[blame], msg);
 }
 
+static int same_shape(const falcon_state_view *a, const falcon_state_view *b)
+{
+    return a->heads == b->heads && a->n == b->n && a->m == b->m && a->window == b->window;
+}
+
 /* The carried state: from --checkpoint-in, or fresh. */
 static int make_state(run_ctx *c)
 {
@@ -210,7 +215,8 @@ static int make_state(run_ctx *c)
     falcon_state_view v = {0};
     if (falcon_checkpoint_shape(c->args.ckpt_in, &v.heads, &v.n, &v.m, &v.window))
         return cli_error("--checkpoint-in: %s", falcon_last_error());
-    if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window)
+    const falcon_state_view want = {.heads = heads, .n = d->n, .m = d->m, .window = c->cfg.window};
+    if (!same_shape(&v, &want))
         return cli_error("--checkpoint-in '%s': the checkpoint has heads=%lld, n=%lld, m=%lld, window=%lld "
                          "but the run has heads=%lld (B*H), n=%lld, m=%lld, window=%lld", c->args.ckpt_in,
                          (long long)v.heads, (long long)v.n, (long long)v.m, (long long)v.window,
@@ -222,7 +228,7 @@ static int make_state(run_ctx *c)
     if (falcon_state_check(c->state, c->cfg.precision))
         return cli_error("--checkpoint-in: checkpoint '%s': %s", c->args.ckpt_in, falcon_last_error());
     v = falcon_state_get_view(c->state);
-    if (v.heads != heads || v.n != d->n || v.m != d->m || v.window != c->cfg.window) /* changed since */
+    if (!same_shape(&v, &want)) /* changed since */
         return cli_error("--checkpoint-in '%s': the checkpoint changed while it was read", c->args.ckpt_in);
     return 0;
 }

@@ -403,8 +403,6 @@ static int same_stream(const stream *a, const stream *b)
     return 1;
 }
 
-/* Continue stream idx from its saved state: 1 done, 0 no usable state (a
- * message says why when one exists), -1 no memory. */
 /* The counts a saved stream carries index its arrays: within them (at most
  * `upto` points a curve, and a terminated error text), or the file is not
  * used. A file is never trusted to index memory. */
@@ -424,6 +422,8 @@ static int result_ok(const stream *s) { return counts_ok(s, MAXPTS); }
 static const char *const stability_reports[] = {"stability.json", "fits.dat", "refcheck.dat", "thresholds.dat",
                                                 "beyond.dat", NULL};
 
+/* Continue stream idx from its saved state: 1 done, 0 no usable state (a
+ * message says why when one exists), -1 no memory. */
 static int load_state(const params *P, int idx, stream *s, position *pos, ldref *ld)
 {
     char path[4096];
@@ -1255,10 +1255,12 @@ int stab_prepare(study_stab *st, int i)
     const char *why;
     make_key(&st->P, i, &want);
     if (access(path, F_OK)) return 0;
-    if (load_result(path, &key, &s, &why) || memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i]) ||
-        !result_ok(&s)) {
-        fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path,
-                why ? why : !result_ok(&s) ? "its counts are out of range" : "other parameters");
+    if (!load_result(path, &key, &s, &why))
+        why = memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i]) ? "other parameters"
+            : !result_ok(&s)                                                ? "its counts are out of range"
+                                                                            : NULL;
+    if (why) {
+        fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why);
         return 0;
     }
     st->ss[i] = s, st->have[i] = 1;
@@ -1501,7 +1503,6 @@ int falcon_stability_main(int argc, char **argv)
 }
 
 /* ---- merge ---- */
-
 
 int falcon_stability_merge_main(int argc, char **argv)
 {

@@ -78,18 +78,25 @@ static void write_slot(const falcon_outputs *tx, int slot, const char *text)
     cr_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
 }
 
+/* A transaction with the outputs a.txt and b.txt, written "new a" and "new b". */
+static falcon_outputs *new_a_and_b(void)
+{
+    falcon_outputs *tx;
+    int sa, sb;
+    cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+    cr_assert(falcon_outputs_file(tx, "a", at("a.txt"), &sa) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_outputs_file(tx, "b", at("b.txt"), &sb) == FALCON_OK, "%s", falcon_last_error());
+    write_slot(tx, sa, "new a");
+    write_slot(tx, sb, "new b");
+    return tx;
+}
+
 Test(outputs, commit_replaces_all_abort_none, .init = make_dir, .fini = remove_dir)
 {
     put(at("a.txt"), "old a");
     put(at("b.txt"), "old b");
     for (int commit = 0; commit < 2; commit++) {
-        falcon_outputs *tx;
-        int sa, sb;
-        cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
-        cr_assert(falcon_outputs_file(tx, "a", at("a.txt"), &sa) == FALCON_OK, "%s", falcon_last_error());
-        cr_assert(falcon_outputs_file(tx, "b", at("b.txt"), &sb) == FALCON_OK, "%s", falcon_last_error());
-        write_slot(tx, sa, "new a");
-        write_slot(tx, sb, "new b");
+        falcon_outputs *tx = new_a_and_b();
         cr_assert_eq(entries(), 4, "the two temporaries sit next to their targets");
         if (commit) cr_assert(falcon_outputs_commit(tx) == FALCON_OK, "%s", falcon_last_error());
         else falcon_outputs_abort(tx);
@@ -124,13 +131,7 @@ Test(outputs, failed_commit_restores_what_it_could_not_link, .init = make_dir, .
         put(at("a.txt"), "old a");
         cr_assert(chmod(at("a.txt"), 0640) == 0);
         put(at("b.txt"), "old b");
-        falcon_outputs *tx;
-        int sa, sb;
-        cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
-        cr_assert(falcon_outputs_file(tx, "a", at("a.txt"), &sa) == FALCON_OK, "%s", falcon_last_error());
-        cr_assert(falcon_outputs_file(tx, "b", at("b.txt"), &sb) == FALCON_OK, "%s", falcon_last_error());
-        write_slot(tx, sa, "new a");
-        write_slot(tx, sb, "new b");
+        falcon_outputs *tx = new_a_and_b();
         cr_assert(unlink(at("b.txt")) == 0 && mkdir(at("b.txt"), 0700) == 0);
         cr_expect(falcon_outputs_commit(tx) != FALCON_OK, "b.txt is a directory now");
         cr_expect_str_eq(get(at("a.txt")), "old a", "link %s", link_fails ? "failing" : "working");

@@ -109,11 +109,11 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     c->ldm = ldm;
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
     c->mt = RS(rec_tile)(n, m);
-    c->ldt = c->mt < m ? c->mt : ldm;
     const int tiled = c->mt < m;
+    c->ldt = tiled ? c->mt : ldm;
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
-        c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(c->mt < m ? n * c->mt * ((m + c->mt - 1) / c->mt) : n * ldm));
+        c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(tiled ? n * c->mt * ((m + c->mt - 1) / c->mt) : n * ldm));
         c->X = RS(carve)(&cv, sizeof(REAL) * (size_t)((W + 1) * ldn));
         c->Zg = RS(carve)(&cv, sizeof(REAL) * (size_t)ldn);
         c->Zw = RS(carve)(&cv, sizeof(REAL) * (size_t)(W * ldn));
