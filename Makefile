@@ -139,6 +139,7 @@ check: deps
 	bash verify/test_stream.sh $(BUILD)/falcon
 	bash verify/test_outputs.sh $(BUILD)/falcon
 	bash verify/test_check.sh $(BUILD)/falcon
+	bash verify/test_plots.sh
 	bash verify/test_python.sh $(BUILD)/falcon
 	@if [ -n "$(BENCH_OBJ)" ]; then $(MAKE) $(BUILD)/falcon-bench && bash verify/test_bench.sh $(BUILD); \
 	else echo "test_bench: skipped (no Google Benchmark, $(BENCH_HEADER))"; fi

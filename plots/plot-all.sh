@@ -25,22 +25,37 @@ if ! command -v gnuplot >/dev/null 2>&1; then
     exit 1
 fi
 
+# Pictures are drawn into a temporary folder beside them and renamed into
+# place once both formats are complete: a gnuplot that fails or is killed
+# half-way leaves the earlier picture as it was, never a truncated one.
+tmp=
+trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
 # draw SCRIPT NAME VARS: one figure in both formats; VARS are gnuplot -e assignments.
 draw() {
     script=$1 name=$2 vars=$3
+    if [ -z "$tmp" ] && ! tmp=$(mktemp -d "$dir/.plot-all.XXXXXX"); then
+        echo "plot-all: $name: cannot create a temporary folder in $dir" >&2
+        tmp= status=1
+        return
+    fi
     for fmt in png svg; do
-        if ! gnuplot -e "out='$dir'; fmt='$fmt'; $vars" "plots/$script" 2> "$dir/.gnuplot.err"; then
+        if ! gnuplot -e "out='$tmp'; fmt='$fmt'; $vars" "plots/$script" 2> "$tmp/gnuplot.err" ||
+           [ ! -s "$tmp/$name.$fmt" ]; then
             echo "plot-all: $name.$fmt: gnuplot failed:" >&2
-            cat "$dir/.gnuplot.err" >&2
+            cat "$tmp/gnuplot.err" >&2
+            rm -f "$tmp/$name.png" "$tmp/$name.svg"
             status=1
             return
         fi
         # gnuplot reports missing data files as warnings and still exits 0.
-        if grep -v '^$' "$dir/.gnuplot.err" | grep -q .; then
+        if grep -v '^$' "$tmp/gnuplot.err" | grep -q .; then
             echo "plot-all: $name.$fmt: gnuplot warnings:" >&2
-            cat "$dir/.gnuplot.err" >&2
+            cat "$tmp/gnuplot.err" >&2
         fi
     done
+    mv -f "$tmp/$name.png" "$dir/$name.png" && mv -f "$tmp/$name.svg" "$dir/$name.svg" || { status=1; return; }
     drawn=$((drawn + 1))
     echo "plot-all: $dir/$name.png (.svg)"
 }
@@ -156,6 +171,5 @@ if [ -f "$dir/compare.dat" ] && [ -z "${nocompare:-}" ]; then
 else
     skip bench-compare "no $dir/compare.dat (make report COMPARE=OTHER.json, or falcon compare A B --out $dir/compare.dat)"
 fi
-rm -f "$dir/.gnuplot.err"
 echo "plot-all: $drawn figures in $dir"
 exit $status
