@@ -81,6 +81,14 @@ int falcon_plain_name(const char *s);
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);
 
+/* run.c: the L1 share, in bytes, for a column tile of the recurrent form's
+ * memory (kernels/framework/recurrent.inc.c): two thirds of the L1 data
+ * cache this CPU reports, 32 KiB when it reports none. The tile changes
+ * no bits, only the speed. falcon_set_tile_bytes(b) fixes it for tests
+ * (b > 0), or returns it to the machine's (b = 0). */
+int64_t falcon_tile_bytes(void);
+void falcon_set_tile_bytes(int64_t bytes);
+
 /* Backends outside the CPU framework. */
 falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <omp.h>
+#include <unistd.h>
 #include "internal.h"
 #include "backends.h"
 
@@ -10,6 +11,25 @@ int falcon_threads(const falcon_config *cfg)
 {
     return cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
 }
+
+/* Read once: sysconf asks CPUID, which a virtual machine traps. Racing
+ * first calls compute the same value. */
+static _Atomic int64_t tile_bytes_fixed, tile_bytes_machine;
+
+int64_t falcon_tile_bytes(void)
+{
+    const int64_t fixed = tile_bytes_fixed;
+    if (fixed > 0) return fixed;
+    int64_t b = tile_bytes_machine;
+    if (b == 0) {
+        const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+        b = l1 >= 4096 && l1 <= (1L << 24) ? (int64_t)l1 / 3 * 2 : 32 * 1024;
+        tile_bytes_machine = b;
+    }
+    return b;
+}
+
+void falcon_set_tile_bytes(int64_t bytes) { tile_bytes_fixed = bytes > 0 ? bytes : 0; }
 
 int64_t falcon_parallel_block(int64_t window)
 {

@@ -36,6 +36,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .hist_v = st->hist_v + hh * keep * m,
         .hist_len = st->hist_len[hh],
         .uk = uk,
+        .tile_bytes = falcon_tile_bytes(),
     };
     return hd;
 }

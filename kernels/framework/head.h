@@ -35,6 +35,8 @@
         const double *hist_v;    /* [hist_len][m] */                                   \
         int64_t hist_len;                                                              \
         const falcon_uk_##SFX *uk;                                                     \
+        int64_t tile_bytes; /* recurrent form: L1 share for a column tile */         \
+                            /* of the memory (falcon_tile_bytes)            */       \
     } falcon_head_##SFX;                                                               \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \

@@ -72,20 +72,23 @@ typedef struct rec_head {
  * [n][mt] contiguous: as columns of the whole [n][m] array its rows would
  * be 4 m bytes apart and fall in a fraction of L1's sets (half of them for
  * m = 2 mt), which then cannot hold it. The step's own work (keys,
- * normaliser) is repeated per tile. FW_TILE_BYTES is the L1 share for the
- * tile: 32 KiB, the whole L1 data cache of AMD Zen 3 and 4, two thirds of
- * Sapphire Rapids'. */
-#ifndef FW_TILE_BYTES
-#define FW_TILE_BYTES (32 * 1024)
-#endif
+ * normaliser) is repeated per tile. tile_bytes is the L1 share for the
+ * tile (src/run.c, falcon_tile_bytes): two thirds of the L1 data cache, so
+ * that the step's other lines (keys, reads, the rows of P and E) fit
+ * beside it: 32 KiB of Sapphire Rapids' 48, where it was measured; a tile
+ * of all of a Zen's 32 KiB would be evicted by them under LRU, every step.
+ * -DFW_TILE_BYTES fixes it at build time (for measurements). */
 #ifndef FW_TILE_MIN_LINES
 #define FW_TILE_MIN_LINES 4
 #endif
-static int64_t RS(rec_tile)(int64_t n, int64_t m)
+static int64_t RS(rec_tile)(int64_t n, int64_t m, int64_t budget)
 {
+#ifdef FW_TILE_BYTES
+    budget = FW_TILE_BYTES;
+#endif
     const int64_t col = (int64_t)sizeof(REAL) * (n > 0 ? n : 1), line = 64 / (int64_t)sizeof(REAL);
-    if (col * m <= FW_TILE_BYTES) return m > 0 ? m : 1;
-    const int64_t mt = FW_TILE_BYTES / col / line * line; /* whole cache lines of a row */
+    if (col * m <= budget) return m > 0 ? m : 1;
+    const int64_t mt = budget / col / line * line; /* whole cache lines of a row */
     /* Narrower than 4 lines, a tile's rows are too short for the
      * micro-kernel (its column block is 4 AVX-512 vectors) and the per-tile
      * work adds up: one tile (measured: n = m = 192 and 256, fp32, 32-column
@@ -108,7 +111,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     c->ldn = ldn;
     c->ldm = ldm;
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
-    c->mt = RS(rec_tile)(n, m);
+    c->mt = RS(rec_tile)(n, m, h->tile_bytes);
     const int tiled = c->mt < m;
     c->ldt = tiled ? c->mt : ldm;
     carver cv = {NULL, 0};
