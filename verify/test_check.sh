@@ -92,6 +92,17 @@ if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sy
         (r['variant'], r['form'], r['align']) == ('falcon3', 'chunk', 'prefix') for r in c)))"; then
     ok "filters keep only falcon3 chunk prefix ($(ls f1 | grep -c falcon3) cases)"
 else bad "filters" "$(ls f1 | head -3)"; fi
+# The temporary directory beside DIR is cut to NAME_MAX like every output's
+# temporary: a 250-byte name exports; so does a DIR written with slashes.
+long=$(printf 'd%.0s' $(seq 250))
+for dir in "$long" "slashes//"; do
+    expect "export into '${dir:0:20}...' (${#dir} bytes)" 0 "" "$FALCON" cases export "$dir" --variant falcon1 \
+        --form recurrent --align prefix --quiet
+    d=${dir%%/*}
+    [ -f "$d/index.json" ] && ! ls -d ./*.tmp-* >/dev/null 2>&1 && ok "'${d:0:20}...' holds the set, no temporary left" ||
+        bad "export into '${d:0:20}...'" "$(ls -d ./*.tmp-* "$d" 2>&1 | head -3)"
+    rm -rf "$d"
+done
 expect "export: unknown variant" 2 "--variant falcon9" "$FALCON" cases export f2 --variant falcon9
 expect "export: no directory" 2 "no directory given" "$FALCON" cases export
 
