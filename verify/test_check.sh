@@ -246,6 +246,35 @@ expect "--json through a symlink to a file: the file is updated" 0 "passed" "$FA
 [ -L replink ] && "$PY" -c "import json; json.load(open('rep.json'))" && ok "the link stays, its target holds the report" ||
     bad "symlink followed" "link replaced or target not written"
 
+# ---- never a pass on nothing, nor on the reference itself ----
+# A case with no steps (T = 0) has empty outputs: its only result is the
+# final state, which must then be given.
+"$FALCON" cases export cz --profile full --variant falcon1 --form recurrent --align prefix --decay none \
+    --phi identity --quiet
+"$PY" "$RUN_CLI" "$FALCON" cz rz --precision fp32
+expect "T = 0 with its state passes" 0 "0 failed" "$FALCON" check cz --results rz
+zero=$("$PY" -c "import json; print(*[r['name'] for r in json.load(open('cz/index.json'))['cases']
+    if json.load(open('cz/' + r['dir'] + '/case.json'))['T'] == 0])")
+rm rz/"$zero"/state.npy
+expect "T = 0 without state.npy is refused" 2 "$zero: 'rz/$zero/state.npy': missing result" \
+    "$FALCON" check cz --results rz
+# A manifest that skips every case leaves nothing judged.
+rm -rf rb && mkdir rb
+"$PY" -c "import json, sys; json.dump({'skip': {r['name']: 'not done' for r in json.load(open('cs/index.json'))['cases']}},
+    open('rb/manifest.json', 'w'))"
+expect "every case skipped is refused" 2 "nothing was judged" "$FALCON" check cs --results rb
+# A case declared skipped that also has a result: which one is meant?
+rm -rf rb && cp -r r32 rb && echo '{"skip": {"'"$one"'": "not done"}}' >rb/manifest.json
+expect "a skipped case with a result is refused" 2 "$one: 'rb/$one': declared skipped" "$FALCON" check cs --results rb
+# A result that is the reference file (a symbolic or hard link) computed nothing.
+rm -rf rb && cp -r r32 rb && ln -sf "$PWD/cs/$one/ref_out.npy" "rb/$one/out.npy"
+expect "out.npy linked to the reference is refused" 2 "$one: 'rb/$one/out.npy': is the reference" \
+    "$FALCON" check cs --results rb
+rm "rb/$one/out.npy" && cp r32/"$one"/out.npy rb/"$one"/ && rm "rb/$one/state.npy" && ln "cs/$one/ref_state.npy" "rb/$one/state.npy"
+expect "state.npy hard-linked to the reference is refused" 2 "$one: 'rb/$one/state.npy': is the reference" \
+    "$FALCON" check cs --results rb
+rm -rf rb
+
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet
 "$PY" "$RUN_CLI" "$FALCON" csf rf --precision fp32
