@@ -232,6 +232,19 @@ static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, 
     return 0;
 }
 
+/* The unit the set's inputs are exact in, the default of --precision: fp32
+ * when the index does not say; one it says but the checker does not know is
+ * refused, not taken for fp32. 0, or 2. */
+static int set_precision(const char *path, json_t *index, int *unit)
+{
+    json_t *p = json_object_get(index, "precision");
+    *unit = p ? grade_unit_parse(json_string_value(p)) : GRADE_FP32;
+    if (*unit < 0)
+        return cli_error("check: '%s': \"precision\" '%s' is not one of fp64, fp32, tf32, bf16, fp16", path,
+                         get_str(index, "precision"));
+    return 0;
+}
+
 /* ---- judging ---- */
 
 /* Elements of an expected shape; -1 when it is not an array of sizes. */
@@ -271,6 +284,24 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     return rc;
 }
 
+/* A case's results are out.npy and state.npy: any other entry is a result
+ * under a name that is not read ("state.npy.npy", "S.npy") or a leftover,
+ * and ignoring it could judge a case without its state. 0, or 2. */
+static int only_result_files(const char *name, const char *rdir)
+{
+    DIR *d = opendir(rdir);
+    if (!d) return cli_error("%s: '%s': cannot open it as a directory: %s", name, rdir, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        const char *f = e->d_name;
+        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy"))
+            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy and state.npy): "
+                           "rename or remove it", name, rdir, f);
+    }
+    closedir(d);
+    return rc;
+}
+
 /* The errors of a case that is judged: out.npy is required; state.npy is
  * judged when present, and required when the case has no outputs (T = 0:
  * its only result is the final state, and an empty comparison is no
@@ -290,7 +321,8 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
                       "the case skipped in manifest.json";
     }
     if (missing) return cli_error("%s: '%s': missing result (%s)", name, path, missing);
-    int rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u);
+    int rc = only_result_files(name, rdir);
+    if (!rc) rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u);
     if (!rc && exists(path))
         rc = error_of(name, rdir, "state.npy", cdir, "ref_state.npy", json_object_get(expected, "state"), u,
                       &out->state_u);
@@ -398,13 +430,13 @@ int falcon_grade_check_main(int argc, char **argv)
         falcon_outputs_abort(tx);
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
-    if ((rc = check_case_list(path, index, cases))) {
+    int set_unit;
+    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit))) {
         json_decref(index);
         falcon_outputs_abort(tx);
         return rc;
     }
-    const int set_unit = grade_unit_parse(get_str(index, "precision"));
-    const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit >= 0 ? set_unit : GRADE_FP32);
+    const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit);
     const double u = grade_unit_roundoff(unit);
 
     json_t *manifest = NULL, *skip = NULL;

@@ -273,7 +273,18 @@ expect "out.npy linked to the reference is refused" 2 "$one: 'rb/$one/out.npy': 
 rm "rb/$one/out.npy" && cp r32/"$one"/out.npy rb/"$one"/ && rm "rb/$one/state.npy" && ln "cs/$one/ref_state.npy" "rb/$one/state.npy"
 expect "state.npy hard-linked to the reference is refused" 2 "$one: 'rb/$one/state.npy': is the reference" \
     "$FALCON" check cs --results rb
+# A file in a case's results that is not out.npy or state.npy is a result
+# under another name (np.save adds ".npy": "state.npy.npy"), never ignored.
+rm -rf rb && cp -r r32 rb && mv "rb/$one/state.npy" "rb/$one/state.npy.npy"
+expect "a misnamed state is refused" 2 "$one: 'rb/$one/state.npy.npy': not a result file" \
+    "$FALCON" check cs --results rb
 rm -rf rb
+# The precision of the set chooses the unit: one the checker does not know
+# is refused, not read as fp32.
+cp cs/index.json index.orig
+"$PY" -c "import json; j = json.load(open('cs/index.json')); j['precision'] = 'fp8'; json.dump(j, open('cs/index.json', 'w'))"
+expect "an index of unknown precision is refused" 2 "\"precision\" 'fp8'" "$FALCON" check cs --results r32
+cp index.orig cs/index.json
 
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet
