@@ -256,6 +256,16 @@ static int64_t shape_count(json_t *shape)
     return count;
 }
 
+/* A regular file, a symbolic link followed: opening a FIFO would block the
+ * gate, and a device is no one's result. 0, or 2. */
+static int regular_file(const char *name, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cli_error("%s: '%s': not a regular file (a result or reference is a .npy file)", name, path);
+    return 0; /* a missing file is named by the reader */
+}
+
 /* The same file (a symbolic or hard link to it)? */
 static int same_file(const char *a, const char *b)
 {
@@ -277,7 +287,8 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
                          "implementation computed", name, path, refpath);
     double *x = NULL, *r = NULL;
     int64_t nx = 0, nr = 0;
-    int rc = read_array(name, path, path, want, 1, &x, &nx);
+    int rc = regular_file(name, path) || regular_file(name, refpath) ? 2 : 0;
+    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx);
     if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr);
     if (!rc) *err = gate_relerr(x, r, nx) / u;
     free(x), free(r);

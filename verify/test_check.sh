@@ -279,6 +279,11 @@ rm -rf rb && cp -r r32 rb && mv "rb/$one/state.npy" "rb/$one/state.npy.npy"
 expect "a misnamed state is refused" 2 "$one: 'rb/$one/state.npy.npy': not a result file" \
     "$FALCON" check cs --results rb
 rm -rf rb
+# A result is a regular file: a FIFO there would block the gate forever.
+rm -rf rb && cp -r r32 rb && rm "rb/$one/out.npy" && mkfifo "rb/$one/out.npy"
+expect "a FIFO as a result is refused" 2 "$one: 'rb/$one/out.npy': not a regular file" \
+    timeout 20 "$FALCON" check cs --results rb
+rm -rf rb
 # The precision of the set chooses the unit: one the checker does not know
 # is refused, not read as fp32.
 cp cs/index.json index.orig
