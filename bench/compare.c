@@ -17,7 +17,8 @@
  * median of the case's iteration runs (a single run is its own median).
  * Failed runs (error_occurred) are listed as failed, not compared.
  * --out FILE writes the same figures as whitespace-separated columns for
- * gnuplot, one case per row, NaN where a side lacks the case. It is an
+ * gnuplot, one case per row, NaN where a side lacks the case; a case name
+ * that cannot be one column is refused (check_column_names). It is an
  * output transaction (falcon_outputs): its path is checked before the
  * inputs are read (never a device, a directory or one of the inputs; a
  * symlink is followed), it is written to a temporary file, fsynced and
@@ -270,12 +271,39 @@ static void cell(char *buf, size_t len, const char *fmt, double v)
     else snprintf(buf, len, fmt, v);
 }
 
-/* A data-file row's first two columns; whitespace in a name would shift
- * gnuplot's columns, so it becomes '_'. */
-static void fputs_name(FILE *f, size_t i, const char *name)
+/* A data-file row's first two columns (the name passed column_name). */
+static void fputs_name(FILE *f, size_t i, const char *name) { fprintf(f, "%zu %s", i, name); }
+
+/* Can `name` be one column of the data file? gnuplot splits a row at white
+ * space, reads '"' as the start of a quoted column and '#' as a comment, so
+ * an empty name, a name with a space or control byte, '#' or '"' would shift
+ * or hide the columns after it. Rewriting it ("a b" as "a_b") could merge two
+ * cases, so such a name is refused. */
+static int column_name(const char *name)
 {
-    fprintf(f, "%zu ", i);
-    for (const char *p = name; *p; p++) fputc(*p == ' ' || *p == '\t' || *p == '\n' ? '_' : *p, f);
+    if (!*name) return 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p <= ' ' || *p == 0x7f || *p == '#' || *p == '"') return 0;
+    return 1;
+}
+
+/* Every case name of the runs is a column_name; 0, or 2 after one error
+ * line that shows the name with its bad bytes escaped. */
+static int check_column_names(const bench_run *run, int n, const char *const *file)
+{
+    for (int f = 0; f < n; f++)
+        for (size_t i = 0; i < run[f].count; i++) {
+            const char *name = run[f].rows[i].name;
+            if (column_name(name)) continue;
+            char shown[200];
+            size_t at = 0;
+            for (const unsigned char *p = (const unsigned char *)name; *p && at + 5 < sizeof shown; p++)
+                at += (size_t)snprintf(shown + at, sizeof shown - at, *p <= ' ' || *p == 0x7f ? "\\x%02x" : "%c", *p);
+            shown[at] = '\0';
+            return cli_error("--out: %s: case name \"%s\": a name in the data file must be one column "
+                             "(not empty; no white space, control byte, '#' or '\"')", file[f], shown);
+        }
+    return 0;
 }
 
 static void usage(FILE *f)
@@ -287,7 +315,9 @@ static void usage(FILE *f)
                "  and each file's ratio to A, and the geometric mean of each ratio over the\n"
                "  cases every file has. Warns when the files' protocols (repetitions,\n"
                "  minimum time, sweep) differ. --out FILE: the same as columns for gnuplot\n"
-               "  (plots/bench-compare.gp, plots/bench-machines.gp).\n", MAX_FILES);
+               "  (plots/bench-compare.gp, plots/bench-machines.gp); a case name that is\n"
+               "  empty or holds white space, a control byte, '#' or '\"' is refused there.\n",
+            MAX_FILES);
 }
 
 /* The N-machine table (three files or more): the cases in order of first
@@ -460,6 +490,7 @@ int falcon_compare_main(int argc, char **argv)
     memset(run, 0, sizeof run);
     int status = 0;
     for (int f = 0; f < nfile && !status; f++) status = load(file[f], &run[f]);
+    if (!status && tx) status = check_column_names(run, nfile, file);
     if (status) falcon_outputs_abort(tx);
     else if (nfile > 2) status = compare_many(run, nfile, file, tx, slot); /* commits or aborts tx */
     if (status || nfile > 2) {

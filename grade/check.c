@@ -7,7 +7,9 @@
  * extra result, a wrong shape, a non-finite value or a malformed manifest
  * is bad input (exit 2, one line naming the case and the file), never a
  * failed case. A case the manifest declares skipped is reported as skipped,
- * never as passed.
+ * never as passed. Nor is nothing ever a pass: a manifest that skips every
+ * case, a case without steps whose final state is not given, and a result
+ * that is a link to the reference are bad input too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +43,8 @@ static void usage(FILE *f)
             "--precision (default: the precision the set's inputs are exact in) against\n"
             "each case's thresholds, per case and per variant and form.\n"
             "Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 bad\n"
-            "input (a missing or extra result, a wrong shape, NaN; one line names it).\n");
+            "input (a missing or extra result, a wrong shape, NaN, every case skipped;\n"
+            "one line names it).\n");
 }
 
 static int parse_args(int argc, char **argv, check_opts *o, int *help)
@@ -199,7 +202,149 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
     return 0;
 }
 
+/* RDIR/manifest.json, when there is one: *skip maps cases of the set to
+ * their reasons (non-empty strings). A manifest that skips every case is
+ * refused: nothing would be judged, and a gate must not pass on nothing.
+ * 0, or 2; *manifest is freed by the caller. */
+static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, json_t **skip)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/manifest.json", o->results);
+    *manifest = *skip = NULL;
+    if (!exists(path)) return 0;
+    if (!(*manifest = load_json(path, "manifest"))) return 2;
+    *skip = json_object_get(*manifest, "skip");
+    if (*skip && !json_is_object(*skip))
+        return cli_error("manifest: '%s': \"skip\" must map case names to reasons", path);
+    const char *key;
+    json_t *val;
+    json_object_foreach(*skip, key, val) {
+        int known = 0;
+        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
+            known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
+        if (!known) return cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
+        if (!json_is_string(val) || !*json_string_value(val))
+            return cli_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
+    }
+    /* The keys are distinct (duplicates are refused) known cases, whose names are distinct. */
+    if (*skip && json_object_size(*skip) == json_array_size(cases))
+        return cli_error("manifest: '%s': every case of the set is declared skipped: nothing was judged", path);
+    return 0;
+}
+
+/* The unit the set's inputs are exact in, the default of --precision: fp32
+ * when the index does not say; one it says but the checker does not know is
+ * refused, not taken for fp32. 0, or 2. */
+static int set_precision(const char *path, json_t *index, int *unit)
+{
+    json_t *p = json_object_get(index, "precision");
+    *unit = p ? grade_unit_parse(json_string_value(p)) : GRADE_FP32;
+    if (*unit < 0)
+        return cli_error("check: '%s': \"precision\" '%s' is not one of fp64, fp32, tf32, bf16, fp16", path,
+                         get_str(index, "precision"));
+    return 0;
+}
+
 /* ---- judging ---- */
+
+/* Elements of an expected shape; -1 when it is not an array of sizes. */
+static int64_t shape_count(json_t *shape)
+{
+    if (!json_is_array(shape)) return -1;
+    int64_t count = 1;
+    for (size_t i = 0; i < json_array_size(shape); i++) count *= json_integer_value(json_array_get(shape, i));
+    return count;
+}
+
+/* A regular file, a symbolic link followed: opening a FIFO would block the
+ * gate, and a device is no one's result. 0, or 2. */
+static int regular_file(const char *name, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cli_error("%s: '%s': not a regular file (a result or reference is a .npy file)", name, path);
+    return 0; /* a missing file is named by the reader */
+}
+
+/* The same file (a symbolic or hard link to it)? */
+static int same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The error of the result `file` (out.npy or state.npy in rdir) against the
+ * reference `ref` (in cdir), in units u; both of shape `want`. A result that
+ * is the reference file itself computed nothing and is refused. 0, or 2. */
+static int error_of(const char *name, const char *rdir, const char *file, const char *cdir, const char *ref,
+                    json_t *want, double u, double *err)
+{
+    char path[4600], refpath[4600];
+    snprintf(path, sizeof path, "%s/%s", rdir, file);
+    snprintf(refpath, sizeof refpath, "%s/%s", cdir, ref);
+    if (same_file(path, refpath))
+        return cli_error("%s: '%s': is the reference '%s' itself (a link to it): a result is what the "
+                         "implementation computed", name, path, refpath);
+    double *x = NULL, *r = NULL;
+    int64_t nx = 0, nr = 0;
+    int rc = regular_file(name, path) || regular_file(name, refpath) ? 2 : 0;
+    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx);
+    if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr);
+    if (!rc) *err = gate_relerr(x, r, nx) / u;
+    free(x), free(r);
+    return rc;
+}
+
+/* A case's results are out.npy and state.npy: any other entry is a result
+ * under a name that is not read ("state.npy.npy", "S.npy") or a leftover,
+ * and ignoring it could judge a case without its state. 0, or 2. */
+static int only_result_files(const char *name, const char *rdir)
+{
+    DIR *d = opendir(rdir);
+    if (!d) return cli_error("%s: '%s': cannot open it as a directory: %s", name, rdir, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        const char *f = e->d_name;
+        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy"))
+            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy and state.npy): "
+                           "rename or remove it", name, rdir, f);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The errors of a case that is judged: out.npy is required; state.npy is
+ * judged when present, and required when the case has no outputs (T = 0:
+ * its only result is the final state, and an empty comparison is no
+ * verdict). 0, or 2. */
+static int judge_results(const char *name, const char *rdir, const char *cdir, json_t *expected, double u,
+                         check_case *out)
+{
+    char path[4600];
+    const char *missing = NULL;
+    snprintf(path, sizeof path, "%s/out.npy", rdir);
+    if (!exists(path)) missing = "write it, or declare the case skipped in manifest.json";
+    const int no_outputs = shape_count(json_object_get(expected, "out")) == 0;
+    if (!missing) {
+        snprintf(path, sizeof path, "%s/state.npy", rdir);
+        if (no_outputs && !exists(path))
+            missing = "the case has no steps (T = 0), so its result is the final state: write it, or declare "
+                      "the case skipped in manifest.json";
+    }
+    if (missing) return cli_error("%s: '%s': missing result (%s)", name, path, missing);
+    int rc = only_result_files(name, rdir);
+    if (!rc) rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u);
+    if (!rc && exists(path))
+        rc = error_of(name, rdir, "state.npy", cdir, "ref_state.npy", json_object_get(expected, "state"), u,
+                      &out->state_u);
+    if (rc) return rc;
+    /* Written so that a NaN error (none is expected) fails rather than passes. */
+    const double ro = out->out_u / out->thr_out_u;
+    const double rs = isnan(out->state_u) ? 0 : out->state_u / out->thr_state_u;
+    out->ratio = ro > rs || isnan(ro) ? ro : rs;
+    out->status = ro <= 1 && rs <= 1 ? CHECK_PASS : CHECK_FAIL;
+    return 0;
+}
 
 static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
 {
@@ -224,36 +369,16 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     out->state_u = NAN;
     int rc = 0;
     const char *why = json_string_value(json_object_get(skip, name));
-    if (why) {
+    if (why && exists(rdir)) {
+        rc = cli_error("%s: '%s': declared skipped in manifest.json, but the results hold this case: "
+                       "remove one of the two", name, rdir);
+    } else if (why) {
         out->status = CHECK_SKIP;
         snprintf(out->reason, sizeof out->reason, "%s", why);
     } else if (!(out->thr_out_u > 0) || !(out->thr_state_u > 0) || !json_is_object(expected)) {
         rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
-        double *x = NULL, *ref = NULL;
-        int64_t nx = 0, nref = 0;
-        snprintf(path, sizeof path, "%s/out.npy", rdir);
-        if (!exists(path)) rc = cli_error("%s: '%s': missing result (write it, or declare the case skipped in "
-                                            "manifest.json)", name, path);
-        if (!rc) rc = read_array(name, path, path, json_object_get(expected, "out"), 1, &x, &nx);
-        snprintf(path, sizeof path, "%s/ref_out.npy", cdir);
-        if (!rc) rc = read_array(name, path, path, json_object_get(expected, "out"), 1, &ref, &nref);
-        if (!rc) out->out_u = gate_relerr(x, ref, nx) / u;
-        free(x), free(ref), x = ref = NULL;
-        snprintf(path, sizeof path, "%s/state.npy", rdir);
-        if (!rc && exists(path)) {
-            rc = read_array(name, path, path, json_object_get(expected, "state"), 1, &x, &nx);
-            snprintf(path, sizeof path, "%s/ref_state.npy", cdir);
-            if (!rc) rc = read_array(name, path, path, json_object_get(expected, "state"), 1, &ref, &nref);
-            if (!rc) out->state_u = gate_relerr(x, ref, nx) / u;
-            free(x), free(ref);
-        }
-        if (!rc) {
-            const double ro = out->out_u / out->thr_out_u;
-            const double rs = isnan(out->state_u) ? 0 : out->state_u / out->thr_state_u;
-            out->ratio = ro > rs ? ro : rs;
-            out->status = out->ratio <= 1 ? CHECK_PASS : CHECK_FAIL;
-        }
+        rc = judge_results(name, rdir, cdir, expected, u, out);
     }
     json_decref(c);
     return rc;
@@ -316,34 +441,17 @@ int falcon_grade_check_main(int argc, char **argv)
         falcon_outputs_abort(tx);
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
-    if ((rc = check_case_list(path, index, cases))) {
+    int set_unit;
+    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit))) {
         json_decref(index);
         falcon_outputs_abort(tx);
         return rc;
     }
-    const int set_unit = grade_unit_parse(get_str(index, "precision"));
-    const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit >= 0 ? set_unit : GRADE_FP32);
+    const grade_unit unit = (grade_unit)(o.unit >= 0 ? o.unit : set_unit);
     const double u = grade_unit_roundoff(unit);
 
     json_t *manifest = NULL, *skip = NULL;
-    snprintf(path, sizeof path, "%s/manifest.json", o.results);
-    if (exists(path)) {
-        if (!(manifest = load_json(path, "manifest"))) rc = 2;
-        skip = manifest ? json_object_get(manifest, "skip") : NULL;
-        if (!rc && skip && !json_is_object(skip))
-            rc = cli_error("manifest: '%s': \"skip\" must map case names to reasons", path);
-        const char *key;
-        json_t *val;
-        json_object_foreach(skip, key, val) {
-            int known = 0;
-            for (size_t i = 0; i < json_array_size(cases) && !known; i++)
-                known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
-            if (rc) break;
-            if (!known) rc = cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
-            else if (!json_is_string(val) || !*json_string_value(val))
-                rc = cli_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
-        }
-    }
+    rc = read_manifest(&o, cases, &manifest, &skip);
     if (!rc) rc = no_extra_results(&o, cases);
     const size_t ncase = json_array_size(cases);
     check_case *results = calloc(ncase + 1, sizeof *results);

@@ -10,6 +10,7 @@
  * existing DIR is never touched.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <signal.h>
 #include <jansson.h>
@@ -518,6 +519,19 @@ static void remove_tree(const char *dir)
         fprintf(stderr, "falcon: warning: could not remove '%s'\n", dir);
 }
 
+/* The mkdtemp template of the set's temporary directory: beside DIR, cut
+ * to NAME_MAX as every output's temporary is (src/outputs.c), from DIR
+ * without its trailing slashes ("DIR/" names DIR, not a name inside it). */
+static char *temp_dir_name(const char *dir)
+{
+    char *bare = strdup(dir);
+    if (!bare) return NULL;
+    for (size_t len = strlen(bare); len > 1 && bare[len - 1] == '/'; len--) bare[len - 1] = '\0';
+    char *tmp = falcon_path_beside(bare, ".tmp-XXXXXX");
+    free(bare);
+    return tmp;
+}
+
 int falcon_grade_export_main(int argc, char **argv)
 {
     export_opts o;
@@ -538,16 +552,14 @@ int falcon_grade_export_main(int argc, char **argv)
         free(cases);
         return rc;
     }
-    const size_t dlen = strlen(o.dir);
-    char *tmp = malloc(dlen + 16);
+    char *tmp = temp_dir_name(o.dir);
     if (!tmp) {
         free(cases);
         return cli_error("out of memory");
     }
-    snprintf(tmp, dlen + 16, "%s.tmp-XXXXXX", o.dir);
-    while (dlen > 1 && tmp[dlen - 1] == '/') memmove(tmp + dlen - 1, tmp + dlen, strlen(tmp + dlen) + 1);
     if (!mkdtemp(tmp)) {
-        rc = cli_error("cases export: cannot create a directory beside '%s'", o.dir);
+        rc = cli_error("cases export: cannot create the directory '%s' beside '%s': %s", tmp, o.dir,
+                       strerror(errno));
         free(tmp);
         free(cases);
         return rc;

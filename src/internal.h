@@ -78,6 +78,12 @@ void falcon_catch_terminating_signals(void (*handler)(int));
  * What an output directory's files and a case set's folders must be. */
 int falcon_plain_name(const char *s);
 
+/* outputs.c: a name beside `target` for its temporary or backup: target +
+ * suffix, the last name cut so that the whole stays within NAME_MAX (a
+ * 250-byte name must still get a temporary next to it). The target's last
+ * name must not end in '/'. Freed by the caller; NULL when out of memory. */
+char *falcon_path_beside(const char *target, const char *suffix);
+
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);
 

@@ -202,10 +202,8 @@ int falcon_plain_name(const char *s)
     return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-/* A name beside `target` for its temporary or backup: target + suffix, its
- * last name cut so that the whole stays within NAME_MAX (a 250-byte output
- * name must still get a temporary next to it). */
-static char *beside(const char *target, const char *suffix)
+/* See internal.h. */
+char *falcon_path_beside(const char *target, const char *suffix)
 {
     const char *slash = strrchr(target, '/');
     const size_t base = strlen(slash ? slash + 1 : target), room = NAME_MAX - strlen(suffix);
@@ -514,7 +512,7 @@ falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const ch
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
                                         strerror(errno)));
     if ((st = check_aliases(tx, s))) return slot_fail(s, st);
-    if (!(s->temp = beside(s->target, ".tmp-XXXXXX")))
+    if (!(s->temp = falcon_path_beside(s->target, ".tmp-XXXXXX")))
         return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
     s->fd = mkostemp(s->temp, O_CLOEXEC);
     if (s->fd < 0) {
@@ -588,7 +586,7 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
     for (int i = 0; i < s->nnames; i++)
         if (!(s->children[i] = malloc(strlen(s->target) + strlen(s->names[i]) + 16)))
             return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
-    if (!(s->temp = beside(s->target, ".tmp-XXXXXX")))
+    if (!(s->temp = falcon_path_beside(s->target, ".tmp-XXXXXX")))
         return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
     if (!mkdtemp(s->temp)) {
         const int err = errno;
@@ -672,7 +670,7 @@ static int copy_into(int fd, const char *from)
 static char *make_backup(const char *target)
 {
     for (int tries = 0; tries < 8; tries++) {
-        char *name = beside(target, ".old-XXXXXX");
+        char *name = falcon_path_beside(target, ".old-XXXXXX");
         if (!name) return NULL;
         const int fd = mkostemp(name, O_CLOEXEC);
         if (fd < 0) {
@@ -686,7 +684,7 @@ static char *make_backup(const char *target)
         free(name);
         if (!again) break;
     }
-    char *name = beside(target, ".old-XXXXXX");
+    char *name = falcon_path_beside(target, ".old-XXXXXX");
     const int fd = name ? mkostemp(name, O_CLOEXEC) : -1;
     if (fd < 0) {
         free(name);
@@ -708,7 +706,7 @@ static int swap_dirs(const char *a, const char *b)
 {
     if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) return 0;
     if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
-    char *aside = beside(a, ".swap");
+    char *aside = falcon_path_beside(a, ".swap");
     int r = -1;
     if (aside && rename(b, aside) == 0) {
         if (rename(a, b) == 0) r = rename(aside, a);

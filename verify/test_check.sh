@@ -92,6 +92,17 @@ if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sy
         (r['variant'], r['form'], r['align']) == ('falcon3', 'chunk', 'prefix') for r in c)))"; then
     ok "filters keep only falcon3 chunk prefix ($(ls f1 | grep -c falcon3) cases)"
 else bad "filters" "$(ls f1 | head -3)"; fi
+# The temporary directory beside DIR is cut to NAME_MAX like every output's
+# temporary: a 250-byte name exports; so does a DIR written with slashes.
+long=$(printf 'd%.0s' $(seq 250))
+for dir in "$long" "slashes//"; do
+    expect "export into '${dir:0:20}...' (${#dir} bytes)" 0 "" "$FALCON" cases export "$dir" --variant falcon1 \
+        --form recurrent --align prefix --quiet
+    d=${dir%%/*}
+    [ -f "$d/index.json" ] && ! ls -d ./*.tmp-* >/dev/null 2>&1 && ok "'${d:0:20}...' holds the set, no temporary left" ||
+        bad "export into '${d:0:20}...'" "$(ls -d ./*.tmp-* "$d" 2>&1 | head -3)"
+    rm -rf "$d"
+done
 expect "export: unknown variant" 2 "--variant falcon9" "$FALCON" cases export f2 --variant falcon9
 expect "export: no directory" 2 "no directory given" "$FALCON" cases export
 
@@ -234,6 +245,51 @@ echo old >rep.json && ln -s rep.json replink
 expect "--json through a symlink to a file: the file is updated" 0 "passed" "$FALCON" check cs --results r32 --json replink
 [ -L replink ] && "$PY" -c "import json; json.load(open('rep.json'))" && ok "the link stays, its target holds the report" ||
     bad "symlink followed" "link replaced or target not written"
+
+# ---- never a pass on nothing, nor on the reference itself ----
+# A case with no steps (T = 0) has empty outputs: its only result is the
+# final state, which must then be given.
+"$FALCON" cases export cz --profile full --variant falcon1 --form recurrent --align prefix --decay none \
+    --phi identity --quiet
+"$PY" "$RUN_CLI" "$FALCON" cz rz --precision fp32
+expect "T = 0 with its state passes" 0 "0 failed" "$FALCON" check cz --results rz
+zero=$("$PY" -c "import json; print(*[r['name'] for r in json.load(open('cz/index.json'))['cases']
+    if json.load(open('cz/' + r['dir'] + '/case.json'))['T'] == 0])")
+rm rz/"$zero"/state.npy
+expect "T = 0 without state.npy is refused" 2 "$zero: 'rz/$zero/state.npy': missing result" \
+    "$FALCON" check cz --results rz
+# A manifest that skips every case leaves nothing judged.
+rm -rf rb && mkdir rb
+"$PY" -c "import json, sys; json.dump({'skip': {r['name']: 'not done' for r in json.load(open('cs/index.json'))['cases']}},
+    open('rb/manifest.json', 'w'))"
+expect "every case skipped is refused" 2 "nothing was judged" "$FALCON" check cs --results rb
+# A case declared skipped that also has a result: which one is meant?
+rm -rf rb && cp -r r32 rb && echo '{"skip": {"'"$one"'": "not done"}}' >rb/manifest.json
+expect "a skipped case with a result is refused" 2 "$one: 'rb/$one': declared skipped" "$FALCON" check cs --results rb
+# A result that is the reference file (a symbolic or hard link) computed nothing.
+rm -rf rb && cp -r r32 rb && ln -sf "$PWD/cs/$one/ref_out.npy" "rb/$one/out.npy"
+expect "out.npy linked to the reference is refused" 2 "$one: 'rb/$one/out.npy': is the reference" \
+    "$FALCON" check cs --results rb
+rm "rb/$one/out.npy" && cp r32/"$one"/out.npy rb/"$one"/ && rm "rb/$one/state.npy" && ln "cs/$one/ref_state.npy" "rb/$one/state.npy"
+expect "state.npy hard-linked to the reference is refused" 2 "$one: 'rb/$one/state.npy': is the reference" \
+    "$FALCON" check cs --results rb
+# A file in a case's results that is not out.npy or state.npy is a result
+# under another name (np.save adds ".npy": "state.npy.npy"), never ignored.
+rm -rf rb && cp -r r32 rb && mv "rb/$one/state.npy" "rb/$one/state.npy.npy"
+expect "a misnamed state is refused" 2 "$one: 'rb/$one/state.npy.npy': not a result file" \
+    "$FALCON" check cs --results rb
+rm -rf rb
+# A result is a regular file: a FIFO there would block the gate forever.
+rm -rf rb && cp -r r32 rb && rm "rb/$one/out.npy" && mkfifo "rb/$one/out.npy"
+expect "a FIFO as a result is refused" 2 "$one: 'rb/$one/out.npy': not a regular file" \
+    timeout 20 "$FALCON" check cs --results rb
+rm -rf rb
+# The precision of the set chooses the unit: one the checker does not know
+# is refused, not read as fp32.
+cp cs/index.json index.orig
+"$PY" -c "import json; j = json.load(open('cs/index.json')); j['precision'] = 'fp8'; json.dump(j, open('cs/index.json', 'w'))"
+expect "an index of unknown precision is refused" 2 "\"precision\" 'fp8'" "$FALCON" check cs --results r32
+cp index.orig cs/index.json
 
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet

@@ -187,5 +187,17 @@ echo '{"context": {}}' > nolist.json
 one_error "compare, not benchmark output" "no \"benchmarks\" array" "$FALCON" compare a.json nolist.json
 one_error "compare, unknown option" "unknown option '--frobnicate'" "$FALCON" compare a.json b.json --frobnicate
 one_error "compare, --out without value" "--out needs a value" "$FALCON" compare a.json b.json --out
+# A case name is one column of --out's data file (gnuplot splits rows at
+# white space, reads '"' as a quote and '#' as a comment): a name that would
+# shift or hide columns is refused, and the earlier data file stays.
+echo keep >names.dat
+for name in "" "x y" $'x\ty' $'x\ny' "x#y" 'x"y'; do
+    "$PY" -c 'import json, sys; json.dump({"benchmarks": [{"name": sys.argv[1], "real_time": 1,
+        "tokens_per_second": 1000}]}, open("names.json", "w"))' "$name"
+    one_error "compare --out, case name '$name'" "names.json: case name" \
+        "$FALCON" compare a.json names.json --out names.dat
+done
+[ "$(cat names.dat)" = keep ] && ok "compare --out: a refused name leaves the data file as it was" ||
+    bad "compare --out, refused names" "names.dat changed: $(head -3 names.dat)"
 
 test_end
