@@ -225,6 +225,12 @@ def test_results_and_manifests_are_replaced_whole():
     assert os.path.exists(os.path.join(r, "c", "state.npy"))
     falcon.write_result(r, "c", np.arange(10.0))
     assert not os.path.exists(os.path.join(r, "c", "state.npy")), "a stale state.npy is left"
+    kept = os.path.join(r, "kept-state.npy")
+    np.save(kept, np.ones(3))
+    os.symlink(kept, os.path.join(r, "c", "state.npy"))
+    falcon.write_result(r, "c", np.arange(10.0))
+    assert not os.path.lexists(os.path.join(r, "c", "state.npy")), "a stale state.npy symlink is left"
+    assert np.array_equal(np.load(kept), np.ones(3)), "the file a stale link named was touched"
     _raises(lambda: falcon.write_result(r, "c", np.arange(3) + 1j), TypeError, "dtype complex")
     assert np.array_equal(np.load(os.path.join(r, "c", "out.npy")), np.arange(10.0))
     os.makedirs(os.path.join(r, "d"))
