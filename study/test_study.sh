@@ -1,5 +1,8 @@
 #!/bin/bash
 # The stability study past one process (make study-check; make check runs it):
+#   0. bench-dat (first: it needs no study): a benchmark file of 2872 cases in
+#      shuffled order to every table, each as its rules give it (Python
+#      writes them beside it), in a second or so;
 #   1. shards: `stability --shard K/3` three times, then `merge`, equal to one
 #      process; merge refuses a missing shard and a shard given twice;
 #   2. MPI: `mpirun -np 2 falcon-study-mpi stability`, equal to one process,
@@ -46,6 +49,92 @@ same() {
     diff -r -x streams -x resume -x stability.json "$a" "$b" | head -5
     [ "${PIPESTATUS[0]}" -eq 0 ]
 }
+
+# ---- 0. bench-dat on a few thousand cases: every table as its rules say ----
+# A Google Benchmark file of 2872 cases in shuffled order: 432 kernel cases
+# (median aggregates, bare iterations, failed runs) and 2440 BLAS entries,
+# and an entry of neither; the tables its rules give are written beside it
+# by Python. (Few sweeps: each file of the set is open until the commit.)
+t0=$SECONDS
+python3 - <<'PY'
+import itertools, json, math, os, random
+random.seed(7)
+keys = ["tokens_per_second", "GFLOPS", "peak_fraction"]
+g = lambda x: "%.6g" % x
+def med(v):
+    v = sorted(x for x in v if not math.isnan(x)); k = len(v)
+    return math.nan if not k else v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
+def runs(name):  # a case's entries and its medians: aggregates, iterations or a failure
+    kind = random.random()
+    if kind < 0.05:
+        return [{"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True}], None
+    if kind < 0.5:
+        es = [dict(name=name + "_" + a, run_name=name, run_type="aggregate", aggregate_name=a,
+                   **{k: round(random.uniform(1, 1e6), 3) for k in keys}) for a in ["mean", "median", "stddev"]]
+        return es, [es[1][k] for k in keys]
+    es = [dict(name=name, run_name=name, run_type="iteration", **{k: round(random.uniform(1, 1e6), 3) for k in keys})
+          for _ in range(random.randint(1, 4))]
+    return es, [med([e[k] for e in es]) for k in keys]
+cases = []
+for form, pr, T, n, C, th in itertools.product(["chunk", "recurrent"], ["fp32", "fp64"],
+                                              [256, 512, 1024, 2048, 4096, 8192], [32, 64, 128], [0, 16, 32, 64], [1, 2, 4]):
+    if (form == "chunk") == (C > 0):
+        cases.append(dict(form=form, var="falcon1", be="avx2", pr=pr, T=T, n=n, m=n, C=C, W=0, h=8, th=th))
+for v, n, m, C in itertools.product(["sgemm", "dgemm"], range(16, 336, 16), range(16, 336, 16), [16, 32, 64]):
+    cases.append(dict(form="blas", var=v, be="chunk-shapes", pr="fp64" if v == "dgemm" else "fp32", n=n, m=m, C=C))
+for v, n in itertools.product(["sgemm", "dgemm"], range(64, 1344, 64)):
+    cases.append(dict(form="blas", var=v, be="square", pr="fp64" if v == "dgemm" else "fp32", n=n, m=n, C=0))
+random.shuffle(cases)
+entries, rows, blas = [], [], []
+for c in cases:
+    if c["form"] == "blas":
+        name = "blas/%s/%s/n:%d%s/threads:1" % (c["var"], c["be"], c["n"], "/m:%d/C:%d" % (c["m"], c["C"]) if c["C"] else "")
+    else:
+        name = "%s/%s/%s/%s/T:%d/n:%d/m:%d%s/heads:%d/threads:%d/real_time" % (
+            c["form"], c["var"], c["be"], c["pr"], c["T"], c["n"], c["m"], "/C:%d" % c["C"] if c["C"] else "", c["h"], c["th"])
+    es, c["med"] = runs(name)
+    entries += es
+    m = c["med"] or [math.nan] * 3
+    if c["form"] == "blas":
+        blas.append("%s %d %d %d %s %s\n" % (c["pr"], c["n"], c["m"], c["C"], g(m[1]), g(m[2])))
+    else:
+        rows.append("%s %s %s %s %d %d %d %d %d %d %d %s\n" % (c["form"], c["var"], c["be"], c["pr"], c["T"], c["n"],
+                                                              c["m"], c["C"], c["W"], c["h"], c["th"], " ".join(map(g, m))))
+entries.insert(len(entries) // 2, {"name": "junk", "run_type": "iteration"})
+json.dump({"context": {}, "benchmarks": entries}, open("bench.json", "w"), indent=1)
+os.makedirs("want")
+with open("want/cases.dat", "w") as f:
+    f.write("# from bench.json (medians; NaN: absent or failed)\n# form variant backend precision T n m C W heads "
+            "threads tokens_per_second GFLOPS peak_fraction\n" + "".join(rows))
+with open("want/blas.dat", "w") as f:
+    f.write("# from bench.json: OpenBLAS, 1 thread, on the GEMMs of one chunk block (C > 0) or a square product "
+            "(C = 0)\n# precision n m C GFLOPS peak_fraction (medians; NaN: absent or failed)\n" + "".join(blas))
+tags = [("T", "T"), ("n", "n"), ("C", "C"), ("h", "h"), ("th", "p")]
+for axis, d in [("T", "T"), ("n", "n"), ("C", "C"), ("th", "threads")]:
+    os.makedirs("want/" + d)
+    sweeps = {}
+    for c in cases:
+        if c["form"] == "blas" or not c["med"] or (axis == "C" and not c["C"]): continue
+        key = "_".join([c["form"], c["var"], c["be"], c["pr"]] + ["%s%d" % (t, c[k]) for k, t in tags if k != axis and c[k]])
+        sweeps.setdefault(key, []).append(c)
+    for key, cs in sweeps.items():
+        if len(cs) < 2 and axis != "T": continue
+        with open("want/%s/%s.dat" % (d, key), "w") as f:
+            f.write("# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n" % (key, d))
+            for c in sorted(cs, key=lambda c: c[axis]): f.write("%d %s\n" % (c[axis], " ".join(map(g, c["med"]))))
+PY
+if ! "$STUDY" bench-dat bench.json --out bd >bd.txt 2>&1; then
+    bad "bench-dat on 2872 cases" "$(tail -3 bd.txt)"
+elif ! grep -q '^bench-dat: 432 cases and 2440 BLAS yardstick entries from bench.json into bd (1 entries neither)$' bd.txt; then
+    bad "bench-dat on 2872 cases" "$(tail -1 bd.txt)"
+elif ! out=$(diff -r -x .falcon-reports want bd | head -5) || [ -n "$out" ]; then
+    bad "bench-dat on 2872 cases: the tables" "$out"
+elif ! cmp -s <(sort bd/.falcon-reports) <(cd bd && find . -type f | sed 's|^\./||' | sort); then
+    bad "bench-dat on 2872 cases" "its record does not list the tables it wrote"
+else
+    ok "bench-dat on 2872 cases: cases.dat, blas.dat and $(find bd -mindepth 2 -name '*.dat' | wc -l) sweep files as the rules give"
+fi
+echo "   (bench-dat: $((SECONDS - t0)) s)"
 
 t0=$SECONDS
 if "$STUDY" stability "${OPTS[@]}" --out one >one.txt 2>&1; then
