@@ -11,6 +11,8 @@
 #   3. resume: a study killed with SIGKILL while a stream is midway, then
 #      `--resume`, equal to one uninterrupted process, with at least one
 #      stream continued from its saved state (not rerun from step 0);
+#      a result written by another build (or before results named their
+#      build) is run again by --resume, and merge refuses it;
 #   4. the precisions' ladder: tf32 and bf16 streams with chunk curves only;
 #      the fit's range (--tfit): fits on T <= tfit only, recomputed here from
 #      the curve files, and beyond.dat's measured-vs-extrapolated verdicts.
@@ -48,6 +50,23 @@ same() {
         <(sed 's/"seconds": [0-9.]*/"seconds": -/' "$b/stability.json") || return 1
     diff -r -x streams -x resume -x stability.json "$a" "$b" | head -5
     [ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
+# other_build FILE: FILE's build identity, with its revision replaced by
+# X's (as a build of another revision would write it, the layout the same).
+# old_format FILE: FILE's format number set to 1, as written before results
+# named their build.
+other_build() {
+    python3 - "$1" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+at = b.index(b", revision ") + len(b", revision ")
+end = b.index(b",", at)
+open(sys.argv[1], "r+b").write(b[:at] + b"X" * (end - at) + b[end:])
+PY
+}
+old_format() {
+    python3 -c "import sys; f=open(sys.argv[1],'r+b'); assert f.read(18) == b'falcon stability 2'; f.seek(0); f.write(b'falcon stability 1')" "$1"
 }
 
 # ---- 0. bench-dat on a few thousand cases: every table as its rules say ----
@@ -177,6 +196,19 @@ else ok "merge with a shard twice fails: $(tail -1 m3.txt)"; fi
 if "$STUDY" merge --out m4 shard0 one >m4.txt 2>&1 || ! grep -q 'in two shards' m4.txt; then
     bad "merge of overlapping directories" "$(tail -2 m4.txt)"
 else ok "merge of overlapping directories fails"; fi
+# a shard of another build, or written before results named their build:
+# refused, nothing written, the two builds named
+rm -rf shard1x && cp -r shard1 shard1x
+other_build "shard1x/streams/$(ls shard1x/streams | grep '\.res$' | head -1)"
+if "$STUDY" merge --out mx shard0 shard1x shard2 >mx.txt 2>&1 || [ -e mx ] || ! grep -q 'results of two builds are never merged' mx.txt ||
+   [ "$(grep -o 'revision [^,]*' mx.txt | sort -u | wc -l)" -ne 2 ] || ! grep -q 'revision XXXX' mx.txt; then
+    bad "merge of two builds" "$(tail -2 mx.txt)"
+else ok "merge of two builds fails, nothing written, both builds named"; fi
+rm -rf shard1x && cp -r shard1 shard1x
+old_format "shard1x/streams/$(ls shard1x/streams | grep '\.res$' | head -1)"
+if "$STUDY" merge --out mx shard0 shard1x shard2 >mx.txt 2>&1 || [ -e mx ] || ! grep -q 'written by an earlier build' mx.txt; then
+    bad "merge with a result of an earlier build" "$(tail -2 mx.txt)"
+else ok "merge with a result that names no build fails, nothing written"; fi
 echo "   (shards and merge: $((SECONDS - t0)) s)"
 
 # ---- 2. MPI ----
@@ -220,6 +252,9 @@ done
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
 done_before=$(ls killed/streams 2>/dev/null | grep -c '\.res$')
+# the same, with the midway stream's state as another build would save it
+rm -rf killedx && cp -r killed killedx
+[ -n "$saved" ] && other_build "killedx/resume/$saved"
 total=$(ls one/streams | grep -c '\.res$')
 if [ -z "$saved" ] || [ "$done_before" -lt 3 ] || [ -f killed/stability.json ]; then
     bad "kill midway" "no stream midway after 3 finished before the study ended (raise STUDY_TMAX)"
@@ -237,16 +272,35 @@ fi
 if ls killed/resume | grep -q '^[0-9]*\.state$'; then bad "after --resume" "stream states are left in resume/"; fi
 left=$(find killed -name '*.tmp-*' | head -3)
 [ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
+if [ -n "$saved" ]; then
+    sx=$((10#${saved%.state}))
+    if "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --resume --out killedx >resumedx.txt 2>&1 &&
+        grep -q "stream $sx: saved state .* not used (written by another build, falcon [^;]*revision XXXX" resumedx.txt &&
+        ! grep -q "stream $sx (.*) resumed at" resumedx.txt && out=$(same one killedx); then
+        ok "--resume: a saved state of another build is not used (stream $sx starts from step 0), = one process"
+    else bad "--resume with a state of another build" "$(grep -m3 "stream ${saved%.state}\|error" resumedx.txt) ${out:-}"; fi
+fi
 echo "   (kill and resume: $((SECONDS - t0)) s)"
 
 # ---- 3b. a damaged result is not trusted; a run stopped early keeps the earlier results ----
-# (curve 0's point count of stream 0 sits at byte 1016 of its result file)
+# (curve 0's point count of stream 0 sits at byte 1528 of its result file)
 rm -rf dmg && cp -r one dmg
-python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1016); f.write(struct.pack('<i',100000))" dmg/streams/000.res
+python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1528); f.write(struct.pack('<i',100000))" dmg/streams/000.res
 if "$STUDY" stability "${OPTS[@]}" --resume --out dmg >dmg.txt 2>&1 && grep -q 'counts are out of range' dmg.txt &&
     out=$(same one dmg); then
     ok "--resume: a result with a point count of 100000 is not used (it runs again), the report = one process"
 else bad "--resume with a damaged result" "$(grep -m2 'stream 0\|error' dmg.txt) ${out:-}"; fi
+# a result of another build, or of an earlier format, is not used either:
+# those two streams run again (and only they), the report = one process
+rm -rf ob && cp -r one ob
+other_build ob/streams/001.res
+old_format ob/streams/002.res
+if "$STUDY" stability "${OPTS[@]}" --resume --out ob >ob.txt 2>&1 &&
+    grep -q 'stream 1: .* not used (written by another build, falcon [^;]*revision XXXX[^;]*; this one is falcon ' ob.txt &&
+    grep -q 'stream 2: .* not used (written by an earlier build, before results named their build' ob.txt &&
+    [ "$(grep -c 'not used' ob.txt)" -eq 2 ] && out=$(same one ob); then
+    ok "--resume: results of another build and of the earlier format run again (2 streams), the report = one process"
+else bad "--resume with results of other builds" "$(grep -m3 'not used\|error' ob.txt) ${out:-}"; fi
 rm -rf keep && cp -r one keep
 before=$(cd keep/streams && sha256sum * | sha256sum)
 "$STUDY" stability "${OPTS[@]}" --out keep >keep.txt 2>&1 &
