@@ -23,17 +23,12 @@ BENCH_REPS   ?= 3
 BENCH_MIN_TIME ?= 0.3
 BENCH_ARGS   ?=
 
-.PHONY: bench bench-build
-ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o)
+# Build facts, as string macros: the benchmark report's context, and the
+# build identity the study's stream results carry (mk/study.mk links
+# buildinfo.o too, so it is built with or without Google Benchmark). The
+# stamp changes only when they do, so buildinfo.o (and the links) are redone
+# only then.
 BENCH_CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Werror
-
-$(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
-	@mkdir -p $(dir $@)
-	$(CXX) $(BENCH_CXXFLAGS) $(SANITIZE) -MMD -MP -c $< -o $@
-
-# Build facts for the report's context, as string macros. The stamp changes
-# only when they do, so buildinfo.o (and the link) is redone only then.
 bench_git_rev = $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(if \
                 $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),-dirty)
 bench_clean = $(subst ',,$(subst ",,$(subst \,,$(1))))
@@ -50,6 +45,14 @@ bench-stamp-force:
 
 $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.stamp
 	$(CC) $(CFLAGS) $(bench_info) -c $< -o $@
+
+.PHONY: bench bench-build
+ifneq ($(wildcard $(BENCH_HEADER)),)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o)
+
+$(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) $(SANITIZE) -MMD -MP -c $< -o $@
 
 # OpenBLAS where pkg-config knows it (its -I and -L name the threading
 # flavour Debian installed; the benchmark sets it to one thread). The stamp

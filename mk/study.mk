@@ -26,6 +26,9 @@ REPORT_DIR ?= report
 
 STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
+# The build facts (mk/bench.mk): each stream result names the build that
+# wrote it, and --resume and merge take no result of another build.
+STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
 STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
 

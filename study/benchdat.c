@@ -19,6 +19,7 @@
  * reader `falcon compare` uses too (tools-level code, not the benchmark's).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../util/json.h" /* the tools' JSON reader (benchmark files hold NaN) */
@@ -89,6 +90,52 @@ static int same_case(const bcase *a, const bcase *b)
            !strcmp(a->prec, b->prec) && !memcmp(a->p, b->p, sizeof a->p);
 }
 
+/* Cases by their parameters: an open-addressing table of indices into the
+ * case array, so that an entry finds its case in O(1) rather than by a scan
+ * of every case read so far (quadratic: 20,000 cases took minutes). */
+typedef struct case_table {
+    int *slot; /* index into the cases, -1 if empty */
+    size_t mask;
+} case_table;
+
+static uint64_t fnv1a(uint64_t h, const void *x, size_t n)
+{
+    const unsigned char *c = x;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211u;
+    return h;
+}
+
+/* Over what same_case compares: the strings up to their ends (the bytes
+ * past them may differ) and the parameters. */
+static uint64_t case_hash(const bcase *c)
+{
+    const char *const s[] = {c->form, c->variant, c->backend, c->prec};
+    uint64_t h = 1469598103934665603u;
+    for (int i = 0; i < 4; i++) h = fnv1a(h, s[i], strlen(s[i]) + 1);
+    return fnv1a(h, c->p, sizeof c->p);
+}
+
+/* Room for `most` cases at half load at most; 0, or -1 without memory. */
+static int table_init(case_table *t, size_t most)
+{
+    size_t cap = 16;
+    while (cap < 2 * most) cap *= 2;
+    t->mask = cap - 1;
+    if (!(t->slot = malloc(sizeof *t->slot * cap))) return -1;
+    memset(t->slot, 0xff, sizeof *t->slot * cap); /* every slot -1 */
+    return 0;
+}
+
+/* The index of c's case, appended to cs (at *nc) when it is new: cases keep
+ * the order of their first entry, which the tables follow. */
+static int table_find_or_add(case_table *t, bcase *cs, int *nc, const bcase *c)
+{
+    size_t i = (size_t)case_hash(c) & t->mask;
+    while (t->slot[i] >= 0 && !same_case(&cs[t->slot[i]], c)) i = (i + 1) & t->mask;
+    if (t->slot[i] < 0) cs[*nc] = *c, t->slot[i] = (*nc)++;
+    return t->slot[i];
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -122,39 +169,94 @@ static int cmp_axis(const void *a, const void *b)
     return (x->p[by_axis] > y->p[by_axis]) - (x->p[by_axis] < y->p[by_axis]);
 }
 
+/* A case of a sweep: its file name and its index. Sorted by name, then
+ * index, equal names are adjacent and in the order the cases were read. */
+typedef struct keyed {
+    char key[256];
+    int i;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    const int c = strcmp(x->key, y->key);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* A sweep: the run of keyed entries [from, to) it holds and the case that
+ * opens it, whose index orders the sweeps (their files are written in the
+ * order of their first case, as the report set's record lists them). */
+typedef struct sweep {
+    int first, from, to;
+} sweep;
+
+static int cmp_sweep(const void *a, const void *b)
+{
+    const sweep *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* A case may open a sweep of `axis` (a failed one is in none; one without
+ * C opens no C sweep, though it joins one opened before it). */
+static int opens_sweep(const bcase *c, int axis)
+{
+    return !(axis == P_C && !c->p[P_C]) && strcmp(c->form, "blas");
+}
+
+/* The sweeps of `axis`, in the order of their first case: each holds the
+ * cases with its file name from the first that may open it on. Sorting by
+ * name makes this O(N log N); a scan of the later cases per sweep was
+ * quadratic. *nsw sweeps into sw (room for nc), whose runs index ks. */
+static void find_sweeps(const bcase *cs, int nc, int axis, keyed *ks, sweep *sw, int *nsw)
+{
+    int nk = 0;
+    for (int i = 0; i < nc; i++)
+        if (!cs[i].failed) sweep_key(&cs[i], axis, ks[nk].key, sizeof ks[nk].key), ks[nk++].i = i;
+    qsort(ks, (size_t)nk, sizeof *ks, cmp_keyed);
+    *nsw = 0;
+    for (int a = 0, b; a < nk; a = b) {
+        int open = -1;
+        for (b = a; b < nk && !strcmp(ks[b].key, ks[a].key); b++)
+            if (open < 0 && opens_sweep(&cs[ks[b].i], axis)) open = b;
+        if (open >= 0) sw[(*nsw)++] = (sweep){ks[open].i, open, b};
+    }
+    qsort(sw, (size_t)*nsw, sizeof *sw, cmp_sweep);
+}
+
+/* One sweep's file: its cases sorted by the axis' value. They go into the
+ * sort in the order they were read: qsort is not stable, and cases apart
+ * only in m or W tie, so another order could swap their rows. */
+static int write_sweep(const char *dir, const keyed *ks, const sweep *w, bcase *cs, bcase **grp, int axis)
+{
+    char path[4096], name[300];
+    const char *key = ks[w->from].key;
+    int ng = 0;
+    for (int k = w->from; k < w->to; k++) grp[ng++] = &cs[ks[k].i];
+    by_axis = axis;
+    qsort(grp, (size_t)ng, sizeof *grp, cmp_axis);
+    if (ng < 2 && axis != P_T) return 0; /* not a sweep (every case shows in the T plot) */
+    snprintf(name, sizeof name, "%s.dat", key);
+    FILE *f = study_open(dir, name, path, sizeof path);
+    if (!f) return -1;
+    fprintf(f, "# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n", key, param_key[axis]);
+    for (int g = 0; g < ng; g++)
+        fprintf(f, "%lld %.6g %.6g %.6g\n", grp[g]->p[axis], grp[g]->median[TOK], grp[g]->median[GFLOPS],
+                grp[g]->median[PEAK]);
+    return study_close(f);
+}
+
 static int write_sweeps(const char *out, bcase *cs, int nc, int axis, const char *dirname)
 {
-    char dir[4096], key[256], key2[256], path[4096];
+    char dir[4096];
     snprintf(dir, sizeof dir, "%s/%s", out, dirname);
     if (study_mkdir(dir)) return -1;
-    int *done = calloc((size_t)nc + 1, sizeof *done);
+    keyed *ks = malloc(sizeof *ks * ((size_t)nc + 1));
+    sweep *sw = malloc(sizeof *sw * ((size_t)nc + 1));
     bcase **grp = malloc(sizeof *grp * ((size_t)nc + 1));
-    int rc = !done || !grp ? -1 : 0;
-    for (int i = 0; i < nc && !rc; i++) {
-        if (done[i] || cs[i].failed || (axis == P_C && !cs[i].p[P_C]) || !strcmp(cs[i].form, "blas")) continue;
-        sweep_key(&cs[i], axis, key, sizeof key);
-        int ng = 0;
-        for (int j = i; j < nc; j++) {
-            sweep_key(&cs[j], axis, key2, sizeof key2);
-            if (!done[j] && !cs[j].failed && !strcmp(key, key2)) grp[ng++] = &cs[j], done[j] = 1;
-        }
-        by_axis = axis;
-        qsort(grp, (size_t)ng, sizeof *grp, cmp_axis);
-        if (ng < 2 && axis != P_T) continue; /* not a sweep (every case shows in the T plot) */
-        char name[300];
-        snprintf(name, sizeof name, "%s.dat", key);
-        FILE *f = study_open(dir, name, path, sizeof path);
-        if (!f) {
-            rc = -1;
-            break;
-        }
-        fprintf(f, "# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n", key, param_key[axis]);
-        for (int g = 0; g < ng; g++)
-            fprintf(f, "%lld %.6g %.6g %.6g\n", grp[g]->p[axis], grp[g]->median[TOK], grp[g]->median[GFLOPS],
-                    grp[g]->median[PEAK]);
-        rc |= study_close(f);
-    }
-    free(done), free(grp);
+    int nsw = 0, rc = !ks || !sw || !grp ? -1 : 0;
+    if (!rc) find_sweeps(cs, nc, axis, ks, sw, &nsw);
+    for (int w = 0; w < nsw && !rc; w++) rc = write_sweep(dir, ks, &sw[w], cs, grp, axis);
+    free(ks), free(sw), free(grp);
     return rc;
 }
 
@@ -198,7 +300,8 @@ int falcon_benchdat_main(int argc, char **argv)
         return 2;
     }
     bcase *cs = calloc(list->count + 1, sizeof *cs);
-    int nc = 0, rc = cs ? 0 : 2, skipped = 0;
+    case_table table = {NULL, 0};
+    int nc = 0, rc = cs && !table_init(&table, list->count + 1) ? 0 : 2, skipped = 0;
     for (size_t i = 0; i < list->count && !rc; i++) {
         const falcon_json *b = &list->items[i];
         const char *name = falcon_json_get_string(b, "run_name");
@@ -209,10 +312,7 @@ int falcon_benchdat_main(int argc, char **argv)
             skipped++;
             continue;
         }
-        int at = 0;
-        while (at < nc && !same_case(&cs[at], &c)) at++;
-        if (at == nc) cs[nc++] = c;
-        bcase *k = &cs[at];
+        bcase *k = &cs[table_find_or_add(&table, cs, &nc, &c)];
         const falcon_json *e = falcon_json_get(b, "error_occurred");
         const char *type = falcon_json_get_string(b, "run_type"), *agg = falcon_json_get_string(b, "aggregate_name");
         if (e && e->type == FALCON_JSON_BOOL && e->boolean) {
@@ -232,6 +332,7 @@ int falcon_benchdat_main(int argc, char **argv)
         }
     }
     falcon_json_free(doc);
+    free(table.slot);
     for (int i = 0; i < nc; i++)
         if (!cs[i].has_median)
             for (int m = 0; m < NMETRIC; m++) cs[i].median[m] = median_of(cs[i].samples[m], cs[i].nsamples);

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../bench/buildinfo.h" /* the build identity of saved streams */
 #include "falcon_ref.h"
 #include "gate.h"
 #include "stability.h"
@@ -208,7 +209,10 @@ static double cpu_now(void)
  * hashes no longer match the checkpoints and --resume restarts that stream
  * from step 0 instead of continuing from a mixed state.
  * The files are in this machine's binary layout (the key records the sizes):
- * merge shards on machines of one architecture and compiler. */
+ * merge shards on machines of one architecture and compiler. The key also
+ * names the build that wrote the file (build_identity): a build with the
+ * same layout may still compute other numbers, so --resume reruns a stream
+ * another build saved, and merge refuses to mix builds. */
 
 typedef struct run_key {
     char magic[24];
@@ -217,14 +221,53 @@ typedef struct run_key {
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit;
     int32_t only_backend, skipmask, nstream, index, formats, pad2;
     int32_t list[MAXSTREAM][3];
+    char build[512]; /* build_identity */
 } run_key;
 
-#define KEY_MAGIC "falcon stability 1"
+/* Version 2 added the build; files of version 1 name none, and are taken
+ * for another build's. */
+#define KEY_MAGIC "falcon stability 2"
+#define KEY_MAGIC_NO_BUILD "falcon stability 1"
+
+static uint64_t fnv(uint64_t h, const void *x, size_t n);
+
+/* This build: the library's version and bench/buildinfo.c's facts (the
+ * revision, "-dirty" for uncommitted changes, the compiler and the flags;
+ * mk/bench.mk rebuilds it when one changes). Nothing of the run goes in:
+ * one build always writes the same identity. One too long for the key
+ * keeps its start and ends in a hash of the whole, so it still differs. */
+static void build_identity(char *id, size_t len)
+{
+    const char *const part[] = {FALCON_VERSION, fb_build_git_revision, fb_build_cc, fb_build_cflags};
+    const int n = snprintf(id, len, "falcon %s, revision %s, %s, %s", part[0], part[1], part[2], part[3]);
+    if (n >= 0 && (size_t)n < len) return;
+    uint64_t h = 1469598103934665603u;
+    for (int i = 0; i < 4; i++) h = fnv(h, part[i], strlen(part[i]) + 1);
+    snprintf(id + len - 20, 20, " #%016llx", (unsigned long long)h);
+}
+
+static const char no_build[] = "written by an earlier build, before results named their build: taken as "
+                               "another build's";
+
+/* Is a saved key not this run's? Then why is in buf: an earlier format,
+ * another build (both named) or other parameters. */
+static int key_mismatch(const run_key *key, const run_key *want, char *buf, size_t len)
+{
+    if (!strncmp(key->magic, KEY_MAGIC_NO_BUILD, sizeof key->magic)) snprintf(buf, len, "%s", no_build);
+    else if (strncmp(key->magic, KEY_MAGIC, sizeof key->magic) || !memchr(key->build, 0, sizeof key->build))
+        snprintf(buf, len, "not a stream file of this format");
+    else if (strcmp(key->build, want->build))
+        snprintf(buf, len, "written by another build, %s; this one is %s", key->build, want->build);
+    else if (memcmp(key, want, sizeof *key)) snprintf(buf, len, "written by a study with other parameters");
+    else return 0;
+    return 1;
+}
 
 static void make_key(const params *P, int index, run_key *k)
 {
     memset(k, 0, sizeof *k);
     snprintf(k->magic, sizeof k->magic, "%s", KEY_MAGIC);
+    build_identity(k->build, sizeof k->build);
     k->key_size = sizeof *k, k->stream_size = sizeof(stream), k->ld_size = sizeof(long double);
     snprintf(k->profile, sizeof k->profile, "%s", P->profile);
     k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
@@ -434,6 +477,7 @@ static int load_state(const params *P, int idx, stream *s, position *pos, ldref 
     const unsigned char *p = data;
     size_t left = len;
     run_key key, want;
+    char other[1200];
     stream *saved = malloc(sizeof *saved);
     falcon_state *sts[MAXCURVE] = {0};
     const char *why = NULL;
@@ -445,8 +489,10 @@ static int load_state(const params *P, int idx, stream *s, position *pos, ldref 
     int64_t hlen;
     make_key(P, idx, &want);
     if (!saved || !S || !prev || !hk || !hv) why = "out of memory";
-    else if (take(&p, &left, &key, sizeof key) || memcmp(&key, &want, sizeof key))
-        why = "written by a study with other parameters";
+    else if (take(&p, &left, &key, sizeof key))
+        why = "truncated or not a stream state";
+    else if (key_mismatch(&key, &want, other, sizeof other))
+        why = other;
     else if (take(&p, &left, pos, sizeof *pos) || take(&p, &left, saved, sizeof *saved) || !same_stream(saved, s) ||
              take(&p, &left, S, sizeof(long double) * (size_t)(m * n)) || take(&p, &left, prev, sizeof(double) * (size_t)n) ||
              take(&p, &left, &has_prev, sizeof has_prev) || take(&p, &left, &hlen, sizeof hlen) ||
@@ -556,8 +602,10 @@ static int load_result(const char *path, run_key *key, stream *s, const char **w
     size_t left = len;
     *why = NULL;
     if (!data) *why = strerror(errno);
+    else if (left >= sizeof key->magic && !strncmp((const char *)p, KEY_MAGIC_NO_BUILD, sizeof key->magic))
+        *why = no_build;
     else if (take(&p, &left, key, sizeof *key) || strcmp(key->magic, KEY_MAGIC) || key->key_size != sizeof *key ||
-             key->stream_size != sizeof *s || key->ld_size != sizeof(long double))
+             key->stream_size != sizeof *s || key->ld_size != sizeof(long double) || !memchr(key->build, 0, sizeof key->build))
         *why = "not a stream result of this build (another format or machine layout)";
     else if (take(&p, &left, s, sizeof *s) || left)
         *why = "truncated or too long";
@@ -1130,7 +1178,9 @@ static void usage(FILE *f)
             "  cost) into DIR/streams/; falcon-study merge combines the shards' directories.\n"
             "--resume continues a killed study: finished streams are read back from DIR/streams/, the\n"
             "  others continue from the state each saved in DIR/resume/ (every --checkpoint-every\n"
-            "  seconds past the MPFR range, default 300; 0: at every segment).\n",
+            "  seconds past the MPFR range, default 300; 0: at every segment). A result or state that\n"
+            "  another build of the study wrote (or one written before results named their build) is\n"
+            "  not used: that stream runs again.\n",
             huge_core_hours());
 }
 
@@ -1253,12 +1303,14 @@ int stab_prepare(study_stab *st, int i)
     run_key key, want;
     stream s;
     const char *why;
+    char other[1200];
     make_key(&st->P, i, &want);
     if (access(path, F_OK)) return 0;
     if (!load_result(path, &key, &s, &why))
-        why = memcmp(&key, &want, sizeof key) || !same_stream(&s, &st->ss[i]) ? "other parameters"
-            : !result_ok(&s)                                                ? "its counts are out of range"
-                                                                            : NULL;
+        why = key_mismatch(&key, &want, other, sizeof other) ? other
+            : !same_stream(&s, &st->ss[i])                  ? "other parameters"
+            : !result_ok(&s)                                ? "its counts are out of range"
+                                                            : NULL;
     if (why) {
         fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why);
         return 0;
@@ -1519,7 +1571,8 @@ int falcon_stability_merge_main(int argc, char **argv)
                 printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
                        "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
                        "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
-                       "(default DIR report/stability), as one process running every stream writes them.\n");
+                       "(default DIR report/stability), as one process running every stream writes them.\n"
+                       "Every result must come from one build of the study (each names its build).\n");
             free(dirs);
             return id == 'h' ? 0 : CLI_FAIL;
         }
@@ -1533,7 +1586,7 @@ int falcon_stability_merge_main(int argc, char **argv)
     stream *ss = NULL, *skel = NULL, s;
     unsigned char *have = NULL;
     double secs = 0;
-    char path[4400];
+    char path[4400], first_path[4400];
     memset(&P, 0, sizeof P);
     if (!ndir) {
         cli_error("merge: no shard directory");
@@ -1561,6 +1614,7 @@ int falcon_stability_merge_main(int argc, char **argv)
             key.index = -1;
             if (!have_key) {
                 first = key, have_key = 1;
+                snprintf(first_path, sizeof first_path, "%s", path);
                 P.profile = first.profile, P.out = out;
                 P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
                 P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg, P.tfit = first.tfit;
@@ -1577,6 +1631,11 @@ int falcon_stability_merge_main(int argc, char **argv)
                     goto done;
                 }
                 build_streams(&P, skel);
+            } else if (strcmp(key.build, first.build)) {
+                cli_error("merge: %s was written by the build '%s', %s by the build '%s': results of two builds "
+                          "are never merged (run every shard with one build)", path, key.build, first_path, first.build);
+                closedir(dp);
+                goto done;
             } else if (memcmp(&key, &first, sizeof key)) {
                 cli_error("merge: %s: from a study with other parameters than the first stream read", path);
                 closedir(dp);

@@ -1,5 +1,8 @@
 #!/bin/bash
 # The stability study past one process (make study-check; make check runs it):
+#   0. bench-dat (first: it needs no study): a benchmark file of 2872 cases in
+#      shuffled order to every table, each as its rules give it (Python
+#      writes them beside it), in a second or so;
 #   1. shards: `stability --shard K/3` three times, then `merge`, equal to one
 #      process; merge refuses a missing shard and a shard given twice;
 #   2. MPI: `mpirun -np 2 falcon-study-mpi stability`, equal to one process,
@@ -8,6 +11,8 @@
 #   3. resume: a study killed with SIGKILL while a stream is midway, then
 #      `--resume`, equal to one uninterrupted process, with at least one
 #      stream continued from its saved state (not rerun from step 0);
+#      a result written by another build (or before results named their
+#      build) is run again by --resume, and merge refuses it;
 #   4. the precisions' ladder: tf32 and bf16 streams with chunk curves only;
 #      the fit's range (--tfit): fits on T <= tfit only, recomputed here from
 #      the curve files, and beyond.dat's measured-vs-extrapolated verdicts.
@@ -46,6 +51,109 @@ same() {
     diff -r -x streams -x resume -x stability.json "$a" "$b" | head -5
     [ "${PIPESTATUS[0]}" -eq 0 ]
 }
+
+# other_build FILE: FILE's build identity, with its revision replaced by
+# X's (as a build of another revision would write it, the layout the same).
+# old_format FILE: FILE's format number set to 1, as written before results
+# named their build.
+other_build() {
+    python3 - "$1" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+at = b.index(b", revision ") + len(b", revision ")
+end = b.index(b",", at)
+open(sys.argv[1], "r+b").write(b[:at] + b"X" * (end - at) + b[end:])
+PY
+}
+old_format() {
+    python3 -c "import sys; f=open(sys.argv[1],'r+b'); assert f.read(18) == b'falcon stability 2'; f.seek(0); f.write(b'falcon stability 1')" "$1"
+}
+
+# ---- 0. bench-dat on a few thousand cases: every table as its rules say ----
+# A Google Benchmark file of 2872 cases in shuffled order: 432 kernel cases
+# (median aggregates, bare iterations, failed runs) and 2440 BLAS entries,
+# and an entry of neither; the tables its rules give are written beside it
+# by Python. (Few sweeps: each file of the set is open until the commit.)
+t0=$SECONDS
+python3 - <<'PY'
+import itertools, json, math, os, random
+random.seed(7)
+keys = ["tokens_per_second", "GFLOPS", "peak_fraction"]
+g = lambda x: "%.6g" % x
+def med(v):
+    v = sorted(x for x in v if not math.isnan(x)); k = len(v)
+    return math.nan if not k else v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
+def runs(name):  # a case's entries and its medians: aggregates, iterations or a failure
+    kind = random.random()
+    if kind < 0.05:
+        return [{"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True}], None
+    if kind < 0.5:
+        es = [dict(name=name + "_" + a, run_name=name, run_type="aggregate", aggregate_name=a,
+                   **{k: round(random.uniform(1, 1e6), 3) for k in keys}) for a in ["mean", "median", "stddev"]]
+        return es, [es[1][k] for k in keys]
+    es = [dict(name=name, run_name=name, run_type="iteration", **{k: round(random.uniform(1, 1e6), 3) for k in keys})
+          for _ in range(random.randint(1, 4))]
+    return es, [med([e[k] for e in es]) for k in keys]
+cases = []
+for form, pr, T, n, C, th in itertools.product(["chunk", "recurrent"], ["fp32", "fp64"],
+                                              [256, 512, 1024, 2048, 4096, 8192], [32, 64, 128], [0, 16, 32, 64], [1, 2, 4]):
+    if (form == "chunk") == (C > 0):
+        cases.append(dict(form=form, var="falcon1", be="avx2", pr=pr, T=T, n=n, m=n, C=C, W=0, h=8, th=th))
+for v, n, m, C in itertools.product(["sgemm", "dgemm"], range(16, 336, 16), range(16, 336, 16), [16, 32, 64]):
+    cases.append(dict(form="blas", var=v, be="chunk-shapes", pr="fp64" if v == "dgemm" else "fp32", n=n, m=m, C=C))
+for v, n in itertools.product(["sgemm", "dgemm"], range(64, 1344, 64)):
+    cases.append(dict(form="blas", var=v, be="square", pr="fp64" if v == "dgemm" else "fp32", n=n, m=n, C=0))
+random.shuffle(cases)
+entries, rows, blas = [], [], []
+for c in cases:
+    if c["form"] == "blas":
+        name = "blas/%s/%s/n:%d%s/threads:1" % (c["var"], c["be"], c["n"], "/m:%d/C:%d" % (c["m"], c["C"]) if c["C"] else "")
+    else:
+        name = "%s/%s/%s/%s/T:%d/n:%d/m:%d%s/heads:%d/threads:%d/real_time" % (
+            c["form"], c["var"], c["be"], c["pr"], c["T"], c["n"], c["m"], "/C:%d" % c["C"] if c["C"] else "", c["h"], c["th"])
+    es, c["med"] = runs(name)
+    entries += es
+    m = c["med"] or [math.nan] * 3
+    if c["form"] == "blas":
+        blas.append("%s %d %d %d %s %s\n" % (c["pr"], c["n"], c["m"], c["C"], g(m[1]), g(m[2])))
+    else:
+        rows.append("%s %s %s %s %d %d %d %d %d %d %d %s\n" % (c["form"], c["var"], c["be"], c["pr"], c["T"], c["n"],
+                                                              c["m"], c["C"], c["W"], c["h"], c["th"], " ".join(map(g, m))))
+entries.insert(len(entries) // 2, {"name": "junk", "run_type": "iteration"})
+json.dump({"context": {}, "benchmarks": entries}, open("bench.json", "w"), indent=1)
+os.makedirs("want")
+with open("want/cases.dat", "w") as f:
+    f.write("# from bench.json (medians; NaN: absent or failed)\n# form variant backend precision T n m C W heads "
+            "threads tokens_per_second GFLOPS peak_fraction\n" + "".join(rows))
+with open("want/blas.dat", "w") as f:
+    f.write("# from bench.json: OpenBLAS, 1 thread, on the GEMMs of one chunk block (C > 0) or a square product "
+            "(C = 0)\n# precision n m C GFLOPS peak_fraction (medians; NaN: absent or failed)\n" + "".join(blas))
+tags = [("T", "T"), ("n", "n"), ("C", "C"), ("h", "h"), ("th", "p")]
+for axis, d in [("T", "T"), ("n", "n"), ("C", "C"), ("th", "threads")]:
+    os.makedirs("want/" + d)
+    sweeps = {}
+    for c in cases:
+        if c["form"] == "blas" or not c["med"] or (axis == "C" and not c["C"]): continue
+        key = "_".join([c["form"], c["var"], c["be"], c["pr"]] + ["%s%d" % (t, c[k]) for k, t in tags if k != axis and c[k]])
+        sweeps.setdefault(key, []).append(c)
+    for key, cs in sweeps.items():
+        if len(cs) < 2 and axis != "T": continue
+        with open("want/%s/%s.dat" % (d, key), "w") as f:
+            f.write("# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n" % (key, d))
+            for c in sorted(cs, key=lambda c: c[axis]): f.write("%d %s\n" % (c[axis], " ".join(map(g, c["med"]))))
+PY
+if ! "$STUDY" bench-dat bench.json --out bd >bd.txt 2>&1; then
+    bad "bench-dat on 2872 cases" "$(tail -3 bd.txt)"
+elif ! grep -q '^bench-dat: 432 cases and 2440 BLAS yardstick entries from bench.json into bd (1 entries neither)$' bd.txt; then
+    bad "bench-dat on 2872 cases" "$(tail -1 bd.txt)"
+elif ! out=$(diff -r -x .falcon-reports want bd | head -5) || [ -n "$out" ]; then
+    bad "bench-dat on 2872 cases: the tables" "$out"
+elif ! cmp -s <(sort bd/.falcon-reports) <(cd bd && find . -type f | sed 's|^\./||' | sort); then
+    bad "bench-dat on 2872 cases" "its record does not list the tables it wrote"
+else
+    ok "bench-dat on 2872 cases: cases.dat, blas.dat and $(find bd -mindepth 2 -name '*.dat' | wc -l) sweep files as the rules give"
+fi
+echo "   (bench-dat: $((SECONDS - t0)) s)"
 
 t0=$SECONDS
 if "$STUDY" stability "${OPTS[@]}" --out one >one.txt 2>&1; then
@@ -88,6 +196,19 @@ else ok "merge with a shard twice fails: $(tail -1 m3.txt)"; fi
 if "$STUDY" merge --out m4 shard0 one >m4.txt 2>&1 || ! grep -q 'in two shards' m4.txt; then
     bad "merge of overlapping directories" "$(tail -2 m4.txt)"
 else ok "merge of overlapping directories fails"; fi
+# a shard of another build, or written before results named their build:
+# refused, nothing written, the two builds named
+rm -rf shard1x && cp -r shard1 shard1x
+other_build "shard1x/streams/$(ls shard1x/streams | grep '\.res$' | head -1)"
+if "$STUDY" merge --out mx shard0 shard1x shard2 >mx.txt 2>&1 || [ -e mx ] || ! grep -q 'results of two builds are never merged' mx.txt ||
+   [ "$(grep -o 'revision [^,]*' mx.txt | sort -u | wc -l)" -ne 2 ] || ! grep -q 'revision XXXX' mx.txt; then
+    bad "merge of two builds" "$(tail -2 mx.txt)"
+else ok "merge of two builds fails, nothing written, both builds named"; fi
+rm -rf shard1x && cp -r shard1 shard1x
+old_format "shard1x/streams/$(ls shard1x/streams | grep '\.res$' | head -1)"
+if "$STUDY" merge --out mx shard0 shard1x shard2 >mx.txt 2>&1 || [ -e mx ] || ! grep -q 'written by an earlier build' mx.txt; then
+    bad "merge with a result of an earlier build" "$(tail -2 mx.txt)"
+else ok "merge with a result that names no build fails, nothing written"; fi
 echo "   (shards and merge: $((SECONDS - t0)) s)"
 
 # ---- 2. MPI ----
@@ -131,6 +252,9 @@ done
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
 done_before=$(ls killed/streams 2>/dev/null | grep -c '\.res$')
+# the same, with the midway stream's state as another build would save it
+rm -rf killedx && cp -r killed killedx
+[ -n "$saved" ] && other_build "killedx/resume/$saved"
 total=$(ls one/streams | grep -c '\.res$')
 if [ -z "$saved" ] || [ "$done_before" -lt 3 ] || [ -f killed/stability.json ]; then
     bad "kill midway" "no stream midway after 3 finished before the study ended (raise STUDY_TMAX)"
@@ -148,16 +272,35 @@ fi
 if ls killed/resume | grep -q '^[0-9]*\.state$'; then bad "after --resume" "stream states are left in resume/"; fi
 left=$(find killed -name '*.tmp-*' | head -3)
 [ -z "$left" ] || bad "after --resume" "temporaries of the killed run are left: $left"
+if [ -n "$saved" ]; then
+    sx=$((10#${saved%.state}))
+    if "$STUDY" stability "${OPTS[@]}" --checkpoint-every 0 --resume --out killedx >resumedx.txt 2>&1 &&
+        grep -q "stream $sx: saved state .* not used (written by another build, falcon [^;]*revision XXXX" resumedx.txt &&
+        ! grep -q "stream $sx (.*) resumed at" resumedx.txt && out=$(same one killedx); then
+        ok "--resume: a saved state of another build is not used (stream $sx starts from step 0), = one process"
+    else bad "--resume with a state of another build" "$(grep -m3 "stream ${saved%.state}\|error" resumedx.txt) ${out:-}"; fi
+fi
 echo "   (kill and resume: $((SECONDS - t0)) s)"
 
 # ---- 3b. a damaged result is not trusted; a run stopped early keeps the earlier results ----
-# (curve 0's point count of stream 0 sits at byte 1016 of its result file)
+# (curve 0's point count of stream 0 sits at byte 1528 of its result file)
 rm -rf dmg && cp -r one dmg
-python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1016); f.write(struct.pack('<i',100000))" dmg/streams/000.res
+python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1528); f.write(struct.pack('<i',100000))" dmg/streams/000.res
 if "$STUDY" stability "${OPTS[@]}" --resume --out dmg >dmg.txt 2>&1 && grep -q 'counts are out of range' dmg.txt &&
     out=$(same one dmg); then
     ok "--resume: a result with a point count of 100000 is not used (it runs again), the report = one process"
 else bad "--resume with a damaged result" "$(grep -m2 'stream 0\|error' dmg.txt) ${out:-}"; fi
+# a result of another build, or of an earlier format, is not used either:
+# those two streams run again (and only they), the report = one process
+rm -rf ob && cp -r one ob
+other_build ob/streams/001.res
+old_format ob/streams/002.res
+if "$STUDY" stability "${OPTS[@]}" --resume --out ob >ob.txt 2>&1 &&
+    grep -q 'stream 1: .* not used (written by another build, falcon [^;]*revision XXXX[^;]*; this one is falcon ' ob.txt &&
+    grep -q 'stream 2: .* not used (written by an earlier build, before results named their build' ob.txt &&
+    [ "$(grep -c 'not used' ob.txt)" -eq 2 ] && out=$(same one ob); then
+    ok "--resume: results of another build and of the earlier format run again (2 streams), the report = one process"
+else bad "--resume with results of other builds" "$(grep -m3 'not used\|error' ob.txt) ${out:-}"; fi
 rm -rf keep && cp -r one keep
 before=$(cd keep/streams && sha256sum * | sha256sum)
 "$STUDY" stability "${OPTS[@]}" --out keep >keep.txt 2>&1 &
