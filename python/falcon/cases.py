@@ -289,8 +289,9 @@ def write_result(results_dir, name, out, state=None):
     keep their float dtype (float16, float32 or float64), little-endian;
     integers become float64; complex, bool and other arrays are refused.
     Each file is replaced atomically (_replace_file). Without a state, a
-    state.npy left there by an earlier call is removed, so that `falcon
-    check` does not judge a stale one."""
+    state.npy left there by an earlier call is removed (a symlink by that
+    name too, not the file it names), so that `falcon check` does not
+    judge a stale one."""
     d = os.path.join(os.fsdecode(results_dir), _plain_name(name))
     os.makedirs(d, exist_ok=True)
 
@@ -307,8 +308,10 @@ def write_result(results_dir, name, out, state=None):
     if state is not None:
         save("state.npy", state)
     else:
+        # A symlink goes too (the link, not what it names: falcon check
+        # follows it and would judge the file it names); a directory stays.
         old = os.path.join(d, "state.npy")
-        if os.path.isfile(old) and not os.path.islink(old):
+        if os.path.lexists(old) and not stat.S_ISDIR(os.lstat(old).st_mode):
             os.unlink(old)
     return d
 
