@@ -70,7 +70,8 @@ GRADE_SRC := $(wildcard grade/*.c)
 GRADE_OBJ := $(GRADE_SRC:%.c=$(BUILD)/obj/%.o)
 GRADE_SHLIB := $(BUILD)/libfalcon-grade.so
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ)
+# bench/flops.c: the benchmark's count of a call, tested beside the kernels.
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
 
 .PHONY: all lib cli test check report mutants clean deps install golden golden-check
 all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon $(GRADE_SHLIB)

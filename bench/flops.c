@@ -9,8 +9,11 @@
 double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m)
 {
     const int64_t W = falcon_variant_has_window(cfg->variant) ? cfg->window : 1;
-    int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_of(cfg->chunk, n, m, W) : falcon_parallel_block(W);
-    if (cfg->form == FALCON_FORM_PARALLEL && L > T) L = T > 0 ? T : 1;
+    /* The blocks the run takes: a chunk above 4096 / W is cut to it, as
+     * the masked-parallel form's single block is (a last block shorter
+     * than L is counted as it is). */
+    const int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(falcon_chunk_of(cfg->chunk, n, m, W), W)
+                                                     : falcon_parallel_block(W);
     return (double)H * falcon_flops(cfg->form, falcon_variant_is_regression(cfg->variant), T, n, m, W, L);
 }
 

@@ -63,16 +63,22 @@ if (which eq 'n') {
     col = 4
 }
 if (which eq 'C') {
-    # The default chunk size and, per series, the best one measured.
-    cdef = 64
+    # The default chunk size (falcon_chunk_auto of the shape, the "auto_C"
+    # line bench-dat writes; not the benchmark's base C = 64) and, per
+    # series, the best one measured.
+    autoc(f) = system(sprintf("awk '$1 == \"#\" && $2 == \"auto_C\" { print $3; exit }' %s", f)) + 0
+    cdef = nl > 0 ? autoc(word(list, 1)) : 0
     do for [i = 1:nl] {
         stats word(list, i) using 2 nooutput
         cbest = system(sprintf("awk '!/^#/ && $2 > b { b = $2; c = $1 } END { print c }' %s", word(list, i)))
-        tdef = system(sprintf("awk '!/^#/ && $1 == %d { print $2 }' %s", cdef, word(list, i)))
+        cauto = autoc(word(list, i))
+        tdef = system(sprintf("awk '!/^#/ && $1 == %d { print $2 }' %s", cauto, word(list, i)))
         tbest = STATS_max
         best_note = best_note . sprintf("%s%s: best C = %s, %s", i > 1 ? '; ' : '', stitle(word(list, i)), cbest, \
-            tdef eq '' ? 'the default C = 64 not measured' : \
-            (cbest + 0 == cdef ? 'the default' : sprintf('%.2fx the throughput of the default C = %d', tbest / real(tdef), cdef)))
+            cauto == 0 ? 'the default C unrecorded' : \
+            tdef eq '' ? sprintf('the default C = %d (auto) not measured', cauto) : \
+            (cbest + 0 == cauto ? 'the default (auto)' : \
+             sprintf('%.2fx the throughput of the default C = %d (auto)', tbest / real(tdef), cauto)))
     }
     set title sprintf("Chunk-size sweep (chunk form, Falcon-1, fp32, T = 4096, n = m = 128, 8 heads, 1 thread; medians)\n%s\n(the default sweep measures C on the best backend here only)", best_note) noenhanced
     set xlabel 'chunk size C (steps)'
@@ -80,8 +86,10 @@ if (which eq 'C') {
     set logscale y
     set format y '%.0s%c'
     do for [e = 3:7] { do for [k in '2 3 5'] { set ytics add (k * 10.0**e) } }
-    set arrow 1 from cdef, graph 0 to cdef, graph 1 nohead dt 3 lc rgb 'gray40'
-    set label 1 'default C = 64' at cdef, graph 0.04 offset 0.5, 0 textcolor rgb 'gray40'
+    if (cdef > 0) {
+        set arrow 1 from cdef, graph 0 to cdef, graph 1 nohead dt 3 lc rgb 'gray40'
+        set label 1 sprintf('default C = %d (auto)', cdef) at cdef, graph 0.04 offset 0.5, 0 textcolor rgb 'gray40'
+    }
     col = 2
 }
 # The yardstick's line, only where there is one (a macro: an empty data file

@@ -8,7 +8,9 @@
  *                          of tokens_per_second, GFLOPS and peak_fraction
  *   DIR/<X>/<rest>.dat     one-axis sweeps, X in T, n, C, threads: the cases
  *                          equal in every other parameter, sorted by X
- *                          (file name: the other parameters, '_'-separated)
+ *                          (file name: the other parameters, '_'-separated);
+ *                          a C sweep's header names the default chunk size
+ *                          of its shape ("# auto_C 16", falcon_chunk_auto)
  *   DIR/blas.dat           the yardstick's entries (blas/sgemm|dgemm/chunk-shapes/
  *                          n:../m:../C:../threads:1, blas/.../square/n:..):
  *                          precision n m C (0: square) and the medians of
@@ -239,6 +241,13 @@ static int write_sweep(const char *dir, const keyed *ks, const sweep *w, bcase *
     FILE *f = study_open(dir, name, path, sizeof path);
     if (!f) return -1;
     fprintf(f, "# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n", key, param_key[axis]);
+    /* The chunk sweep is read against the library's default, which is
+     * not the benchmark's base C but the model's pick for the shape. */
+    if (axis == P_C) {
+        const bcase *c = &cs[w->first];
+        fprintf(f, "# auto_C %lld (falcon_chunk_auto of n, m, W: the default chunk size)\n",
+                (long long)falcon_chunk_auto(c->p[P_N], c->p[P_M], c->p[P_W] ? c->p[P_W] : 1));
+    }
     for (int g = 0; g < ng; g++)
         fprintf(f, "%lld %.6g %.6g %.6g\n", grp[g]->p[axis], grp[g]->median[TOK], grp[g]->median[GFLOPS],
                 grp[g]->median[PEAK]);

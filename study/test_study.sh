@@ -140,6 +140,11 @@ for axis, d in [("T", "T"), ("n", "n"), ("C", "C"), ("th", "threads")]:
         if len(cs) < 2 and axis != "T": continue
         with open("want/%s/%s.dat" % (d, key), "w") as f:
             f.write("# %s: %s tokens_per_second GFLOPS peak_fraction (medians)\n" % (key, d))
+            if axis == "C":  # the library's default for the shape: sqrt(7 n m / (W (2n + m))) to a power of 2 in [8, 256]
+                c0, W = cs[0], cs[0]["W"] or 1
+                x, p = math.sqrt(7 * c0["n"] * c0["m"] / (W * (2 * c0["n"] + c0["m"]))), 8
+                while p < 256 and p * math.sqrt(2) <= x: p *= 2
+                f.write("# auto_C %d (falcon_chunk_auto of n, m, W: the default chunk size)\n" % p)
             for c in sorted(cs, key=lambda c: c[axis]): f.write("%d %s\n" % (c[axis], " ".join(map(g, c["med"]))))
 PY
 if ! "$STUDY" bench-dat bench.json --out bd >bd.txt 2>&1; then

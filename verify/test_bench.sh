@@ -12,7 +12,8 @@
 # - a tiny run of one yardstick entry, with the probe: GFLOPS and a
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
 #   shape, and falcon-study bench-dat writing it to blas.dat;
-# - a tiny run of one chunk case: validation_fraction in (0, 1).
+# - a tiny run of one chunk case: validation_fraction in (0, 1);
+# - falcon-study bench-dat's chunk sweep names the default chunk size.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -85,6 +86,18 @@ elif "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_
     else bad validation "validation_fraction '$vf' not in (0, 1)"; fi
 else
     bad validation "exit status $?: $(tail -3 case.err | tr '\n' ' ')"
+fi
+
+# The chunk sweep names the library's default chunk size (falcon_chunk_auto:
+# 16 for n = m = 128, W = 1), which the plot marks, not the base point C = 64.
+if [ -x "$BUILD/falcon-study" ]; then
+    entry() { printf '{"name": "chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:%s/heads:8/threads:1/real_time",
+        "run_type": "iteration", "tokens_per_second": %s, "GFLOPS": 1, "peak_fraction": 0.1}' "$1" "$2"; }
+    { echo '{"context": {}, "benchmarks": ['; entry 16 9; echo ,; entry 64 7; echo ']}'; } > sweep.json
+    sweep=sweepdat/C/chunk_falcon1_avx2_fp32_T4096_n128_h8_p1.dat
+    if "$BUILD/falcon-study" bench-dat sweep.json --out sweepdat > sweep.log 2>&1 && grep -q '^# auto_C 16 ' "$sweep"
+    then ok "bench-dat: the chunk sweep names the default chunk size (auto_C 16)"
+    else bad "bench-dat, auto_C" "$(cat sweep.log "$sweep" 2>/dev/null | tr '\n' ' ')"; fi
 fi
 
 # `make bench`'s writer (bench/bench-to.sh): a symlink followed, a directory

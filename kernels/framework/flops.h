@@ -35,9 +35,10 @@
 #include "falcon.h"
 
 /* Flops of one head (sequence) of T steps. regression: Falcon-1/2/3 (1) or an
- * A variant (0). W: window (1 unless Falcon-3/3A). L: block length (chunk
- * size for the chunk form, the masked-parallel block for the parallel form;
- * unused for the recurrent form). Steps that reveal no example (the first
+ * A variant (0). W: window (1 unless Falcon-3/3A). L: block length (the
+ * chunk form's block, falcon_chunk_block: the chunk size, at most 4096 / W;
+ * the masked-parallel block for the parallel form; unused for the
+ * recurrent form). Steps that reveal no example (the first
  * step of a fresh state under prefix alignment) are counted as full steps. */
 static inline double falcon_flops(falcon_form form, int regression, int64_t T, int64_t n,
                                   int64_t m, int64_t W, int64_t L)
