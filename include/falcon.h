@@ -333,6 +333,11 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
 const char *falcon_outputs_temp(const falcon_outputs *tx, int slot);
 int falcon_outputs_fd(const falcon_outputs *tx, int slot);
 const char *falcon_outputs_path(const falcon_outputs *tx, int slot);
+/* Done writing a file output: flush it to disk and close its descriptor
+ * now rather than at the commit, so that a transaction of many files holds
+ * no descriptor per file. falcon_outputs_fd is -1 after; the commit still
+ * renames it. A failure here also fails the commit. */
+falcon_status falcon_outputs_close(falcon_outputs *tx, int slot);
 /* Commit every output, or none; frees tx either way. */
 falcon_status falcon_outputs_commit(falcon_outputs *tx);
 /* Remove every temporary and free tx (NULL is ignored). */

@@ -59,45 +59,74 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-/* Outputs grow as declared (a study writes a file per curve); the signal
- * registry is a fixed array, which a handler can walk: room for that many
- * temporaries at once. */
-enum { MAX_INPUTS = 32, MAX_NAMES = 16, REGISTRY = 4096 };
+/* Outputs grow as declared (a study writes a file per curve), and so does
+ * the signal registry: blocks of entries that a handler can walk, linked
+ * once complete and never freed. */
+enum { MAX_INPUTS = 32, MAX_NAMES = 16, REG_BLOCK = 1024 };
 
 /* ---- the signal registry: paths a handler removes (async-signal-safe) ---- */
 
 enum { REG_FREE = 0, REG_FILE = 1, REG_DIR = 2 };
-static struct {
-    const char *path;
-    volatile sig_atomic_t kind;
-} registry[REGISTRY];
+typedef struct reg_block {
+    struct {
+        const char *path;
+        volatile sig_atomic_t kind;
+    } e[REG_BLOCK];
+    struct reg_block *volatile next;
+} reg_block;
+static reg_block registry;
 
-/* Returns the entry's index, or -1 when full (the path is then not cleaned). */
+static reg_block *reg_block_of(int i)
+{
+    reg_block *b = &registry;
+    for (; b && i >= REG_BLOCK; i -= REG_BLOCK) b = b->next;
+    return b;
+}
+
+static int reg_free_from; /* no free entry below this index */
+
+/* Returns the entry's index, or -1 when no memory is left for a new block
+ * (the path is then not cleaned on a signal). */
 static int reg_add(const char *path, int kind)
 {
-    for (int i = 0; i < REGISTRY; i++)
-        if (registry[i].kind == REG_FREE) {
-            registry[i].path = path;
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            registry[i].kind = kind;
-            return i;
+    int base = 0;
+    reg_block *b = &registry;
+    for (; b->next && base + REG_BLOCK <= reg_free_from; b = b->next) base += REG_BLOCK;
+    for (;; b = b->next, base += REG_BLOCK) {
+        for (int i = 0; i < REG_BLOCK; i++)
+            if (b->e[i].kind == REG_FREE) {
+                b->e[i].path = path;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                b->e[i].kind = kind;
+                reg_free_from = base + i + 1;
+                return base + i;
+            }
+        if (!b->next) {
+            reg_block *nb = calloc(1, sizeof *nb);
+            if (!nb) return -1;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* zeroed before a handler can see it */
+            b->next = nb;
         }
-    return -1;
+    }
 }
 
 static void reg_drop(int *i)
 {
-    if (*i >= 0) registry[*i].kind = REG_FREE;
+    reg_block *b = *i >= 0 ? reg_block_of(*i) : NULL;
+    if (b) b->e[*i % REG_BLOCK].kind = REG_FREE;
+    if (b && *i < reg_free_from) reg_free_from = *i;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     *i = -1;
 }
 
 static void reg_clean(void)
 {
-    for (int i = 0; i < REGISTRY; i++)
-        if (registry[i].kind == REG_FILE) unlink(registry[i].path);
-    for (int i = 0; i < REGISTRY; i++)
-        if (registry[i].kind == REG_DIR) rmdir(registry[i].path);
+    for (reg_block *b = &registry; b; b = b->next)
+        for (int i = 0; i < REG_BLOCK; i++)
+            if (b->e[i].kind == REG_FILE) unlink(b->e[i].path);
+    for (reg_block *b = &registry; b; b = b->next)
+        for (int i = 0; i < REG_BLOCK; i++)
+            if (b->e[i].kind == REG_DIR) rmdir(b->e[i].path);
 }
 
 static void on_signal(int sig)
@@ -162,6 +191,7 @@ typedef struct out_slot {
     const char *names[MAX_NAMES];
     int nnames;
     int is_dir, fd, lockfd, exists, reg, reg_children[MAX_NAMES];
+    int synced;        /* a file closed early (falcon_outputs_close): on disk */
     int done;          /* renamed (1) or swapped (2) during commit */
     int existed;       /* the target existed when the commit began */
     dev_t dev;
@@ -625,6 +655,20 @@ int falcon_outputs_fd(const falcon_outputs *tx, int slot)
     return s && !s->is_dir ? s->fd : -1;
 }
 
+falcon_status falcon_outputs_close(falcon_outputs *tx, int slot)
+{
+    out_slot *s = get(tx, slot);
+    if (!s || s->is_dir) return falcon_fail(FALCON_E_ARGUMENT, "outputs_close: no file output %d", slot);
+    if (s->fd < 0)
+        return s->synced ? FALCON_OK : falcon_fail(FALCON_E_IO, "'%s': an earlier write of it failed", s->path);
+    const int bad = fsync(s->fd) != 0 ? errno : 0;
+    const int closed = close(s->fd) != 0 ? errno : 0;
+    s->fd = -1;
+    s->synced = !bad && !closed;
+    return s->synced ? FALCON_OK
+                     : falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", s->path, strerror(bad ? bad : closed));
+}
+
 const char *falcon_outputs_path(const falcon_outputs *tx, int slot)
 {
     const out_slot *s = get(tx, slot);
@@ -770,7 +814,9 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
     /* 1. Everything on disk before anything is renamed. */
     for (int i = 0; i < tx->nout; i++) {
         out_slot *s = &tx->out[i];
-        if (!s->is_dir) {
+        if (!s->is_dir && s->fd < 0) {
+            if (!s->synced) return commit_fail(tx, s, "write it", EIO); /* its early close failed */
+        } else if (!s->is_dir) {
             const int bad = fsync(s->fd) != 0 ? errno : 0;
             const int closed = close(s->fd) != 0 ? errno : 0;
             s->fd = -1;

@@ -82,6 +82,7 @@ static falcon_outputs *reports;
 static struct {
     FILE *f;
     char path[4096];
+    int slot; /* in reports: closed there too when the FILE is */
 } open_files[8];
 
 /* The set's record: ROOT/.falcon-reports lists the files of the last set
@@ -167,6 +168,7 @@ FILE *study_open(const char *dir, const char *name, char *path, size_t pathlen)
     for (size_t i = 0; i < sizeof open_files / sizeof open_files[0]; i++)
         if (!open_files[i].f) {
             open_files[i].f = f;
+            open_files[i].slot = slot;
             snprintf(open_files[i].path, sizeof open_files[i].path, "%s", path);
             break;
         }
@@ -203,15 +205,23 @@ int study_reports_check(const char *dir, const char *const *names)
 int study_close(FILE *f)
 {
     const char *path = "a report";
+    int slot = -1;
     for (size_t i = 0; i < sizeof open_files / sizeof open_files[0]; i++)
         if (open_files[i].f == f) {
             open_files[i].f = NULL;
             path = open_files[i].path;
+            slot = open_files[i].slot;
         }
     const int bad = ferror(f);
     const int err = errno;
     if (fclose(f) != 0 || bad) {
         fprintf(stderr, "falcon: error: cannot write %s: %s\n", path, strerror(bad ? err : errno));
+        return -1;
+    }
+    /* The transaction's own descriptor too: a set of a thousand files
+     * would otherwise hold a thousand until the commit (ulimit -n). */
+    if (slot >= 0 && falcon_outputs_close(reports, slot) != FALCON_OK) {
+        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
         return -1;
     }
     return 0;

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "falcon.h"
 
@@ -260,4 +263,57 @@ Test(outputs, two_checkpoints_in_one_directory, .init = make_dir, .fini = remove
     }
     falcon_state_free(a);
     alarm(0);
+}
+
+/* A set of many files (a benchmark's sweep tables): each file closed when
+ * written, so the transaction holds no descriptor per file; under a limit
+ * of 64 descriptors, 3000 files commit whole. */
+Test(outputs, many_files_closed_early_commit_under_a_small_fd_limit, .init = make_dir, .fini = remove_dir)
+{
+    const struct rlimit low = {64, 64};
+    cr_assert(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    falcon_outputs *tx;
+    cr_assert(falcon_outputs_begin(&tx) == FALCON_OK);
+    enum { N = 3000 };
+    char name[32], text[32];
+    for (int i = 0; i < N; i++) {
+        int slot;
+        snprintf(name, sizeof name, "f%04d.txt", i);
+        cr_assert(falcon_outputs_file(tx, name, at(name), &slot) == FALCON_OK, "file %d: %s", i, falcon_last_error());
+        snprintf(text, sizeof text, "%d", i);
+        write_slot(tx, slot, text);
+        cr_assert(falcon_outputs_close(tx, slot) == FALCON_OK, "%s", falcon_last_error());
+        cr_assert_eq(falcon_outputs_fd(tx, slot), -1);
+        cr_assert(falcon_outputs_close(tx, slot) == FALCON_OK, "a second close is harmless");
+    }
+    cr_assert(falcon_outputs_commit(tx) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert_eq(entries(), N, "every file, no temporary");
+    cr_assert_str_eq(get(at("f2999.txt")), "2999");
+}
+
+/* A signal during a transaction of more temporaries than the registry's
+ * first block holds (1024), and more than it ever held (4096), removes every one of them. */
+Test(outputs, a_signal_removes_thousands_of_temporaries, .init = make_dir, .fini = remove_dir)
+{
+    put(at("keep.txt"), "user's");
+    const pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        falcon_outputs_clean_on_signals();
+        falcon_outputs *tx;
+        if (falcon_outputs_begin(&tx)) _exit(3);
+        char name[32];
+        for (int i = 0; i < 5000; i++) {
+            int slot;
+            snprintf(name, sizeof name, "t%04d.txt", i);
+            if (falcon_outputs_file(tx, name, at(name), &slot) || falcon_outputs_close(tx, slot)) _exit(4);
+        }
+        raise(SIGTERM);
+        _exit(5);
+    }
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child ended otherwise (status %d)", status);
+    cr_assert_eq(entries(), 1, "%d entries: temporaries are left", entries());
+    cr_assert_str_eq(get(at("keep.txt")), "user's");
 }
