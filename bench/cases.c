@@ -462,16 +462,19 @@ static void ctx(const char *key, const char *fmt, ...)
     fb_add_context(key, buf);
 }
 
-static void cpu_model(char *out, size_t len)
+/* The first value of /proc/cpuinfo's field `key` (up to its colon), or
+ * "" when absent. */
+static void cpuinfo_field(const char *key, char *out, size_t len)
 {
-    snprintf(out, len, "unknown");
+    out[0] = 0;
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
+    const size_t n = strlen(key);
     while (fgets(line, sizeof line, f)) {
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(out, len, "%s", colon + 2);
+        if (colon && !strncmp(line, key, n) && strspn(line + n, " \t") == (size_t)(colon - line - n)) {
+            snprintf(out, len, "%s", colon[1] == ' ' ? colon + 2 : colon + 1);
             out[strcspn(out, "\n")] = 0;
             break;
         }
@@ -479,11 +482,36 @@ static void cpu_model(char *out, size_t len)
     fclose(f);
 }
 
+static void cpu_model(char *out, size_t len)
+{
+    cpuinfo_field("model name", out, len);
+    if (!out[0]) snprintf(out, len, "unknown");
+}
+
+/* What identifies the CPU where its name does not: a virtual machine often
+ * shows a generic "Intel(R) Xeon(R) Processor" for several generations, which
+ * family and model tell apart (6/143 Sapphire Rapids, 6/207 Emerald Rapids,
+ * 25/17 Zen 4), and the caches the tile and chunk choices depend on. */
+static void cpu_id(char *out, size_t len)
+{
+    char vendor[64], family[16], model[16], stepping[16];
+    cpuinfo_field("vendor_id", vendor, sizeof vendor);
+    cpuinfo_field("cpu family", family, sizeof family);
+    cpuinfo_field("model", model, sizeof model);
+    cpuinfo_field("stepping", stepping, sizeof stepping);
+    snprintf(out, len, "%s family %s model %s stepping %s; L1d %ld KiB, L2 %ld KiB, L3 %ld KiB (per core/instance)",
+             vendor[0] ? vendor : "?", family[0] ? family : "?", model[0] ? model : "?",
+             stepping[0] ? stepping : "?", sysconf(_SC_LEVEL1_DCACHE_SIZE) / 1024, sysconf(_SC_LEVEL2_CACHE_SIZE) / 1024,
+             sysconf(_SC_LEVEL3_CACHE_SIZE) / 1024);
+}
+
 static void add_context(const char *sweep, int simde)
 {
     char buf[512];
     cpu_model(buf, sizeof buf);
     ctx("falcon_cpu_model", "%s", buf);
+    cpu_id(buf, sizeof buf);
+    ctx("falcon_cpu_id", "%s", buf);
     buf[0] = 0;
 #if defined(__x86_64__)
     __builtin_cpu_init();

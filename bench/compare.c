@@ -54,7 +54,7 @@ typedef struct bench_run {
     bench_row *rows;
     size_t count, cap;
     char protocol[160]; /* "3 repetitions x 0.3 s, sweep default" */
-    char cpu[128];      /* the context's falcon_cpu_model, or "" */
+    char cpu[256];      /* the context's falcon_cpu_model and its family and model (falcon_cpu_id), or "" */
     size_t *slots;   /* open addressing: row index + 1, 0 when free */
     size_t nslots;   /* a power of two, at least twice count */
 } bench_run;
@@ -185,7 +185,11 @@ static void read_protocol(const falcon_json *ctx, int reps, bench_run *r)
     if (!rep) rep = nrep;
     snprintf(r->protocol, sizeof r->protocol, "%s repetition%s x %s%s, sweep %s", rep, strcmp(rep, "1") ? "s" : "",
              min ? min : "unrecorded minimum time", min ? " s" : "", sweep ? sweep : "unrecorded");
-    snprintf(r->cpu, sizeof r->cpu, "%s", cpu ? cpu : "");
+    /* the identity up to its caches: a generic name alone ("Intel(R) Xeon(R)
+     * Processor") does not tell two machines apart */
+    const char *id = ctx ? falcon_json_get_string(ctx, "falcon_cpu_id") : NULL;
+    const int idlen = id ? (int)strcspn(id, ";") : 0;
+    snprintf(r->cpu, sizeof r->cpu, "%s%s%.*s", cpu ? cpu : "", cpu && id ? ", " : "", idlen, id ? id : "");
 }
 
 /* Prints (stdout and stderr) a warning when the runs' protocols differ. */
