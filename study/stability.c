@@ -60,6 +60,7 @@ typedef struct params {
     int skipmask;     /* bit b: gate_backends[b] has no curves (skip_reason) */
     int resume;       /* --resume: finished streams are read back, the others continue from their state */
     double every;     /* seconds between two saves of a stream's state (--checkpoint-every) */
+    const char *build; /* the build of the results reported: the shards' (merge); NULL: this one */
 } params;
 
 /* The points of a curve past the fit's range (T > tfit): the last one
@@ -802,7 +803,13 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     char path[4096];
     FILE *f = study_open(P->out, "stability.json", path, sizeof path);
     if (!f) return -1;
-    fprintf(f, "{\n  \"profile\": \"%s\", \"n\": %lld, \"m\": %lld, \"window\": %lld, \"chunk\": %lld,\n"
+    /* which build computed these curves: --resume and merge take results
+     * of one build only, so one line names it */
+    char here[512];
+    if (!P->build) build_identity(here, sizeof here);
+    fputs("{\n  \"build\": ", f);
+    study_json_str(f, P->build ? P->build : here);
+    fprintf(f, ",\n  \"profile\": \"%s\", \"n\": %lld, \"m\": %lld, \"window\": %lld, \"chunk\": %lld,\n"
                "  \"eps\": %.9g, \"align\": \"prefix\", \"phi\": \"identity\", \"segment\": %lld,\n"
                "  \"tmax\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, \"mpfr_bits\": 256, \"fit_tmax\": %lld,\n"
                "  \"long_double_unit_roundoff\": %.6g, \"seconds\": %.1f,\n"
@@ -1615,7 +1622,7 @@ int falcon_stability_merge_main(int argc, char **argv)
             if (!have_key) {
                 first = key, have_key = 1;
                 snprintf(first_path, sizeof first_path, "%s", path);
-                P.profile = first.profile, P.out = out;
+                P.profile = first.profile, P.out = out, P.build = first.build;
                 P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
                 P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg, P.tfit = first.tfit;
                 P.only_backend = first.only_backend, P.skipmask = first.skipmask, P.formats = first.formats;

@@ -215,6 +215,16 @@ old_format "shard1x/streams/$(ls shard1x/streams | grep '\.res$' | head -1)"
 if "$STUDY" merge --out mx shard0 shard1x shard2 >mx.txt 2>&1 || [ -e mx ] || ! grep -q 'written by an earlier build' mx.txt; then
     bad "merge with a result of an earlier build" "$(tail -2 mx.txt)"
 else ok "merge with a result that names no build fails, nothing written"; fi
+# the report names the build of its curves: this one's, or the shards' when
+# they all came from another
+rm -rf sx && mkdir sx && cp -r shard0 shard1 shard2 sx/
+for f in sx/shard*/streams/*.res; do other_build "$f"; done
+this=$(sed -n 's/^  "build": "\(.*\)",$/\1/p' one/stability.json)
+if [[ $this != "falcon "*", revision "* ]] || [[ $this == *XXXX* ]]; then bad "stability.json's build" "'$this'"
+elif ! "$STUDY" merge --out mo sx/shard0 sx/shard1 sx/shard2 >mo.txt 2>&1; then bad "merge of one other build" "$(tail -2 mo.txt)"
+elif ! grep -q '^  "build": "falcon [^"]*, revision XXXX' mo/stability.json; then
+    bad "merge of one other build" "its report does not name the shards' build: $(grep '"build"' mo/stability.json)"
+else ok "stability.json names the build of its curves (this one; the shards' when merged from another)"; fi
 echo "   (shards and merge: $((SECONDS - t0)) s)"
 
 # ---- 2. MPI ----
