@@ -202,6 +202,30 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
     return 0;
 }
 
+/* Every case folder in the set (a folder with a case.json) must be listed:
+ * a case taken out of the index, rather than declared skipped in the
+ * manifest, would go unjudged without a word. */
+static int no_unlisted_cases(const check_opts *o, json_t *cases)
+{
+    DIR *d = opendir(o->cases);
+    if (!d) return cli_error("check: '%s': cannot open it as a directory", o->cases);
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s/case.json", o->cases, e->d_name);
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !exists(path)) continue;
+        int known = 0;
+        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
+            known = !strcmp(get_str(json_array_get(cases, i), "dir"), e->d_name);
+        if (!known)
+            rc = cli_error("check: '%s/index.json' does not list the case folder '%s': a set is judged whole "
+                           "(declare a case skipped in RDIR/manifest.json instead)", o->cases, e->d_name);
+    }
+    closedir(d);
+    return rc;
+}
+
 /* RDIR/manifest.json, when there is one: *skip maps cases of the set to
  * their reasons (non-empty strings). A manifest that skips every case is
  * refused: nothing would be judged, and a gate must not pass on nothing.
@@ -361,6 +385,17 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     snprintf(path, sizeof path, "%s/case.json", cdir);
     json_t *c = load_json(path, name);
     if (!c) return 2;
+    /* The row groups the case in the report, case.json sets its thresholds:
+     * they must describe one case. */
+    static const char *const same[] = {"name", "variant", "form", "align", "phi", "decay"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        json_t *a = json_object_get(row, same[i]), *b = json_object_get(c, same[i]);
+        if (a && !json_equal(a, b)) {
+            json_decref(c);
+            return cli_error("%s: '%s/index.json' and '%s' disagree on \"%s\" ('%s' and '%s')", name, o->cases,
+                             path, same[i], get_str(row, same[i]), get_str(c, same[i]));
+        }
+    }
     snprintf(out->align, sizeof out->align, "%s", get_str(c, "align"));
     snprintf(out->decay, sizeof out->decay, "%s", get_str(c, "decay"));
     json_t *thr = json_object_get(c, "thresholds"), *expected = json_object_get(c, "expected");
@@ -452,6 +487,7 @@ int falcon_grade_check_main(int argc, char **argv)
 
     json_t *manifest = NULL, *skip = NULL;
     rc = read_manifest(&o, cases, &manifest, &skip);
+    if (!rc) rc = no_unlisted_cases(&o, cases);
     if (!rc) rc = no_extra_results(&o, cases);
     const size_t ncase = json_array_size(cases);
     check_case *results = calloc(ncase + 1, sizeof *results);

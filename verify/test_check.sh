@@ -205,10 +205,13 @@ echo '{"skip": {"'"$one"'": ""}}' >rb/manifest.json
 expect "manifest skip without a reason" 2 "needs its reason" "$FALCON" check cs --results rb
 echo '{"skip": ' >rb/manifest.json
 expect "malformed manifest" 2 "manifest" "$FALCON" check cs --results rb
-# A set that lists no case, a case twice, a count that disagrees, or a
-# name that leaves the folder: refused, never a vacuous or doubled pass.
+# A set that lists no case, a case twice, a count that disagrees, a name
+# that leaves the folder, a case folder it does not list (a case taken out
+# of the index rather than skipped in the manifest), or a row that
+# disagrees with its case.json: refused, never a vacuous, doubled or
+# mislabelled pass.
 cp cs/index.json index.orig
-for how in empty twice count slash dotdot; do
+for how in empty twice count slash dotdot dropped relabel; do
     "$PY" - cs/index.json "$how" <<'EOF'
 import json, sys
 path, how = sys.argv[1], sys.argv[2]
@@ -219,9 +222,12 @@ if how == "twice": j["cases"], j["count"] = c + c[:1], len(c) + 1
 if how == "count": j["count"] = len(c) + 1
 if how == "slash": c[0]["name"] = "../" + c[0]["name"]
 if how == "dotdot": c[0]["dir"] = ".."
+if how == "dropped": j["cases"], j["count"] = c[1:], len(c) - 1  # its folder stays: not listed
+if how == "relabel": c[0]["form"] = "parallel" if c[0]["form"] != "parallel" else "chunk"
 json.dump(j, open(path, "w"))
 EOF
-    text=$(case $how in empty) echo "lists no cases";; twice) echo "share a name";; count) echo '"count" says';; *) echo "one folder name";; esac)
+    text=$(case $how in empty) echo "lists no cases";; twice) echo "share a name";; count) echo '"count" says';;
+           dropped) echo "does not list";; relabel) echo "disagree on \"form\"";; *) echo "one folder name";; esac)
     expect "index with $how cases is refused" 2 "$text" "$FALCON" check cs --results r32
     cp index.orig cs/index.json
 done
