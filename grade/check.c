@@ -153,25 +153,51 @@ static int exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+/* The first folder in `dir` (one holding `marker`, when given) whose name
+ * no case of the list has as its `key`: 1 and its name in `name`; 0 when
+ * every one is listed; -1 when dir cannot be read. */
+static int unlisted_folder(const char *dir, const char *marker, json_t *cases, const char *key, char *name,
+                           size_t len)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s%s%s", dir, e->d_name, marker ? "/" : "", marker ? marker : "");
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !(marker ? exists(path) : is_dir(path)))
+            continue;
+        found = 1;
+        for (size_t i = 0; i < json_array_size(cases) && found; i++)
+            found = strcmp(get_str(json_array_get(cases, i), key), e->d_name) != 0;
+        if (found) snprintf(name, len, "%s", e->d_name);
+    }
+    closedir(d);
+    return found;
+}
+
 /* Every directory in RDIR must be a case of the set. */
 static int no_extra_results(const check_opts *o, json_t *cases)
 {
-    DIR *d = opendir(o->results);
-    if (!d) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
-    struct dirent *e;
-    int rc = 0;
-    while (!rc && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", o->results, e->d_name);
-        if (!is_dir(path)) continue;
-        int known = 0;
-        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
-            known = !strcmp(get_str(json_array_get(cases, i), "name"), e->d_name);
-        if (!known) rc = cli_error("%s: '%s': a result for a case that is not in '%s' (extra result)", e->d_name, path, o->cases);
-    }
-    closedir(d);
-    return rc;
+    char name[256];
+    const int r = unlisted_folder(o->results, NULL, cases, "name", name, sizeof name);
+    if (r < 0) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
+    return r ? cli_error("%s: '%s/%s': a result for a case that is not in '%s' (extra result)", name, o->results, name,
+                         o->cases)
+             : 0;
+}
+
+/* Every case folder in the set (a folder with a case.json) must be listed:
+ * a case taken out of the index, rather than declared skipped in the
+ * manifest, would go unjudged without a word. */
+static int no_unlisted_cases(const check_opts *o, json_t *cases)
+{
+    char name[256];
+    const int r = unlisted_folder(o->cases, "case.json", cases, "dir", name, sizeof name);
+    if (r < 0) return cli_error("check: '%s': cannot open it as a directory", o->cases);
+    return r ? cli_error("check: '%s/index.json' does not list the case folder '%s': a set is judged whole "
+                         "(declare a case skipped in RDIR/manifest.json instead)", o->cases, name)
+             : 0;
 }
 
 /* The index's list of cases: at least one, each with a plain name and dir,
@@ -200,30 +226,6 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
         }
     }
     return 0;
-}
-
-/* Every case folder in the set (a folder with a case.json) must be listed:
- * a case taken out of the index, rather than declared skipped in the
- * manifest, would go unjudged without a word. */
-static int no_unlisted_cases(const check_opts *o, json_t *cases)
-{
-    DIR *d = opendir(o->cases);
-    if (!d) return cli_error("check: '%s': cannot open it as a directory", o->cases);
-    struct dirent *e;
-    int rc = 0;
-    while (!rc && (e = readdir(d))) {
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s/case.json", o->cases, e->d_name);
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !exists(path)) continue;
-        int known = 0;
-        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
-            known = !strcmp(get_str(json_array_get(cases, i), "dir"), e->d_name);
-        if (!known)
-            rc = cli_error("check: '%s/index.json' does not list the case folder '%s': a set is judged whole "
-                           "(declare a case skipped in RDIR/manifest.json instead)", o->cases, e->d_name);
-    }
-    closedir(d);
-    return rc;
 }
 
 /* RDIR/manifest.json, when there is one: *skip maps cases of the set to
