@@ -79,6 +79,7 @@ static struct {
     size_t count, cap;
     double max_gflop; /* register nothing heavier per call; 0 = no limit */
     int probe_ok;
+    int probe_asked; /* 0: --no-probe; 1 with !probe_ok: it ran and failed */
     fb_probe probe;
     int ncpu;
 } g;
@@ -418,7 +419,8 @@ static void blas_context(void)
         return;
     }
     if (!g.probe_ok) {
-        fb_add_context("falcon_blas_achievable", "not measured (--no-probe: no peak to divide by)");
+        fb_add_context("falcon_blas_achievable", g.probe_asked ? "not measured (the probe failed: no peak to divide by)"
+                                                               : "not measured (--no-probe: no peak to divide by)");
         return;
     }
     char chunk[4096] = "", square[512] = "";
@@ -537,7 +539,8 @@ static void add_context(const char *sweep, int simde)
         "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)",
         "kernels/framework/flops.h");
     if (!g.probe_ok) {
-        ctx("falcon_probe", "skipped (--no-probe): no peak or roofline counters");
+        ctx("falcon_probe", "%s: no peak or roofline counters",
+            g.probe_asked ? "failed (no memory for its buffers, or a zero measurement)" : "skipped (--no-probe)");
         return;
     }
     const fb_probe *p = &g.probe;
@@ -608,6 +611,7 @@ int fb_setup(int *argc, char **argv)
     g.ncpu = ncpu > 0 ? (int)ncpu : 1;
     find_backends(simde);
     if (probe) {
+        g.probe_asked = 1;
         fb_probe_run(&g.probe);
         g.probe_ok = g.probe.f32_best > 0 && g.probe.f64_best > 0 && g.probe.bw_1 > 0 && g.probe.bw_all > 0;
         if (g.probe_ok)
@@ -615,6 +619,9 @@ int fb_setup(int *argc, char **argv)
                             "%.1f GB/s (%d threads)\n",
                     g.probe.f32_best, g.probe.f64_best, g.probe.best_isa, g.probe.bw_1, g.probe.bw_all,
                     g.probe.threads);
+        else
+            fprintf(stderr, "falcon-bench: warning: the probe failed (no memory for its buffers, or a zero "
+                            "measurement): no peak or roofline counters in this run\n");
     }
     add_context(sweep, simde);
     if ((strcmp(sweep, "full") == 0 ? register_full() : register_default()) || register_blas()) {
