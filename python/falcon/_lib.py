@@ -148,6 +148,16 @@ def _declare(L):
     L.falcon_checkpoint_save.restype = c_int
     L.falcon_checkpoint_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(c_void_p)]
     L.falcon_checkpoint_load.restype = c_int
+    L.falcon_outputs_begin.argtypes = [ctypes.POINTER(c_void_p)]
+    L.falcon_outputs_begin.restype = c_int
+    L.falcon_outputs_file.argtypes = [c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(c_int)]
+    L.falcon_outputs_file.restype = c_int
+    L.falcon_outputs_fd.argtypes = [c_void_p, c_int]
+    L.falcon_outputs_fd.restype = c_int
+    L.falcon_outputs_commit.argtypes = [c_void_p]
+    L.falcon_outputs_commit.restype = c_int
+    L.falcon_outputs_abort.argtypes = [c_void_p]
+    L.falcon_outputs_abort.restype = None
     L.falcon_last_error.argtypes = []
     L.falcon_last_error.restype = ctypes.c_char_p
     L.falcon_status_name.argtypes = [c_int]

@@ -246,35 +246,24 @@ def load_case(case_dir):
 
 
 def _replace_file(path, write):
-    """Write a file the way the library writes its outputs: into a temporary
-    beside it, then renamed onto it, so that a failure leaves the old file
-    whole and no partial one. A symlink is followed to the regular file it
-    names, never replaced; anything else that is not a regular file (a
-    device, a FIFO, a directory, a dangling link) is refused."""
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    if os.path.islink(path) and not os.path.exists(target):
-        raise FalconError("'%s': is a symlink to nothing that exists: it is never replaced" % path, 2)
-    if os.path.lexists(target) and not stat.S_ISREG(os.stat(target).st_mode):
-        raise FalconError("'%s': is not a regular file (a directory, device or pipe): it is never replaced" % path, 2)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(target)[:200] + ".tmp-", dir=os.path.dirname(target) or ".")
+    """Write a file through the library's output transaction
+    (falcon_outputs_*, the rules `falcon run` writes by): into a temporary
+    beside it, fsynced, then renamed onto it, so that a failure leaves the
+    old file whole and no partial one. A symlink is followed to the regular
+    file it names, never replaced; a device, FIFO, directory or dangling
+    link is refused (FalconError)."""
+    L = _lib.lib()
+    tx, slot = ctypes.c_void_p(), ctypes.c_int(-1)
+    _lib.check_status(L.falcon_outputs_begin(ctypes.byref(tx)))
     try:
-        with os.fdopen(fd, "wb") as f:
+        _lib.check_status(L.falcon_outputs_file(tx, b"result", os.fsencode(path), ctypes.byref(slot)))
+        with os.fdopen(os.dup(L.falcon_outputs_fd(tx, slot)), "wb") as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        if os.path.exists(target):
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-        else:
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        status, tx = L.falcon_outputs_commit(tx), None  # the commit frees tx, whatever it returns
+        _lib.check_status(status)
+    finally:
+        if tx:
+            L.falcon_outputs_abort(tx)
 
 
 def _plain_name(name):
