@@ -42,10 +42,23 @@ static int groups_of(const check_report *r, group *g)
     return n;
 }
 
+/* Text from the results (a skip reason) on one line of the table: control
+ * bytes escaped, so that a reason cannot add lines that read as results. */
+static void put_one_line(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20 || ch == 0x7f) fprintf(f, "\\x%02x", ch);
+        else fputc(ch, f);
+    }
+}
+
 static void print_case(FILE *f, const check_case *c)
 {
     if (c->status == CHECK_SKIP) {
-        fprintf(f, "skip %s: %s\n", c->name, c->reason);
+        fprintf(f, "skip %s: ", c->name);
+        put_one_line(f, c->reason);
+        fputc('\n', f);
         return;
     }
     fprintf(f, "%s %s: out %.3g u (threshold %.3g)", c->status == CHECK_PASS ? "pass" : "FAIL", c->name, c->out_u,

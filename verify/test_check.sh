@@ -272,6 +272,14 @@ expect "every case skipped is refused" 2 "nothing was judged" "$FALCON" check cs
 # A case declared skipped that also has a result: which one is meant?
 rm -rf rb && cp -r r32 rb && echo '{"skip": {"'"$one"'": "not done"}}' >rb/manifest.json
 expect "a skipped case with a result is refused" 2 "$one: 'rb/$one': declared skipped" "$FALCON" check cs --results rb
+# A skip reason is one line of the table, whatever it holds: a newline in
+# it must not add a line that reads as a result.
+rm -rf rb && cp -r r32 rb && rm -r "rb/$one" &&
+    "$PY" -c "import json, sys; json.dump({'skip': {sys.argv[1]: 'later\npass fake-case: out 0 u'}}, open('rb/manifest.json', 'w'))" "$one"
+rc=0; "$FALCON" check cs --results rb --verbose >skip.txt 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && grep -qF "skip $one: later\x0apass fake-case" skip.txt && ! grep -q '^pass fake-case' skip.txt; then
+    ok "a skip reason with a newline stays on its line (escaped)"
+else bad "skip reason with a newline" "status $rc: $(grep -A1 "skip $one" skip.txt)"; fi
 # A result that is the reference file (a symbolic or hard link) computed nothing.
 rm -rf rb && cp -r r32 rb && ln -sf "$PWD/cs/$one/ref_out.npy" "rb/$one/out.npy"
 expect "out.npy linked to the reference is refused" 2 "$one: 'rb/$one/out.npy': is the reference" \
