@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,10 +85,13 @@ static reg_block *reg_block_of(int i)
 }
 
 static int reg_free_from; /* no free entry below this index */
+/* Threads save at once (a study's streams): adding and dropping entries
+ * take this lock; the handler only reads, and never waits on it. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Returns the entry's index, or -1 when no memory is left for a new block
  * (the path is then not cleaned on a signal). */
-static int reg_add(const char *path, int kind)
+static int reg_add_locked(const char *path, int kind)
 {
     int base = 0;
     reg_block *b = &registry;
@@ -110,12 +114,22 @@ static int reg_add(const char *path, int kind)
     }
 }
 
+static int reg_add(const char *path, int kind)
+{
+    pthread_mutex_lock(&reg_lock);
+    const int i = reg_add_locked(path, kind);
+    pthread_mutex_unlock(&reg_lock);
+    return i;
+}
+
 static void reg_drop(int *i)
 {
+    pthread_mutex_lock(&reg_lock);
     reg_block *b = *i >= 0 ? reg_block_of(*i) : NULL;
     if (b) b->e[*i % REG_BLOCK].kind = REG_FREE;
     if (b && *i < reg_free_from) reg_free_from = *i;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&reg_lock);
     *i = -1;
 }
 

@@ -6,6 +6,7 @@
  * injected failures and a full disk.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -316,4 +317,43 @@ Test(outputs, a_signal_removes_thousands_of_temporaries, .init = make_dir, .fini
     cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child ended otherwise (status %d)", status);
     cr_assert_eq(entries(), 1, "%d entries: temporaries are left", entries());
     cr_assert_str_eq(get(at("keep.txt")), "user's");
+}
+
+/* Two threads fill transactions of their own at once (a study saves its
+ * streams from parallel threads): every temporary is registered, so a
+ * signal afterwards removes all of them. */
+static void *fill(void *arg)
+{
+    const int id = *(const int *)arg;
+    falcon_outputs *tx;
+    if (falcon_outputs_begin(&tx)) return NULL;
+    char path[160]; /* not at(): its buffers are shared */
+    for (int i = 0; i < 1500; i++) {
+        int slot;
+        snprintf(path, sizeof path, "%s/p%d-%04d.txt", dir, id, i);
+        if (falcon_outputs_file(tx, "p", path, &slot) || falcon_outputs_close(tx, slot)) return NULL;
+    }
+    return tx; /* left open: the signal cleans it */
+}
+
+Test(outputs, temporaries_of_parallel_transactions_all_cleaned, .init = make_dir, .fini = remove_dir)
+{
+    const pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        falcon_outputs_clean_on_signals();
+        pthread_t th[2];
+        int id[2] = {0, 1};
+        void *tx[2];
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&th[i], NULL, fill, &id[i])) _exit(3);
+        for (int i = 0; i < 2; i++)
+            if (pthread_join(th[i], &tx[i]) || !tx[i]) _exit(4);
+        raise(SIGTERM);
+        _exit(5);
+    }
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child ended otherwise (status %d)", status);
+    cr_assert_eq(entries(), 0, "%d temporaries are left", entries());
 }
