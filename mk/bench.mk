@@ -29,8 +29,12 @@ BENCH_ARGS   ?=
 # stamp changes only when they do, so buildinfo.o (and the links) are redone
 # only then.
 BENCH_CXXFLAGS := -std=c++17 -O2 -Wall -Wextra -Werror
+# A tree with uncommitted changes is "-dirty." plus a hash of the changes
+# (tracked files), so that two different edits of one revision do not name
+# the same build.
 bench_git_rev = $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(if \
-                $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),-dirty)
+                $(shell git status --porcelain --untracked-files=no 2>/dev/null | head -1),-dirty.$(shell \
+                git diff HEAD --binary 2>/dev/null | sha1sum | cut -c1-8))
 bench_clean = $(subst ',,$(subst ",,$(subst \,,$(1))))
 bench_info = -DFB_GIT_REVISION='"$(call bench_clean,$(bench_git_rev))"' \
              -DFB_CC='"$(call bench_clean,$(CC))"' \

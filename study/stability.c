@@ -233,7 +233,7 @@ typedef struct run_key {
 static uint64_t fnv(uint64_t h, const void *x, size_t n);
 
 /* This build: the library's version and bench/buildinfo.c's facts (the
- * revision, "-dirty" for uncommitted changes, the compiler and the flags;
+ * revision, "-dirty." and a hash of uncommitted changes, the compiler and the flags;
  * mk/bench.mk rebuilds it when one changes). Nothing of the run goes in:
  * one build always writes the same identity. One too long for the key
  * keeps its start and ends in a hash of the whole, so it still differs. */
