@@ -48,10 +48,13 @@ if ls -d cs.tmp-* keep.tmp-* 2>/dev/null; then bad "temporaries" "left behind"; 
 # A killed export leaves neither the set nor its temporary directory; an
 # empty directory given as DIR stays as it was. (Job control on: a script's
 # background jobs would otherwise start with SIGINT ignored, which the
-# export, like every command here, leaves ignored.)
+# export, like every command here, leaves ignored. And the signal's default
+# action restored for the export: under nohup, or a CI runner started in
+# the background, SIGHUP or SIGINT arrive here ignored, and a shell cannot
+# undo that itself.)
 set -m
 for sig in TERM INT HUP PROF RTMIN; do
-    "$FALCON" cases export killed --profile full --quiet 2>/dev/null &
+    env --default-signal="$sig" "$FALCON" cases export killed --profile full --quiet 2>/dev/null &
     pid=$!
     sleep 1
     kill -"$sig" "$pid"
