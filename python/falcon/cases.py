@@ -3,8 +3,10 @@
 export_cases() and check() call the entry points of `falcon cases export`
 and `falcon check` in libfalcon-grade.so, in this process; what they print
 is captured and shown again through sys.stdout / sys.stderr (so pytest's
-capture and notebooks see it). load_case() and write_result() are plain
-numpy and need no library.
+capture and notebooks see it). load_case() is plain numpy and needs no
+library; write_result() and write_manifest() replace their files through
+libfalcon's output transaction (falcon_outputs_*), so they need
+libfalcon.so but not libfalcon-grade.so.
 """
 import ctypes
 import json
@@ -219,8 +221,9 @@ def load_case(case_dir):
     """One exported case as a namespace: the fields of case.json as attributes
     (name, variant, form, align, phi, eps, window, chunk, B, T, H, n, m, decay,
     layout, scale, precision, thresholds, expected ...), plus numpy arrays:
-    q, k, v, beta, alpha (None without decay), g (the log decay where the case
-    gives one instead of alpha), gain (or None), state0 (the layout's state
+    q, k, v, beta, alpha (None without decay), g (the log decay, for a case
+    whose "inputs" name one; the sets this version exports give decays as
+    alpha only, so it is None), gain (or None), state0 (the layout's state
     array), ref_out, ref_state, and `state_in`: load_checkpoint() of the
     initial carried state (S, prev_key, has_prev, hist_k, hist_v, hist_len)."""
     with open(os.path.join(case_dir, "case.json")) as f:
