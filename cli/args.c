@@ -117,7 +117,7 @@ void cli_print_run_help(FILE *f)
     char list[160], meta[200], help[400];
     fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
                "                  --out FILE [options]\n\n");
-    wrap(f, "Inputs are .npy float32/float64 files, converted to the run's precision; q with 2 dimensions "
+    wrap(f, "Inputs are .npy float16/float32/float64 files (little-endian), converted to the run's precision; q with 2 dimensions "
             "is one sequence, with 4 a [B,T,H,n] batch. Outputs are written only when the whole run "
             "succeeded.", 0, 0);
     fputc('\n', f);
