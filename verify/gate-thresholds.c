@@ -24,8 +24,12 @@
 static double depth(const gate_case *c, falcon_form form)
 {
     if (form == FALCON_FORM_RECURRENT) return (double)c->n;
-    /* The parallel form runs blocks of falcon_parallel_block(W) steps. */
-    int64_t L = form == FALCON_FORM_CHUNK ? c->chunk : falcon_parallel_block(c->window);
+    /* The blocks the run cuts: the chunk form's falcon_chunk_block (C, or
+     * the automatic choice, at most 4096 / W), the parallel form's
+     * falcon_parallel_block(W). */
+    int64_t L = form == FALCON_FORM_CHUNK
+                    ? falcon_chunk_block(falcon_chunk_of(c->chunk, c->n, c->m, c->window), c->window)
+                    : falcon_parallel_block(c->window);
     if (L > c->T) L = c->T;
     return (double)(c->n + L * c->window);
 }
