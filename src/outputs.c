@@ -145,9 +145,14 @@ static void reg_clean(void)
 
 static void on_signal(int sig)
 {
+    /* errno as the interrupted code left it: unlink, rmdir and raise may
+     * set it, and the handler returns before the signal it raised ends the
+     * process (a handler that spoils errno is a fault of its own). */
+    const int saved = errno;
     reg_clean();
     signal(sig, SIG_DFL);
     raise(sig); /* blocked in the handler: delivered on return, with the default action */
+    errno = saved;
 }
 
 static void on_exit_clean(void) { reg_clean(); }
