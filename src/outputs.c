@@ -188,13 +188,18 @@ void falcon_catch_terminating_signals(void (*handler)(int))
     signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG, and is reported */
 }
 
-void falcon_outputs_clean_on_signals(void)
+static void clean_on_signals_once(void)
 {
-    static int done;
-    if (done) return;
-    done = 1;
     atexit(on_exit_clean);
     falcon_catch_terminating_signals(on_signal);
+}
+
+/* Once per process, whichever threads call it first (a plain flag let two
+ * first calls both register, or one return before the handlers were in). */
+void falcon_outputs_clean_on_signals(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, clean_on_signals_once);
 }
 
 /* ---- the transaction ---- */
