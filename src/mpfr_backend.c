@@ -54,6 +54,7 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
 {
     falcon_status result = FALCON_OK;
     const int64_t heads = in->B * in->H;
+    int64_t failed_head = INT64_MAX; /* the first head that failed: its status, whatever the schedule */
 #pragma omp parallel num_threads(falcon_threads(cfg))
     {
 #pragma omp for schedule(dynamic, 1)
@@ -61,7 +62,7 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
             falcon_status s = run_head(cfg, in, work, out, hh);
             if (s) {
 #pragma omp critical(falcon_mpfr_status)
-                result = s;
+                if (hh < failed_head) failed_head = hh, result = s;
             }
         }
         /* MPFR caches constants (log 2, ...) per thread, and an OpenMP

@@ -145,9 +145,14 @@ static void reg_clean(void)
 
 static void on_signal(int sig)
 {
+    /* errno as the interrupted code left it: unlink, rmdir and raise may
+     * set it, and the handler returns before the signal it raised ends the
+     * process (a handler that spoils errno is a fault of its own). */
+    const int saved = errno;
     reg_clean();
     signal(sig, SIG_DFL);
     raise(sig); /* blocked in the handler: delivered on return, with the default action */
+    errno = saved;
 }
 
 static void on_exit_clean(void) { reg_clean(); }
@@ -183,13 +188,18 @@ void falcon_catch_terminating_signals(void (*handler)(int))
     signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG, and is reported */
 }
 
-void falcon_outputs_clean_on_signals(void)
+static void clean_on_signals_once(void)
 {
-    static int done;
-    if (done) return;
-    done = 1;
     atexit(on_exit_clean);
     falcon_catch_terminating_signals(on_signal);
+}
+
+/* Once per process, whichever threads call it first (a plain flag let two
+ * first calls both register, or one return before the handlers were in). */
+void falcon_outputs_clean_on_signals(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, clean_on_signals_once);
 }
 
 /* ---- the transaction ---- */

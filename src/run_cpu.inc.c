@@ -51,6 +51,7 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
     const int64_t heads = in->B * in->H;
     const int threads = falcon_threads(cfg);
     falcon_status result = FALCON_OK;
+    int64_t failed_task = INT64_MAX; /* the first task (in head order) that failed */
     /* Consecutive heads in groups (one per thread where possible) that
      * advance together in time blocks, reading the rows of a step's heads
      * together (recurrent, one thread, 8 heads of n = m = 64 on a Zen 4:
@@ -71,9 +72,11 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
         for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, h0 + i);
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
                                                              : fw->blocked(hd, count, L);
+        /* The status of the first failed task, not of the last one to
+         * finish: the same for every thread count and schedule. */
         if (s != FALCON_OK) {
 #pragma omp critical(falcon_run_status)
-            result = s;
+            if (task < failed_task) failed_task = task, result = s;
         }
     }
     return result;
