@@ -48,6 +48,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,7 @@ typedef struct out_slot {
     int nnames;
     int is_dir, fd, lockfd, exists, reg, reg_children[MAX_NAMES];
     int synced;        /* a file closed early (falcon_outputs_close): on disk */
+    uint64_t name_hash; /* of canon's last name (check_aliases) */
     int done;          /* renamed (1) or swapped (2) during commit */
     int existed;       /* the target existed when the commit began */
     dev_t dev;
@@ -448,9 +450,22 @@ static int under_dir(const char *canon, const char *dir)
     return under;
 }
 
-/* The new slot against the inputs and the outputs declared before it. */
-static falcon_status check_aliases(const falcon_outputs *tx, const out_slot *s)
+/* FNV-1a of a path's last name ("/name"): same_entry holds only for
+ * entries of one name, so outputs of other names are passed over on this
+ * number, not on two string compares of long common prefixes (a set of
+ * thousands of files compares each with every earlier one). */
+static uint64_t last_name_hash(const char *canon)
 {
+    const char *p = canon ? strrchr(canon, '/') : NULL;
+    uint64_t h = 1469598103934665603u;
+    for (; p && *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    return h;
+}
+
+/* The new slot against the inputs and the outputs declared before it. */
+static falcon_status check_aliases(const falcon_outputs *tx, out_slot *s)
+{
+    s->name_hash = last_name_hash(s->canon);
     for (int i = 0; i < tx->nin; i++) {
         const in_entry *e = &tx->in[i];
         const int same = (s->exists && e->exists && s->dev == e->dev && s->ino == e->ino) ||
@@ -470,7 +485,7 @@ static falcon_status check_aliases(const falcon_outputs *tx, const out_slot *s)
     for (int i = 0; i < tx->nout; i++) {
         const out_slot *o = &tx->out[i];
         const int same = (s->exists && o->exists && s->dev == o->dev && s->ino == o->ino) ||
-                         same_entry(o->canon, s->canon);
+                         (o->name_hash == s->name_hash && same_entry(o->canon, s->canon));
         if (same)
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is also the output %s: each output needs its own path",
                                s->path, o->what);
