@@ -402,8 +402,9 @@ static int inside(const char *canon, const char *dir)
 
 /* The same file or directory as a path names, where strings can differ:
  * a bind mount shows one directory under two names, so entries that do not
- * exist yet are compared by their directory's (device, inode) and name. */
-static int same_id(const char *a, const char *b)
+ * exist yet are compared by their directory's (device, inode) and name
+ * (falcon_same_file: internal.h). */
+int falcon_same_file(const char *a, const char *b)
 {
     struct stat x, y;
     return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
@@ -416,7 +417,7 @@ static int same_entry(const char *a, const char *b)
     const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
     if (!na || !nb || strcmp(na, nb)) return 0;
     char *pa = parent_of(a), *pb = parent_of(b);
-    const int same = same_id(pa, pb);
+    const int same = falcon_same_file(pa, pb);
     free(pa);
     free(pb);
     return same;
@@ -427,7 +428,7 @@ static int in_dir(const char *canon, const char *dir)
 {
     if (inside(canon, dir)) return 1;
     char *p = canon ? parent_of(canon) : NULL;
-    const int in = same_id(p, dir);
+    const int in = falcon_same_file(p, dir);
     free(p);
     return in;
 }
@@ -694,18 +695,26 @@ int falcon_outputs_fd(const falcon_outputs *tx, int slot)
     return s && !s->is_dir ? s->fd : -1;
 }
 
-falcon_status falcon_outputs_close(falcon_outputs *tx, int slot)
+/* A file output's bytes to disk and its descriptor closed, once: 0, or the
+ * errno of the fsync or close that failed (EIO for an earlier close that
+ * did; the file is then never renamed into place). */
+static int sync_file(out_slot *s)
 {
-    out_slot *s = get(tx, slot);
-    if (!s || s->is_dir) return falcon_fail(FALCON_E_ARGUMENT, "outputs_close: no file output %d", slot);
-    if (s->fd < 0)
-        return s->synced ? FALCON_OK : falcon_fail(FALCON_E_IO, "'%s': an earlier write of it failed", s->path);
+    if (s->fd < 0) return s->synced ? 0 : EIO;
     const int bad = fsync(s->fd) != 0 ? errno : 0;
     const int closed = close(s->fd) != 0 ? errno : 0;
     s->fd = -1;
     s->synced = !bad && !closed;
-    return s->synced ? FALCON_OK
-                     : falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", s->path, strerror(bad ? bad : closed));
+    return bad ? bad : closed;
+}
+
+falcon_status falcon_outputs_close(falcon_outputs *tx, int slot)
+{
+    out_slot *s = get(tx, slot);
+    if (!s || s->is_dir) return falcon_fail(FALCON_E_ARGUMENT, "outputs_close: no file output %d", slot);
+    if (s->fd < 0 && !s->synced) return falcon_fail(FALCON_E_IO, "'%s': an earlier write of it failed", s->path);
+    const int err = sync_file(s);
+    return err ? falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", s->path, strerror(err)) : FALCON_OK;
 }
 
 const char *falcon_outputs_path(const falcon_outputs *tx, int slot)
@@ -853,13 +862,9 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
     /* 1. Everything on disk before anything is renamed. */
     for (int i = 0; i < tx->nout; i++) {
         out_slot *s = &tx->out[i];
-        if (!s->is_dir && s->fd < 0) {
-            if (!s->synced) return commit_fail(tx, s, "write it", EIO); /* its early close failed */
-        } else if (!s->is_dir) {
-            const int bad = fsync(s->fd) != 0 ? errno : 0;
-            const int closed = close(s->fd) != 0 ? errno : 0;
-            s->fd = -1;
-            if (bad || closed) return commit_fail(tx, s, "write it", bad ? bad : closed);
+        if (!s->is_dir) {
+            const int err = sync_file(s);
+            if (err) return commit_fail(tx, s, "write it", err);
         } else if (fsync_path(s->temp) != 0) {
             return commit_fail(tx, s, "write it", errno);
         }
