@@ -292,13 +292,6 @@ static int regular_file(const char *name, const char *path)
     return 0; /* a missing file is named by the reader */
 }
 
-/* The same file (a symbolic or hard link to it)? */
-static int same_file(const char *a, const char *b)
-{
-    struct stat x, y;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 /* The error of the result `file` (out.npy or state.npy in rdir) against the
  * reference `ref` (in cdir), in units u; both of shape `want`. A result that
  * is the reference file itself computed nothing and is refused. 0, or 2. */
@@ -308,7 +301,7 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     char path[4600], refpath[4600];
     snprintf(path, sizeof path, "%s/%s", rdir, file);
     snprintf(refpath, sizeof refpath, "%s/%s", cdir, ref);
-    if (same_file(path, refpath))
+    if (falcon_same_file(path, refpath)) /* a symbolic or hard link to it */
         return cli_error("%s: '%s': is the reference '%s' itself (a link to it): a result is what the "
                          "implementation computed", name, path, refpath);
     double *x = NULL, *r = NULL;

@@ -77,6 +77,10 @@ void falcon_catch_terminating_signals(void (*handler)(int));
 /* outputs.c: one file name, no path: not empty, no '/', not "." or "..".
  * What an output directory's files and a case set's folders must be. */
 int falcon_plain_name(const char *s);
+/* outputs.c: do two paths name one file or directory (their device and
+ * inode, symlinks followed: a link, hard or symbolic, or a bind mount)? 0
+ * when either cannot be reached or is NULL. */
+int falcon_same_file(const char *a, const char *b);
 
 /* outputs.c: a name beside `target` for its temporary or backup: target +
  * suffix, the last name cut so that the whole stays within NAME_MAX (a
