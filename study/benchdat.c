@@ -100,21 +100,14 @@ typedef struct case_table {
     size_t mask;
 } case_table;
 
-static uint64_t fnv1a(uint64_t h, const void *x, size_t n)
-{
-    const unsigned char *c = x;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211u;
-    return h;
-}
-
 /* Over what same_case compares: the strings up to their ends (the bytes
  * past them may differ) and the parameters. */
 static uint64_t case_hash(const bcase *c)
 {
     const char *const s[] = {c->form, c->variant, c->backend, c->prec};
-    uint64_t h = 1469598103934665603u;
-    for (int i = 0; i < 4; i++) h = fnv1a(h, s[i], strlen(s[i]) + 1);
-    return fnv1a(h, c->p, sizeof c->p);
+    uint64_t h = STUDY_FNV_BASIS;
+    for (int i = 0; i < 4; i++) h = study_fnv1a(h, s[i], strlen(s[i]) + 1);
+    return study_fnv1a(h, c->p, sizeof c->p);
 }
 
 /* Room for `most` cases at half load at most; 0, or -1 without memory. */

@@ -230,8 +230,6 @@ typedef struct run_key {
 #define KEY_MAGIC "falcon stability 2"
 #define KEY_MAGIC_NO_BUILD "falcon stability 1"
 
-static uint64_t fnv(uint64_t h, const void *x, size_t n);
-
 /* This build: the library's version and bench/buildinfo.c's facts (the
  * revision, "-dirty." and a hash of uncommitted changes, the compiler and the flags;
  * mk/bench.mk rebuilds it when one changes). Nothing of the run goes in:
@@ -242,8 +240,8 @@ static void build_identity(char *id, size_t len)
     const char *const part[] = {FALCON_VERSION, fb_build_git_revision, fb_build_cc, fb_build_cflags};
     const int n = snprintf(id, len, "falcon %s, revision %s, %s, %s", part[0], part[1], part[2], part[3]);
     if (n >= 0 && (size_t)n < len) return;
-    uint64_t h = 1469598103934665603u;
-    for (int i = 0; i < 4; i++) h = fnv(h, part[i], strlen(part[i]) + 1);
+    uint64_t h = STUDY_FNV_BASIS;
+    for (int i = 0; i < 4; i++) h = study_fnv1a(h, part[i], strlen(part[i]) + 1);
     snprintf(id + len - 20, 20, " #%016llx", (unsigned long long)h);
 }
 
@@ -355,23 +353,16 @@ static int commit_with(falcon_outputs *tx, int slot, const buf *b)
     return 0;
 }
 
-static uint64_t fnv(uint64_t h, const void *x, size_t n)
-{
-    const unsigned char *c = x;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211u;
-    return h;
-}
-
 static uint64_t state_hash(const falcon_state *st)
 {
     const falcon_state_view v = falcon_state_get_view(st);
-    uint64_t h = 1469598103934665603u;
-    h = fnv(h, v.S, sizeof(double) * (size_t)(v.heads * v.m * v.n));
-    h = fnv(h, v.prev_key, sizeof(double) * (size_t)(v.heads * v.n));
-    h = fnv(h, v.has_prev, (size_t)v.heads);
-    h = fnv(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
-    h = fnv(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
-    return fnv(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
+    uint64_t h = STUDY_FNV_BASIS;
+    h = study_fnv1a(h, v.S, sizeof(double) * (size_t)(v.heads * v.m * v.n));
+    h = study_fnv1a(h, v.prev_key, sizeof(double) * (size_t)(v.heads * v.n));
+    h = study_fnv1a(h, v.has_prev, (size_t)v.heads);
+    h = study_fnv1a(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
+    h = study_fnv1a(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
+    return study_fnv1a(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
 }
 
 /* Where a stream is: the next segment to run and the accumulators that are

@@ -93,6 +93,10 @@ int study_reports_input(const char *what, const char *path);
  * the command starts, so that a path that can never be written fails
  * before the computing does (-1 with a message). */
 int study_reports_check(const char *dir, const char *const *names);
+/* FNV-1a over n bytes, continuing from h (STUDY_FNV_BASIS to start): the
+ * hashes of saved states, build identities and benchmark cases. */
+#define STUDY_FNV_BASIS 1469598103934665603u
+uint64_t study_fnv1a(uint64_t h, const void *x, size_t n);
 /* JSON number: finite values, else null. */
 void study_json_num(FILE *f, double x);
 /* JSON string, quoted and escaped. */

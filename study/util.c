@@ -310,3 +310,10 @@ void study_json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+uint64_t study_fnv1a(uint64_t h, const void *x, size_t n)
+{
+    const unsigned char *c = x;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211u;
+    return h;
+}
