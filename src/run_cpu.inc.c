@@ -73,7 +73,7 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
                                                              : fw->blocked(hd, count, L);
         /* The status of the first failed task, not of the last one to
-         * finish: the same for every thread count and schedule. */
+         * finish: the same for a thread count whatever the schedule. */
         if (s != FALCON_OK) {
 #pragma omp critical(falcon_run_status)
             if (task < failed_task) failed_task = task, result = s;

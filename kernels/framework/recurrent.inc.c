@@ -76,7 +76,8 @@ typedef struct rec_head {
  * tile (src/run.c, falcon_tile_bytes): two thirds of the L1 data cache, so
  * that the step's other lines (keys, reads, the rows of P and E) fit
  * beside it: 32 KiB of Sapphire Rapids' 48, where it was measured; a tile
- * of all of a Zen's 32 KiB would be evicted by them under LRU, every step.
+ * of all of a Zen's 32 KiB would leave them no room, and under LRU they
+ * would evict it (reasoned from the cache sizes, not measured on Zen).
  * -DFW_TILE_BYTES fixes it at build time (for measurements). */
 #ifndef FW_TILE_MIN_LINES
 #define FW_TILE_MIN_LINES 4
