@@ -292,29 +292,51 @@ Test(outputs, many_files_closed_early_commit_under_a_small_fd_limit, .init = mak
     cr_assert_str_eq(get(at("f2999.txt")), "2999");
 }
 
-/* A signal during a transaction of more temporaries than the registry's
- * first block holds (1024), and more than it ever held (4096), removes every one of them. */
-Test(outputs, a_signal_removes_thousands_of_temporaries, .init = make_dir, .fini = remove_dir)
+/* A transaction of `count` file outputs named PREFIX-NNNN.txt in dir, each
+ * closed once created, left open (NULL on a failure). Its own buffer: at()'s
+ * are shared, and threads call this. */
+static falcon_outputs *fill(const char *prefix, int count)
 {
-    put(at("keep.txt"), "user's");
+    falcon_outputs *tx;
+    if (falcon_outputs_begin(&tx)) return NULL;
+    char path[160];
+    for (int i = 0; i < count; i++) {
+        int slot;
+        snprintf(path, sizeof path, "%s/%s-%04d.txt", dir, prefix, i);
+        if (falcon_outputs_file(tx, prefix, path, &slot) || falcon_outputs_close(tx, slot)) return NULL;
+    }
+    return tx;
+}
+
+/* Runs `child` in a child process that cleans on signals and then raises
+ * SIGTERM; the child must die of it. */
+static void dies_of_sigterm(void (*child)(void))
+{
     const pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         falcon_outputs_clean_on_signals();
-        falcon_outputs *tx;
-        if (falcon_outputs_begin(&tx)) _exit(3);
-        char name[32];
-        for (int i = 0; i < 5000; i++) {
-            int slot;
-            snprintf(name, sizeof name, "t%04d.txt", i);
-            if (falcon_outputs_file(tx, name, at(name), &slot) || falcon_outputs_close(tx, slot)) _exit(4);
-        }
+        child();
         raise(SIGTERM);
         _exit(5);
     }
     int status;
     cr_assert(waitpid(pid, &status, 0) == pid);
     cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child ended otherwise (status %d)", status);
+}
+
+/* A signal during a transaction of more temporaries than the registry's
+ * first block holds (1024), and more than it ever held (4096), removes
+ * every one of them. */
+static void fill_5000(void)
+{
+    if (!fill("t", 5000)) _exit(4);
+}
+
+Test(outputs, a_signal_removes_thousands_of_temporaries, .init = make_dir, .fini = remove_dir)
+{
+    put(at("keep.txt"), "user's");
+    dies_of_sigterm(fill_5000);
     cr_assert_eq(entries(), 1, "%d entries: temporaries are left", entries());
     cr_assert_str_eq(get(at("keep.txt")), "user's");
 }
@@ -322,38 +344,21 @@ Test(outputs, a_signal_removes_thousands_of_temporaries, .init = make_dir, .fini
 /* Two threads fill transactions of their own at once (a study saves its
  * streams from parallel threads): every temporary is registered, so a
  * signal afterwards removes all of them. */
-static void *fill(void *arg)
+static void *fill_1500(void *prefix) { return fill(prefix, 1500); }
+
+static void fill_in_two_threads(void)
 {
-    const int id = *(const int *)arg;
-    falcon_outputs *tx;
-    if (falcon_outputs_begin(&tx)) return NULL;
-    char path[160]; /* not at(): its buffers are shared */
-    for (int i = 0; i < 1500; i++) {
-        int slot;
-        snprintf(path, sizeof path, "%s/p%d-%04d.txt", dir, id, i);
-        if (falcon_outputs_file(tx, "p", path, &slot) || falcon_outputs_close(tx, slot)) return NULL;
-    }
-    return tx; /* left open: the signal cleans it */
+    pthread_t th[2];
+    char *prefix[2] = {"p0", "p1"};
+    void *tx[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&th[i], NULL, fill_1500, prefix[i])) _exit(3);
+    for (int i = 0; i < 2; i++)
+        if (pthread_join(th[i], &tx[i]) || !tx[i]) _exit(4);
 }
 
 Test(outputs, temporaries_of_parallel_transactions_all_cleaned, .init = make_dir, .fini = remove_dir)
 {
-    const pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        falcon_outputs_clean_on_signals();
-        pthread_t th[2];
-        int id[2] = {0, 1};
-        void *tx[2];
-        for (int i = 0; i < 2; i++)
-            if (pthread_create(&th[i], NULL, fill, &id[i])) _exit(3);
-        for (int i = 0; i < 2; i++)
-            if (pthread_join(th[i], &tx[i]) || !tx[i]) _exit(4);
-        raise(SIGTERM);
-        _exit(5);
-    }
-    int status;
-    cr_assert(waitpid(pid, &status, 0) == pid);
-    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child ended otherwise (status %d)", status);
+    dies_of_sigterm(fill_in_two_threads);
     cr_assert_eq(entries(), 0, "%d temporaries are left", entries());
 }
