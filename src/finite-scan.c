@@ -26,15 +26,17 @@
 #define F64_EXP 0x7ff0000000000000ull
 #define PIECE 4096 /* elements a thread takes at a time */
 
-/* Portable: 0 when some element of [p, p + count) is not finite. */
-static int scan_f32(const uint32_t *p, int64_t count)
+/* Portable: 0 when some element of [p, p + count) is not finite.
+ * Vectorized (SSE2 on x86): scalar, it read 6 GB/s from cache and DRAM
+ * alike; vectorized 46 from L2 and 25 from DRAM (Zen 4). */
+VECTORIZED static int scan_f32(const uint32_t *p, int64_t count)
 {
     uint32_t bad = 0;
     for (int64_t i = 0; i < count; i++) bad |= (p[i] & F32_EXP) == F32_EXP;
     return !bad;
 }
 
-static int scan_f64(const uint64_t *p, int64_t count)
+VECTORIZED static int scan_f64(const uint64_t *p, int64_t count)
 {
     uint64_t bad = 0;
     for (int64_t i = 0; i < count; i++) bad |= (p[i] & F64_EXP) == F64_EXP;
@@ -80,8 +82,11 @@ __attribute__((target("avx2"))) static int scan_f64_avx2(const uint64_t *p, int6
     int64_t i = 0;                                                                     \
     for (; i + 4 * PER <= count; i += 4 * PER) {                                       \
         const char *v = (const char *)(p + i);                                        \
-        __builtin_prefetch(v + 1024); /* one per 128 bytes, as the AVX2 body */       \
-        __builtin_prefetch(v + 1152);                                                 \
+        /* one per 128 bytes, as the AVX2 body, but into L2 (T1): into L1 (T0) \
+         * they halved the DRAM rate on Zen 4 (13.4 against 24.5 GB/s over   \
+         * 50 MB; without any, 24.1). */                                      \
+        _mm_prefetch(v + 1024, _MM_HINT_T1);                                          \
+        _mm_prefetch(v + 1152, _MM_HINT_T1);                                          \
         const __m512i a0 = _mm512_and_si512(_mm512_loadu_si512(v), e);               \
         const __m512i a1 = _mm512_and_si512(_mm512_loadu_si512(v + 64), e);          \
         const __m512i a2 = _mm512_and_si512(_mm512_loadu_si512(v + 128), e);         \

@@ -4,6 +4,14 @@
 
 #include "falcon.h"
 
+/* For a plain loop that GCC's -O2 leaves scalar (its vectorizer runs at
+ * -O3 only in GCC 12): the portable range and finiteness scans. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VECTORIZED __attribute__((optimize("O3")))
+#else
+#define VECTORIZED
+#endif
+
 struct falcon_state {
     int64_t heads, n, m, window, keep;
     double *S;          /* [heads][m][n] */

@@ -36,11 +36,6 @@ typedef enum { RULE_FINITE, RULE_OPERAND, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPH
  * GCC vectorizes the float loop at the baseline ISA (SSE2); the double
  * one stays scalar there (measured 4.7 GB/s, under 2 ns a value), which
  * fp64 runs pay for beta and alpha (one a step) and the gains (n a step). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define VECTORIZED __attribute__((optimize("O3"))) /* GCC's -O2 leaves this loop scalar */
-#else
-#define VECTORIZED
-#endif
 #define IN_RANGE_BODY(R)                                                                      \
     const R *x = p;                                                                           \
     const R l = (R)lo, h = (R)hi;                                                             \
