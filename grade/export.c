@@ -4,8 +4,8 @@
  * thresholds that judge them (format: docs/cases.md).
  *
  * One directory per (case, form): the thresholds depend on the form (the
- * blocked forms sum over a block's terms), the inputs and the reference do
- * not. The whole set is written into a temporary directory beside DIR and
+ * blocked forms sum over a block's terms). The inputs and the reference of
+ * a form's copy differ only by its value scale (form_value_scale). The whole set is written into a temporary directory beside DIR and
  * renamed onto DIR at the end: DIR is either complete or absent, and an
  * existing DIR is never touched.
  */
@@ -217,6 +217,49 @@ static int case_data_make(const export_case *e, grade_unit u, case_data *k)
     return gate_reference_from(&c, &k->d, k->init, &k->ref) ? -1 : 0;
 }
 
+/* ---- the value scale of a form's copy ----
+ * Every form's copy of a configuration has the same keys, queries, betas,
+ * decays and gains, but its values (v, the initial memory and the window's
+ * value history) are the configuration's times 2^form, and so are its
+ * reference outputs and memory. The recurrence is linear in the values and
+ * the memory together, and a power of two scales them exactly, so the
+ * errors in units of roundoff and the thresholds are the same in every
+ * copy; but a result written for one form and copied into another form's
+ * folder (a harness that runs one form and files it under all three) is
+ * off by a factor of 2 or 4 and fails. Where a scaled value would not fit
+ * the set's format, the copy keeps the scale 1. */
+static int scaled_fit(const double *x, int64_t count, double c, grade_unit u)
+{
+    double r;
+    for (int64_t i = 0; i < count; i++)
+        if (grade_round(c * x[i], u, &r) || r != c * x[i]) return 0;
+    return 1;
+}
+
+static double form_value_scale(const gate_case *c, const case_data *k, falcon_form form, grade_unit u)
+{
+    const double s = ldexp(1.0, (int)form);
+    const falcon_state *st = k->init;
+    const int64_t rows = c->B * c->T * c->H, heads = c->B * c->H;
+    const int ok = scaled_fit(k->d.in64.v, rows * c->m, s, u) && scaled_fit(st->S, heads * c->m * c->n, s, u) &&
+                   scaled_fit(st->hist_v, heads * st->keep * c->m, s, u) &&
+                   scaled_fit(k->ref.out, rows * c->m, s, GRADE_FP64) &&
+                   scaled_fit(k->ref.S, heads * c->m * c->n, s, GRADE_FP64);
+    return ok ? s : 1.0;
+}
+
+/* The initial state of a copy: the memory and value history times s. */
+static falcon_status scaled_state(const falcon_state *init, double s, falcon_state **out)
+{
+    falcon_status st = falcon_state_copy(init, out);
+    if (st) return st;
+    falcon_state *t = *out;
+    for (int64_t i = 0; i < t->heads * t->m * t->n; i++) t->S[i] *= s;
+    for (int64_t i = 0; i < t->heads * t->keep * t->m; i++) t->hist_v[i] *= s;
+    t->memory_f32 = 0; /* checked again where it is loaded */
+    return FALCON_OK;
+}
+
 static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndim, const int64_t *shape,
                      const double *x)
 {
@@ -292,28 +335,36 @@ static int write_case(const char *root, int index, const export_case *e, const c
     const int64_t sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m}, sh_1[3] = {B, T, H};
     const int64_t sh_S[4] = {B, H, o->layout == GRADE_LAYOUT_FLA ? n : m, o->layout == GRADE_LAYOUT_FLA ? m : n};
     const falcon_inputs *in = &k->d.in64;
-    int rc = write_npy(dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(dir, "k.npy", dt, 4, sh_n, in->k) ||
-             write_npy(dir, "v.npy", dt, 4, sh_m, in->v) || write_npy(dir, "beta.npy", dt, 3, sh_1, in->beta) ||
+    const double vs = form_value_scale(c, k, form, o->precision);
+    double *buf = malloc(sizeof(double) * (size_t)(2 * heads * m * n + B * T * H * m + 1));
+    int rc = buf ? 0 : cli_error("out of memory");
+    falcon_state *init = NULL;
+    if (!rc && scaled_state(k->init, vs, &init)) rc = cli_error("%s", falcon_last_error());
+    if (!rc) {
+        for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = vs * ((const double *)in->v)[i];
+        rc = write_npy(dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(dir, "k.npy", dt, 4, sh_n, in->k) ||
+             write_npy(dir, "v.npy", dt, 4, sh_m, buf) || write_npy(dir, "beta.npy", dt, 3, sh_1, in->beta) ||
              (in->alpha && write_npy(dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
              (in->gain && write_npy(dir, "gain.npy", dt, 4, sh_n, in->gain));
-    double *buf = malloc(sizeof(double) * (size_t)(heads * m * n + B * T * H * m + 1));
-    if (!rc && !buf) rc = cli_error("out of memory");
-    if (!rc) {
-        snprintf(path, sizeof path, "%s/state0", dir);
-        if (falcon_checkpoint_save(k->init, path)) rc = cli_error("%s", falcon_last_error());
     }
     if (!rc) {
-        state_in_layout(falcon_state_get_view(k->init).S, heads, m, n, o->layout, buf);
+        snprintf(path, sizeof path, "%s/state0", dir);
+        if (falcon_checkpoint_save(init, path)) rc = cli_error("%s", falcon_last_error());
+    }
+    if (!rc) {
+        state_in_layout(falcon_state_get_view(init).S, heads, m, n, o->layout, buf);
         rc = write_npy(dir, "state0.npy", dt, 4, sh_S, buf);
     }
     if (!rc) {
-        state_in_layout(k->ref.S, heads, m, n, o->layout, buf);
-        rc = write_npy(dir, "ref_state.npy", FALCON_DTYPE_F64, 4, sh_S, buf);
+        for (int64_t i = 0; i < heads * m * n; i++) buf[i] = vs * k->ref.S[i];
+        state_in_layout(buf, heads, m, n, o->layout, buf + heads * m * n);
+        rc = write_npy(dir, "ref_state.npy", FALCON_DTYPE_F64, 4, sh_S, buf + heads * m * n);
     }
     if (!rc) {
-        for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = scale * k->ref.out[i];
+        for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = scale * (vs * k->ref.out[i]);
         rc = write_npy(dir, "ref_out.npy", FALCON_DTYPE_F64, 4, sh_m, buf);
     }
+    falcon_state_free(init);
     free(buf);
     if (rc) return rc;
 
@@ -342,6 +393,7 @@ static int write_case(const char *root, int index, const export_case *e, const c
     json_object_set_new(j, "stresses", json_string(stress));
     json_object_set_new(j, "layout", json_string(grade_layout_name(o->layout)));
     json_object_set_new(j, "scale", json_real(scale));
+    json_object_set_new(j, "value_scale", json_real(vs));
     json_object_set_new(j, "precision", json_string(grade_unit_name(o->precision)));
     json_t *inputs = json_object();
     json_object_set_new(inputs, "q", json_string("q.npy"));

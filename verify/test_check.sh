@@ -167,6 +167,39 @@ edit "rbad/$victim/state.npy" "a * np.float32(1 + 1e-3)"
 expect "a wrong final state alone fails" 1 "FAIL $victim" "$FALCON" check cs --results rbad
 cp r32/"$victim"/state.npy rbad/"$victim"/state.npy
 
+# ---- a result filed under another form's copy fails: each copy's values
+# (v, the initial memory and the value history) are 2^form times the
+# configuration's, and so is its reference ----
+if "$PY" - cs <<'EOF'
+import json, os, sys
+import numpy as np
+root = sys.argv[1]
+by = {}
+for c in json.load(open(os.path.join(root, "index.json")))["cases"]:
+    j = json.load(open(os.path.join(root, c["dir"], "case.json")))
+    config = c["name"].replace("-" + c["form"], "", 1)
+    by.setdefault(config, {})[c["form"]] = c["dir"], j["value_scale"]
+load = lambda d, f: np.load(os.path.join(root, d, f))
+for config, forms in by.items():
+    assert sorted(forms) == ["chunk", "parallel", "recurrent"], config
+    rd = forms["recurrent"][0]
+    for form, (d, s) in forms.items():
+        assert s == {"recurrent": 1, "chunk": 2, "parallel": 4}[form], (config, form, s)
+        for f in ("ref_out.npy", "ref_state.npy", "v.npy", "state0.npy"):
+            assert np.array_equal(load(d, f), s * load(rd, f)), (config, form, f)
+        for f in ("q.npy", "k.npy", "beta.npy"):
+            assert np.array_equal(load(d, f), load(rd, f)), (config, form, f)
+EOF
+then ok "each form's copy: values, memory and reference times 2^form; keys and queries the same"
+else bad "value scale" "see above"; fi
+twin=$(ls r32 | grep -- '-falcon1-prefix-identity-random-recurrent$' | head -1)
+if [ -n "$twin" ]; then
+    chunk_twin=${twin%-recurrent}-chunk
+    cp -r r32 rcopy
+    cp "r32/$twin/out.npy" "r32/$twin/state.npy" "rcopy/$chunk_twin/"
+    expect "a recurrent result filed as the chunk form's fails" 1 "FAIL $chunk_twin" "$FALCON" check cs --results rcopy
+else bad "value scale" "no falcon1-prefix-identity-random recurrent case"; fi
+
 # ---- the state is optional; float16 results are read ----
 rm rbad/"$victim"/state.npy
 expect "no state.npy: judged on the outputs" 0 "passed" "$FALCON" check cs --results rbad
