@@ -570,6 +570,8 @@ void fb_usage(void)
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
            "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
+           "  --out=FILE             the results as JSON in FILE, replaced only by a run that\n"
+           "                         measured a case (checked first; a temporary beside it meanwhile)\n"
            "names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P/real_time\n"
            "  (/real_time: Google Benchmark's mark of wall-clock timing)\n"
            "  and the yardstick (OpenBLAS, 1 thread): blas/sgemm|dgemm/chunk-shapes/n:n/m:m/C:C/threads:1,\n"

@@ -75,14 +75,15 @@ int main(int argc, char **argv)
     // the same statistic (read before Initialize takes the flags away).
     const std::string reps = flag_value(argc, argv, "benchmark_repetitions", "1");
     const std::string min_time = flag_value(argc, argv, "benchmark_min_time", "0.5");
+    if (int rc = fb_out_begin(&argc, &argv)) return rc;
     benchmark::Initialize(&argc, argv, help);  // takes the --benchmark_* flags
     benchmark::AddCustomContext("falcon_repetitions", reps);
     benchmark::AddCustomContext("falcon_min_time", min_time);
     int rc = fb_setup(&argc, argv);            // takes ours, registers, probes
     if (rc >= 0) return rc;
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-    benchmark::RunSpecifiedBenchmarks();
+    const size_t ran = benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     fb_teardown();
-    return 0;
+    return fb_out_end(ran);
 }

@@ -57,6 +57,12 @@ void fb_add_context(const char *key, const char *value);
  * C side's flags after Google Benchmark's --help; fb_teardown frees.
  */
 int fb_setup(int *argc, char **argv);
+/* bench/output.c: --out=FILE, taken out of argv before Google Benchmark
+ * sees it (replaced by its --benchmark_out flags on a temporary; argv may
+ * become a new array); fb_out_end commits the file when a case ran. Both
+ * return 0 or the exit status. */
+int fb_out_begin(int *argc, char ***argv);
+int fb_out_end(size_t ran);
 void fb_usage(void);
 void fb_teardown(void);
 

@@ -52,7 +52,7 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 
 .PHONY: bench bench-build
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o)
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
 	@mkdir -p $(dir $@)
@@ -85,10 +85,10 @@ $(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench
 
-# The JSON goes through bench/bench-to.sh: BENCH_OUT checked first, a
-# temporary beside it, replaced only by a run that measured something.
+# --out: BENCH_OUT checked first, a temporary beside it, replaced only by a
+# run that measured something (bench/output.c).
 bench: $(BUILD)/falcon-bench
-	sh bench/bench-to.sh $(BENCH_OUT) $(BUILD)/falcon-bench --benchmark_repetitions=$(BENCH_REPS) \
+	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) \
 	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_display_aggregates_only=true $(BENCH_ARGS)
 else
 bench bench-build:

@@ -100,20 +100,33 @@ if [ -x "$BUILD/falcon-study" ]; then
     else bad "bench-dat, auto_C" "$(cat sweep.log "$sweep" 2>/dev/null | tr '\n' ' ')"; fi
 fi
 
-# `make bench`'s writer (bench/bench-to.sh): a symlink followed, a directory
-# refused, a filter that matches nothing keeps the earlier file, no temporary.
-TO="$HERE/../bench/bench-to.sh"
+# --out (what `make bench` writes through, bench/output.c): a symlink
+# followed, a directory refused, a run that measured nothing or was stopped
+# keeps the earlier file, no temporary left.
 echo '{"old": 1}' >keep.json
-rc=0; sh "$TO" keep.json "$BENCH" --no-probe --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
-[ $rc -eq 1 ] && [ "$(cat keep.json)" = '{"old": 1}' ] && ok "bench-to: no case ran: status 1, the earlier file kept" ||
-    bad "bench-to, no case" "status $rc, $(cat keep.json | head -c 80)"
+rc=0; "$BENCH" --no-probe --out=keep.json --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
+[ $rc -eq 1 ] && [ "$(cat keep.json)" = '{"old": 1}' ] && ok "--out: no case ran: status 1, the earlier file kept" ||
+    bad "--out, no case" "status $rc, $(cat keep.json | head -c 80)"
+rc=0; "$BENCH" --no-probe --out=keep.json --benchmark_list_tests >/dev/null 2>to.err || rc=$?
+[ $rc -eq 1 ] && [ "$(cat keep.json)" = '{"old": 1}' ] && ok "--out: a listing measures nothing: the earlier file kept" ||
+    bad "--out, listing" "status $rc, $(cat keep.json | head -c 80)"
 echo '{"t": 1}' >target.json && ln -sfn target.json link.json
-rc=0; sh "$TO" link.json "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_min_time=0.01 \
+rc=0; "$BENCH" --no-probe --out=link.json --benchmark_filter="^${case1%/real_time}/" --benchmark_min_time=0.01 \
     >/dev/null 2>to.err || rc=$?
-[ $rc -eq 0 ] && [ -L link.json ] && grep -q '"run_type"' target.json && ok "bench-to: a symlink is followed to its file, never replaced" ||
-    bad "bench-to, symlink" "status $rc: $(tail -2 to.err)"
+[ $rc -eq 0 ] && [ -L link.json ] && grep -q '"run_type"' target.json && ok "--out: a symlink is followed to its file, never replaced" ||
+    bad "--out, symlink" "status $rc: $(tail -2 to.err)"
 mkdir -p adir.json
-rc=0; sh "$TO" adir.json "$BENCH" --no-probe --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
-[ $rc -eq 2 ] && grep -q 'not a regular file' to.err && ok "bench-to: a directory is refused (status 2)" || bad "bench-to, directory" "status $rc"
-[ -z "$(ls ./*.tmp-* 2>/dev/null)" ] && ok "bench-to: no temporary left" || bad "bench-to" "left $(ls ./*.tmp-*)"
+rc=0; "$BENCH" --no-probe --out=adir.json --benchmark_filter=NOMATCH >/dev/null 2>to.err || rc=$?
+[ $rc -eq 2 ] && grep -q 'is a directory' to.err && [ -d adir.json ] && ok "--out: a directory is refused (status 2)" ||
+    bad "--out, directory" "status $rc: $(cat to.err)"
+cp target.json before.json
+"$BENCH" --no-probe --out=target.json --benchmark_filter="^${case1%/real_time}/" --benchmark_min_time=30 \
+    >/dev/null 2>to.err &
+pid=$!
+sleep 2
+kill -TERM "$pid"
+rc=0; wait "$pid" || rc=$?
+[ $rc -gt 128 ] && cmp -s before.json target.json && ok "--out: SIGTERM mid-run: status $rc, the earlier file kept" ||
+    bad "--out, SIGTERM" "status $rc: $(tail -2 to.err)"
+[ -z "$(ls ./*.tmp* .*.tmp* 2>/dev/null)" ] && ok "--out: no temporary left" || bad "--out" "left $(ls -a | grep tmp)"
 test_end
