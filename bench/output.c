@@ -16,6 +16,7 @@
 static falcon_outputs *tx;
 static int slot = -1;
 static char *flags[2];
+static char **args; /* the argv handed on, until fb_out_end */
 
 int fb_out_begin(int *argc, char ***argv)
 {
@@ -44,7 +45,7 @@ int fb_out_begin(int *argc, char ***argv)
     const char *temp = falcon_outputs_temp(tx, slot);
     const size_t len = strlen(temp) + sizeof "--benchmark_out=";
     flags[0] = malloc(len);
-    char **args = malloc(sizeof(char *) * (size_t)(out + 3));
+    args = malloc(sizeof(char *) * (size_t)(out + 3));
     if (!flags[0] || !args) {
         fprintf(stderr, "falcon-bench: out of memory\n");
         return 2;
@@ -55,7 +56,7 @@ int fb_out_begin(int *argc, char ***argv)
     args[out] = flags[0];
     args[out + 1] = flags[1];
     args[out + 2] = NULL;
-    *argv = args; /* lives as long as the program */
+    *argv = args;
     *argc = out + 2;
     return 0;
 }
@@ -104,5 +105,6 @@ int fb_out_end(size_t ran)
     tx = NULL;
     free(shown);
     free(flags[0]);
+    free(args);
     return rc;
 }
