@@ -8,6 +8,9 @@
  * folder under kernels/ (README, "Adding a backend").
  */
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include "internal.h"
 #include "backends.h"
 
@@ -20,6 +23,8 @@
     extern const falcon_drivers_f32 FW##_f32;        \
     extern const falcon_drivers_f64 FW##_f64;
 #define CPU(ID, FW) .f32 = {&falcon_uk_##ID##_f32, &FW##_f32}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64}
+#define CPU_HALF(ID, FW)                                                                     \
+    .f32_half = {&falcon_uk_##ID##_half_f32, &FW##_f32}, .f64_half = {&falcon_uk_##ID##_half_f64, &FW##_f64}
 
 static int always(void) { return 1; }
 
@@ -45,6 +50,23 @@ static __attribute__((unused)) int cpu_has_avx512(void)
 #endif
 }
 
+/* AVX-512 on a 256-bit datapath: AMD's family 19h (Zen 4) runs each 512-bit
+ * FMA as two 256-bit halves, one a cycle, where two-pipe cores (Sapphire
+ * Rapids) run two. Zen 5 (family 1Ah) has the full width in its server and
+ * desktop parts; unmeasured here, it keeps the two-pipe tables. */
+static __attribute__((unused)) int cpu_avx512_half_width(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    unsigned a, b, c, d;
+    if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+    return family == 0x19;
+#else
+    return 0;
+#endif
+}
+
 DECLARE_FW(falcon_fw)
 #ifdef FALCON_HAVE_AVX2
 DECLARE_UK(avx2)
@@ -52,10 +74,12 @@ DECLARE_FW(falcon_fw_avx2)
 #endif
 #ifdef FALCON_HAVE_AVX512
 DECLARE_UK(avx512)
+DECLARE_UK(avx512_half)
 DECLARE_FW(falcon_fw_avx512)
 #endif
 #ifdef FALCON_HAVE_AVX512_SIMDE
 DECLARE_UK(avx512emu)
+DECLARE_UK(avx512emu_half)
 #endif
 
 static const falcon_backend_info registry[] = {
@@ -72,7 +96,10 @@ static const falcon_backend_info registry[] = {
 #ifdef FALCON_HAVE_AVX512
     [FALCON_BACKEND_AVX512] = {.name = "avx512", .usable = cpu_has_avx512, .what = "avx512f (native)",
                                .lacking = "avx512f (compiled in; this CPU lacks it)", .auto_rank = 3,
-                               CPU(avx512, falcon_fw_avx512)},
+                               CPU(avx512, falcon_fw_avx512), .half_width = cpu_avx512_half_width,
+                               CPU_HALF(avx512, falcon_fw_avx512),
+                               .what_half = "avx512f (native; a 256-bit datapath: the recurrent "
+                                            "update in 2-vector column blocks)"},
 #else
     [FALCON_BACKEND_AVX512] = {.name = "avx512"},
 #endif
@@ -87,7 +114,8 @@ static const falcon_backend_info registry[] = {
     [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde", .usable = cpu_has_avx2,
                                      .what = "avx512f kernels emulated by SIMDe on avx2",
                                      .lacking = "avx512-simde (needs avx2; this CPU lacks it)",
-                                     CPU(avx512emu, falcon_fw)},
+                                     CPU(avx512emu, falcon_fw), .half_width = cpu_avx512_half_width,
+                                     CPU_HALF(avx512emu, falcon_fw)},
 #else
     [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde"},
 #endif
@@ -124,6 +152,16 @@ falcon_backend falcon_backend_resolve(falcon_backend b)
     return best;
 }
 
+const falcon_cpu_f32 *falcon_backend_cpu_f32(const falcon_backend_info *be)
+{
+    return be->half_width && be->half_width() ? &be->f32_half : &be->f32;
+}
+
+const falcon_cpu_f64 *falcon_backend_cpu_f64(const falcon_backend_info *be)
+{
+    return be->half_width && be->half_width() ? &be->f64_half : &be->f64;
+}
+
 const char *falcon_backend_describe(falcon_backend b)
 {
     if (b == FALCON_BACKEND_AUTO) return falcon_backend_describe(falcon_backend_resolve(b));
@@ -131,7 +169,8 @@ const char *falcon_backend_describe(falcon_backend b)
     if (!be || !be->usable) return "not compiled in";
     if (hidden_mask >> b & 1) return "hidden (a test made it unavailable)";
     if (be->describe) return be->describe();
-    return be->usable() || !be->lacking ? be->what : be->lacking;
+    if (!be->usable() && be->lacking) return be->lacking;
+    return be->what_half && be->half_width && be->half_width() ? be->what_half : be->what;
 }
 
 const char *falcon_backend_name(falcon_backend b)

@@ -31,6 +31,12 @@ typedef struct falcon_backend_info {
     int auto_rank;             /* auto picks the usable backend of highest rank; 0: never */
     falcon_cpu_f32 f32;        /* CPU backends (uk NULL for the others) */
     falcon_cpu_f64 f64;
+    /* Where half_width() says so, these tables instead (the same results):
+     * AVX-512 on a 256-bit datapath; what_half describes the backend then. */
+    int (*half_width)(void);
+    falcon_cpu_f32 f32_half;
+    falcon_cpu_f64 f64_half;
+    const char *what_half;
     /* The other backends run a whole call on the working copy of the state. */
     falcon_status (*run)(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
                          void *out);
@@ -46,6 +52,9 @@ falcon_status falcon_run_cpu_f64(const falcon_config *cfg, const falcon_inputs *
 
 /* The row of backend b; NULL for a value that names no backend. */
 const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
+/* The kernels and drivers a CPU backend runs on this machine. */
+const falcon_cpu_f32 *falcon_backend_cpu_f32(const falcon_backend_info *be);
+const falcon_cpu_f64 *falcon_backend_cpu_f64(const falcon_backend_info *be);
 
 /* For tests: hide backend b (falcon_backend_available then says 0 and auto
  * skips it) or show it again, so the unavailable paths can be tested on a

@@ -116,9 +116,9 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     if (be->run)
         s = be->run(cfg, in, work, out);
     else if (cfg->precision != FALCON_FP64)
-        s = falcon_run_cpu_f32(cfg, in, work, out, &be->f32);
+        s = falcon_run_cpu_f32(cfg, in, work, out, falcon_backend_cpu_f32(be));
     else
-        s = falcon_run_cpu_f64(cfg, in, work, out, &be->f64);
+        s = falcon_run_cpu_f64(cfg, in, work, out, falcon_backend_cpu_f64(be));
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     /* The result must be finite. The CPU drivers check each output row as

@@ -116,6 +116,14 @@ ParameterizedTest(falcon_backend *bp, gate, backend)
                   "%s drives its fp32 kernels with the framework built for %s", name, be->f32.fw->isa);
         cr_expect(!strcmp(be->f64.fw->isa, "baseline") || !strcmp(be->f64.fw->isa, name),
                   "%s drives its fp64 kernels with the framework built for %s", name, be->f64.fw->isa);
+        /* tables for a 256-bit datapath: all or none, of the same backend and drivers */
+        const int half = be->half_width != NULL;
+        cr_expect(half == (be->f32_half.uk != NULL) && half == (be->f64_half.uk != NULL),
+                  "%s: a half-width choice without its tables, or tables without it", name);
+        if (half)
+            cr_expect(!strcmp(be->f32_half.uk->name, name) && !strcmp(be->f64_half.uk->name, name) &&
+                          be->f32_half.fw == be->f32.fw && be->f64_half.fw == be->f64.fw,
+                      "%s: its half-width tables are another backend's", name);
     }
     if (b == FALCON_BACKEND_MPFR) return; /* the reference, not a gated kernel */
     int listed = 0;

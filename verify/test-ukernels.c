@@ -1,6 +1,7 @@
 /*
  * The micro-kernels alone: every table of the registry that runs here (each
- * CPU backend, fp32 and fp64, the scalar one included) against the
+ * CPU backend, fp32 and fp64, the scalar one included, and a backend's
+ * tables for a 256-bit datapath, which must give the same bits) against the
  * operation evaluated in long double, outside the library.
  *
  * Sizes: each dimension in turn takes every value from 1 to 2 x tile + 1
@@ -47,6 +48,7 @@ enum { LV = 2 * 64 + 1, LR = 2 * 16 + 1, GUARD = 64 };
 /* ---- the tables that run here ---- */
 typedef struct table {
     const char *name;
+    int half; /* the backend's tables for a 256-bit datapath */
     const falcon_uk_f32 *f32;
     const falcon_uk_f64 *f64;
 } table;
@@ -56,8 +58,11 @@ static int tables_here(table *t)
     int n = 0;
     for (int b = 0; b < FALCON_BACKEND_COUNT; b++) {
         const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
-        if (be->f32.uk && falcon_backend_available((falcon_backend)b))
-            t[n++] = (table){be->name, be->f32.uk, be->f64.uk};
+        if (be->f32.uk && falcon_backend_available((falcon_backend)b)) {
+            t[n++] = (table){be->name, 0, be->f32.uk, be->f64.uk};
+            /* the tables for a 256-bit datapath too, on every machine */
+            if (be->f32_half.uk) t[n++] = (table){be->name, 1, be->f32_half.uk, be->f64_half.uk};
+        }
     }
     return n;
 }
@@ -211,8 +216,9 @@ static void report(int64_t *fails, const verdict *v, const char *what, const tab
 {
     if (!v->bad && !v->changed) return;
     if ((*fails)++ < 8)
-        cr_log_error("%s %s %s: %lld wrong, %lld written outside; first %s", t->name, f32 ? "fp32" : "fp64",
-                     what, (long long)v->bad, (long long)v->changed, v->bad ? v->first : "");
+        cr_log_error("%s%s %s %s: %lld wrong, %lld written outside; first %s", t->name,
+                     t->half ? " (half width)" : "", f32 ? "fp32" : "fp64", what, (long long)v->bad,
+                     (long long)v->changed, v->bad ? v->first : "");
 }
 
 /* ---- gemm_nt and gemm_nn: C[M][N] = beta C + A B^T or A B ---- */
@@ -436,6 +442,7 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     mat_save(&E);
     mat_save(&Z);
     mat_save(&X);
+    mat firstS = {0}, firstP = {0}; /* a backend's first table's results */
     for (int ti = 0; ti < nt; ti++) {
         mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
         P.rows = P2.rows = r; /* the cells it must write */
@@ -467,16 +474,28 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
         /* bitwise the same as the write and the read apart */
         v.changed += memcmp(S.base, S2.base, esize(f32) * (size_t)S.count) != 0;
         v.changed += memcmp(P.base, P2.base, esize(f32) * (size_t)P.count) != 0;
+        /* a backend's tables for either datapath: the same bits */
+        if (t[ti].half)
+            v.changed += memcmp(S.base, firstS.base, esize(f32) * (size_t)S.count) != 0 ||
+                         memcmp(P.base, firstP.base, esize(f32) * (size_t)P.count) != 0;
         char what[200];
         snprintf(what, sizeof what, "update_read m=%lld n=%lld k=%lld r=%lld lds=%lld lde=%lld ldz=%lld ldx=%lld ldp=%lld a=%g",
                  (long long)m, (long long)n, (long long)k, (long long)r, (long long)S.ld, (long long)E.ld,
                  (long long)Z.ld, (long long)X.ld, (long long)P.ld, a);
         report(fails, &v, what, &t[ti], f32);
-        mat_free(&S);
-        mat_free(&P);
         mat_free(&S2);
         mat_free(&P2);
+        if (ti + 1 < nt && t[ti + 1].half) {
+            mat_free(&firstS);
+            mat_free(&firstP);
+            firstS = S, firstP = P;
+        } else {
+            mat_free(&S);
+            mat_free(&P);
+        }
     }
+    mat_free(&firstS);
+    mat_free(&firstP);
     free(want);
     mat_free(&E);
     mat_free(&Z);
@@ -487,13 +506,13 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
 
 static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
 {
-    table t[FALCON_BACKEND_COUNT];
+    table t[2 * FALCON_BACKEND_COUNT];
     const int nt = tables_here(t);
     cr_assert(nt >= 1 && !strcmp(t[0].name, "scalar"), "the scalar table runs everywhere");
     rng_state = 0x5EED;
     const int64_t fails = sweep(lim, fn, t, nt);
     printf("ukernels %s: %d tables (", kernel, nt);
-    for (int i = 0; i < nt; i++) printf("%s%s", i ? ", " : "", t[i].name);
+    for (int i = 0; i < nt; i++) printf("%s%s%s", i ? ", " : "", t[i].name, t[i].half ? " (half width)" : "");
     printf("), %lld shape(s) wrong\n", (long long)fails);
     cr_expect_eq(fails, 0, "%s: %lld shape(s) wrong or written outside their output", kernel, (long long)fails);
 }

@@ -18,19 +18,39 @@
 #include "../simd/rank-update.inc.c"
 #include "../simd/trsm.inc.c"
 #include "../simd/update-read.inc.c"
+/* update_read once more in column blocks of 2 vectors, for AVX-512 on a
+ * 256-bit datapath (Zen 4: one 512-bit FMA a cycle, as AVX2's two 256-bit
+ * ones). There 4-vector blocks left it 7-13% slower than these (fp32,
+ * n = m = 64 and 128); with two 512-bit FMA pipes (Sapphire Rapids) the 2 x
+ * 4 accumulators of a 4-vector block are what keeps both pipes busy
+ * (ports x latency = 8), so that table keeps them. The same bits either way. */
+#define UR_NV 2
+#define UR_NAME(x) VNAME(half_##x)
+#include "../simd/update-read.inc.c"
 
 #ifdef FALCON_AVX512_SIMDE
-extern const RS(falcon_uk) RS(falcon_uk_avx512emu);
-const RS(falcon_uk) RS(falcon_uk_avx512emu) = {
-    "avx512-simde",
+#define AVX512_TABLE(SFX) RS(falcon_uk_avx512emu##SFX)
+#define AVX512_NAME "avx512-simde"
 #else
-extern const RS(falcon_uk) RS(falcon_uk_avx512);
-const RS(falcon_uk) RS(falcon_uk_avx512) = {
-    "avx512",
+#define AVX512_TABLE(SFX) RS(falcon_uk_avx512##SFX)
+#define AVX512_NAME "avx512"
 #endif
+extern const RS(falcon_uk) AVX512_TABLE();
+const RS(falcon_uk) AVX512_TABLE() = {
+    AVX512_NAME,
     VNAME(gemm_nt),
     VNAME(gemm_nn),
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
     VNAME(update_read),
+};
+/* The table for a 256-bit datapath (src/backends.c chooses). */
+extern const RS(falcon_uk) AVX512_TABLE(_half);
+const RS(falcon_uk) AVX512_TABLE(_half) = {
+    AVX512_NAME,
+    VNAME(gemm_nt),
+    VNAME(gemm_nn),
+    VNAME(rank_update),
+    VNAME(trsm_unit_lower),
+    VNAME(half_update_read),
 };

@@ -14,12 +14,20 @@
  * (the rows after the pass: from the last row to the first, as the axpy
  * tiles add). */
 /* Rows of P added in the pass ([x; q] of a window of one), and the width
- * of a column block: the axpy tile's, whose register budget it shares
- * (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z). */
+ * of a column block: by default the axpy tile's, whose register budget it
+ * shares (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z).
+ * A backend may include this file once more with UR_NV and UR_NAME set,
+ * for another port model (kernels/avx512/ukernels-avx512.inc.c). Every
+ * element's sequence of operations is the same whatever the width. */
 #define UR_R 2
+#ifndef UR_NV
 #define UR_NV AX_NV
+#endif
+#ifndef UR_NAME
+#define UR_NAME(x) VNAME(x)
+#endif
 
-VINLINE void VNAME(ur_block)(const int nv, const int masked, vmask tm, const int kk, const int scale,
+VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const int kk, const int scale,
                              const int rr, int64_t m, int64_t j0, vreal av, REAL *S, int64_t lds,
                              const REAL *E, int64_t lde, const REAL *Z, int64_t ldz,
                              const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
@@ -85,7 +93,7 @@ VINLINE void VNAME(ur_block)(const int nv, const int masked, vmask tm, const int
 }
 
 /* All column blocks for one (k class, scale, rows of P) instance. */
-VINLINE void VNAME(ur_sweep)(const int kk2, const int scale, const int rr, int64_t m, int64_t n,
+VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int64_t m, int64_t n,
                              int64_t k, vreal av, REAL *S, int64_t lds, const REAL *E, int64_t lde,
                              const REAL *Z, int64_t ldz, const REAL *X, int64_t ldx, REAL *P,
                              int64_t ldp)
@@ -95,30 +103,30 @@ VINLINE void VNAME(ur_sweep)(const int kk2, const int scale, const int rr, int64
     const vmask none = v_mask(0);
     int64_t j = 0;
     for (; j + UR_NV * VL <= n; j += UR_NV * VL)
-        VNAME(ur_block)(UR_NV, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(UR_NV, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
     for (; j + VL <= n; j += VL)
-        VNAME(ur_block)(1, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(1, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
     if (j < n)
-        VNAME(ur_block)(1, 1, v_mask(n - j), kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(1, 1, v_mask(n - j), kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
 }
 
 /* One instance per (k class, scale) for rr rows of P in the pass. */
 #define UR_KS(RR)                                                                                      \
     do {                                                                                               \
         if (a != 1) {                                                                                  \
-            if (k == 0) VNAME(ur_sweep)(0, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
-            else if (k == 1) VNAME(ur_sweep)(1, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else if (k == 2) VNAME(ur_sweep)(2, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else VNAME(ur_sweep)(3, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
+            if (k == 0) UR_NAME(ur_sweep)(0, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
+            else if (k == 1) UR_NAME(ur_sweep)(1, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else if (k == 2) UR_NAME(ur_sweep)(2, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else UR_NAME(ur_sweep)(3, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
         } else {                                                                                       \
-            if (k == 0) VNAME(ur_sweep)(0, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
-            else if (k == 1) VNAME(ur_sweep)(1, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else if (k == 2) VNAME(ur_sweep)(2, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else VNAME(ur_sweep)(3, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
+            if (k == 0) UR_NAME(ur_sweep)(0, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
+            else if (k == 1) UR_NAME(ur_sweep)(1, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else if (k == 2) UR_NAME(ur_sweep)(2, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
+            else UR_NAME(ur_sweep)(3, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
         }                                                                                              \
     } while (0)
 
-static void VNAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
+static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
                                const REAL *E, int64_t lde, const REAL *Z, int64_t ldz, int64_t r,
                                const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
 {
@@ -146,3 +154,4 @@ static void VNAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S,
 #undef UR_KS
 #undef UR_R
 #undef UR_NV
+#undef UR_NAME
