@@ -1289,9 +1289,10 @@ static void progress(study_stab *st, int i)
 }
 
 /* Before running stream i: with --resume, its result if one was saved (1:
- * nothing to run); without, nothing of an earlier run is read, and nothing
- * is removed either: the stream's new result replaces the old one when it
- * is saved, so a run stopped early leaves the earlier results as they were. */
+ * nothing to run; a resume state it left is removed); without, nothing of
+ * an earlier run is read, and nothing is removed either: the stream's new
+ * result replaces the old one when it is saved, so a run stopped early
+ * leaves the earlier results as they were. */
 int stab_prepare(study_stab *st, int i)
 {
     char path[4096];
@@ -1313,6 +1314,10 @@ int stab_prepare(study_stab *st, int i)
         fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why);
         return 0;
     }
+    /* A kill between saving the result and dropping the state leaves
+     * both: the result is whole, so the state is stale; drop it here, or
+     * it would stay in resume/ for good. */
+    drop_state(&st->P, i, s.ncurve);
     st->ss[i] = s, st->have[i] = 1;
     progress(st, i);
     return 1;
