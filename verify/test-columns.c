@@ -58,7 +58,7 @@ static void halves_equal_whole(falcon_precision p, int64_t n, int64_t m, int64_t
             continue;
         for (int v = FALCON_1; v <= FALCON_3A; v++)
             for (int a = 0; a < 2; a++) {
-                const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1, B = 1, H = 2, T = 70;
+                const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1, B = 1, H = 2, T = 300;
                 const gate_case c = {(falcon_variant)v, (falcon_align)a, (falcon_phi)((v + a) % 4), GATE_DECAY_RANDOM,
                                      B, T, H, n, m, W, 8, 1e-6, 1.0, 4200u + (uint64_t)(10 * v + a)};
                 gate_data d;

@@ -30,11 +30,16 @@
  * a head, the rows of step t + FW_AHEAD are prefetched at step t: one
  * head's rows are H*D apart, a stride the hardware does not follow (AMD
  * Zen 4, 8 heads of n = m = 64: a step takes about 1.5 times as long
- * without it). Neither tunable changes results: 1 to 8 steps ahead and
- * blocks of 8 to 128 steps measured the same.
- */
+ * without it). Neither tunable changes results. 1 to 8 steps ahead
+ * measured the same. Blocks of 8 to 128 steps measured the same on the
+ * machines tuned first; on Zen 5 (two 512-bit FMA pipes, a step twice as
+ * fast) 128 beat 32 by 1.5-4% (AVX-512, fp32 and fp64, n = m = 64 and
+ * 128: medians of per-round ratios over 10 alternating rounds, each round
+ * within 10% either way), Falcon-3's window of 4 measured the same:
+ * switching heads costs each one its memory's return to L1 (and a tiled
+ * memory its window's copy), paid once a block. */
 #ifndef FW_TIME_BLOCK
-#define FW_TIME_BLOCK 32
+#define FW_TIME_BLOCK 128
 #endif
 #ifndef FW_AHEAD
 #define FW_AHEAD 2
