@@ -53,7 +53,9 @@ static __attribute__((unused)) int cpu_has_avx512(void)
 /* AVX-512 on a 256-bit datapath: AMD's family 19h (Zen 4) runs each 512-bit
  * FMA as two 256-bit halves, one a cycle, where two-pipe cores (Sapphire
  * Rapids) run two. Zen 5 (family 1Ah) has the full width in its server and
- * desktop parts; unmeasured here, it keeps the two-pipe tables. */
+ * desktop parts and keeps the two-pipe tables: on a Zen 5 server core the
+ * narrow ones measured within 4% of them either way (recurrent, fp32 and
+ * fp64, n = m = 64 and 128), no gain worth a second rule. */
 static __attribute__((unused)) int cpu_avx512_half_width(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
