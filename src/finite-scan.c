@@ -133,6 +133,17 @@ int falcon_finite_scan_isa(void)
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa)
 {
     const size_t size = prec != FALCON_FP64 ? 4 : 8;
+    /* The elements before the first 64-byte boundary go first, on their
+     * own, so that the vector bodies' loads are aligned: a 64-byte load at
+     * malloc's 16-byte alignment spans two cache lines, and the AVX-512
+     * scan read 24-25 GB/s from DRAM against 34-38 aligned (Zen 5,
+     * 50 MB; AVX2 30 against 33-39). */
+    const uintptr_t off = (uintptr_t)p % 64;
+    int64_t head = off % size ? 0 : (int64_t)((64 - off) % 64 / size);
+    if (head > count) head = count;
+    if (!scan(p, prec, head, 0)) return 0;
+    p = (const char *)p + (size_t)head * size;
+    count -= head;
     const int64_t pieces = count / PIECE;
     int bad = 0;
 #pragma omp parallel for reduction(|:bad) schedule(dynamic, 16) num_threads(threads) if(pieces > 256)
