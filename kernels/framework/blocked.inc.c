@@ -23,6 +23,8 @@
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
  * explicit masked matrices, O(T^2) work.
  */
+#include "phase-clock.h"
+
 /* ---- decay factors in a block's products (docs/math.md section 8) ----
  * A block ends before a step whose decay would take a factor between two
  * of its steps, F[i][j + 1] (the alphas of the steps after the first),
@@ -264,6 +266,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         g_lo = falcon_window_first(&srcp->ex, e_first);
         G = falcon_example_of_step(&srcp->ex, c0 + Lc - 1) - g_lo + 1;
     }
+    FW_PHASE_START(uk->name, sizeof(REAL) == 4 ? "fp32" : "fp64");
     /* [X; Q]: the examples' keys (rows 0..G-1), then the queries. */
     REAL *Xg = XQ, *Qf = XQ + G * ldn;
     const REAL *Zg = h->gain ? Zbuf : Xg;
@@ -287,8 +290,10 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             FW_PREFETCH_ROW(h->q + (c0 + j + FW_ROW_AHEAD) * h->ldk, sizeof(REAL) * (size_t)n, 0, 3);
         RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
     }
+    FW_PHASE_END(FW_PH_COPY);
 
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
     /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
      * for the regression variants); xz = diag(Kz). An example whose x.z
      * is out of range is then stored scaled, x = xs x' (falcon_math.h),
@@ -340,8 +345,10 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         }
         if (!rescaled) break;
     }
+    FW_PHASE_END(FW_PH_PRODUCTS);
 
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
     /* Terms, ordered by step; eta per step from the shared normaliser.
      * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
      * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
@@ -384,6 +391,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
 
     /* Row i of F gives the system rows of step i and output row i;
      * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
+    FW_PHASE_END(FW_PH_TERMS);
     row[0] = 1.0;
     f0[0] = 1.0;
     for (int64_t i = 1; i <= Lc; i++) {
@@ -438,31 +446,48 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
         for (int64_t p = first[i]; p < P; p++) w[p] = 0;
     }
+    FW_PHASE_END(FW_PH_SYSTEM);
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
     if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
     if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);
+    FW_PHASE_END(FW_PH_SOLVE);
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
 
     uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
+    FW_PHASE_END(FW_PH_OUT_PRODUCT);
     for (int64_t j = 0; j < Lc; j++) {
         if (FW_ROW_AHEAD && j + FW_ROW_AHEAD < Lc)
             FW_PREFETCH_ROW(h->out + (c0 + j + FW_ROW_AHEAD) * h->ldo, sizeof(REAL) * (size_t)m, 1, 3);
-        REAL *restrict o = h->out + (c0 + j) * h->ldo;
+        REAL *restrict o = h->out + (c0 + j) * h->ldo, *restrict ck = c->ck;
         const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
         const double d = f0[j + 1];
+        /* finite_add (examples.inc.c) fused: the row is checked as it is
+         * stored, not read back from the stores still in flight */
         if (d >= FW_SAFE_FACTOR) {
             const REAL dr = (REAL)d;
-            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + dr * sj[c];
+            for (int64_t c = 0; c < m; c++) {
+                const REAL v = oj[c] + dr * sj[c];
+                o[c] = v;
+                ck[c] += v - v;
+            }
         } else {
-            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + RS(decay_mul)(d, sj[c]);
+            for (int64_t c = 0; c < m; c++) {
+                const REAL v = oj[c] + RS(decay_mul)(d, sj[c]);
+                o[c] = v;
+                ck[c] += v - v;
+            }
         }
-        RS(finite_add)(c->ck, o, m);
     }
+
+    FW_PHASE_END(FW_PH_OUT_ROWS);
 
     /* End state: row is now F[Lc][.]; pseudo-values gathered per example
      * (one term per example: scaled in place, the rank update reads the
      * examples dl .. dl + P - 1). */
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
     if (affine) {
         for (int64_t p = 0; p < P; p++) {
             const REAL d = (REAL)row[dj + p + 1];
@@ -483,8 +508,10 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         if (drop) RS(round_operand)(Rg, G, m, ldm, drop);
         uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg, ldn, Rg, ldm);
     }
+    FW_PHASE_END(FW_PH_END_STATE);
     pf->slice = pf->end - pf->u; /* what is left */
     RS(blk_prefetch_some)(pf);
+    FW_PHASE_END(FW_PH_PREFETCH);
 }
 
 /* A group of heads (same shapes and T), one block of each in turn: the

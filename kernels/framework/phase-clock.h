@@ -1,0 +1,89 @@
+/*
+ * A build-time clock on the phases of the chunk driver's block
+ * (blocked.inc.c), for finding where a call's time goes on a machine
+ * whose profiler has no hardware counters (a VM: sampling on the timer
+ * smears a stall over the instructions after it). Off unless the build
+ * defines FW_PHASE_CLOCK (make OPT="-O2 -DFW_PHASE_CLOCK"); then each
+ * driver instance (ISA and precision) that ran prints, at exit, the time
+ * per block of each phase and its share, on stderr. The clock is the
+ * time-stamp counter on x86-64 (a few tens of cycles a read: a few per
+ * block, well under 0.1% of a block of 64 steps), else CLOCK_MONOTONIC.
+ * Threads add into shared totals atomically; the mark itself is per
+ * thread. Nothing here changes a result.
+ */
+#ifndef FALCON_PHASE_CLOCK_H
+#define FALCON_PHASE_CLOCK_H
+
+enum {
+    FW_PH_COPY,         /* the block's keys and queries featurized into [X; Q] */
+    FW_PH_PREFETCH,     /* the next (head, block)'s rows, between phases */
+    FW_PH_PRODUCTS,     /* [X; Q] Z^T and [X; Q] S^T (and rescaled keys) */
+    FW_PH_TERMS,        /* terms, eta per step */
+    FW_PH_SYSTEM,       /* decay rows, residuals, the system A and W */
+    FW_PH_SOLVE,        /* the triangular solve */
+    FW_PH_OUT_PRODUCT,  /* W R */
+    FW_PH_OUT_ROWS,     /* the caller's output rows written and checked */
+    FW_PH_END_STATE,    /* the memory's decay and rank update */
+    FW_PH_COUNT
+};
+
+#ifdef FW_PHASE_CLOCK
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define FW_CLOCK_UNIT "TSC ticks"
+static inline unsigned long long fw_clock_now(void) { return __rdtsc(); }
+#else
+#define FW_CLOCK_UNIT "ns"
+static inline unsigned long long fw_clock_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+#endif
+
+static unsigned long long fw_phase_total[FW_PH_COUNT], fw_phase_blocks;
+static const char *fw_phase_isa, *fw_phase_prec;
+static _Thread_local unsigned long long fw_phase_last;
+
+static void fw_phase_report(void)
+{
+    static const char *const name[FW_PH_COUNT] = {"copy",  "prefetch",    "products",  "terms",    "system",
+                                                  "solve", "out product", "out rows", "end state"};
+    double all = 0;
+    for (int i = 0; i < FW_PH_COUNT; i++) all += (double)fw_phase_total[i];
+    if (fw_phase_blocks == 0 || all <= 0) return;
+    fprintf(stderr, "phase clock, chunk driver, %s %s: %llu blocks, %s a block\n", fw_phase_isa, fw_phase_prec,
+            fw_phase_blocks, FW_CLOCK_UNIT);
+    for (int i = 0; i < FW_PH_COUNT; i++)
+        fprintf(stderr, "  %-12s %9.0f  %5.1f%%\n", name[i], (double)fw_phase_total[i] / (double)fw_phase_blocks,
+                100.0 * (double)fw_phase_total[i] / all);
+}
+
+/* At a block's start; isa and prec name the instance. */
+#define FW_PHASE_START(isa, prec)                                                          \
+    do {                                                                             \
+        static int fw_registered_;                                                   \
+        if (!__atomic_exchange_n(&fw_registered_, 1, __ATOMIC_RELAXED)) {           \
+            fw_phase_isa = (isa), fw_phase_prec = (prec);                            \
+            atexit(fw_phase_report);                                                 \
+        }                                                                            \
+        __atomic_fetch_add(&fw_phase_blocks, 1, __ATOMIC_RELAXED);                  \
+        fw_phase_last = fw_clock_now();                                              \
+    } while (0)
+/* The time since the last mark goes to phase ph. */
+#define FW_PHASE_END(ph)                                                             \
+    do {                                                                             \
+        const unsigned long long fw_now_ = fw_clock_now();                           \
+        __atomic_fetch_add(&fw_phase_total[ph], fw_now_ - fw_phase_last, __ATOMIC_RELAXED); \
+        fw_phase_last = fw_now_;                                                     \
+    } while (0)
+#else
+#define FW_PHASE_START(isa, prec) ((void)0)
+#define FW_PHASE_END(ph) ((void)0)
+#endif
+
+#endif
