@@ -29,6 +29,8 @@
  *                      before anything is written, so it runs at the speed
  *                      the inputs come from the memory (DRAM for T x heads
  *                      beyond the caches)
+ * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
+ * entries named ukernel/<kernel>/<backend>/<precision>/<shape>.
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
@@ -58,6 +60,7 @@
 #include "falcon.h"
 #include "blas.h"
 #include "buildinfo.h"
+#include "ukernels.h"
 #include "flops.h"
 #include "gbench-shim.h"
 #include "inputs.h"
@@ -626,7 +629,10 @@ int fb_setup(int *argc, char **argv)
                             "measurement): no peak or roofline counters in this run\n");
     }
     add_context(sweep, simde);
-    if ((strcmp(sweep, "full") == 0 ? register_full() : register_default()) || register_blas()) {
+    const int full = strcmp(sweep, "full") == 0;
+    if ((full ? register_full() : register_default()) || register_blas() ||
+        fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
+                             g.probe_ok ? g.probe.f64_best : 0)) {
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
         return 2;
     }
@@ -637,6 +643,7 @@ int fb_setup(int *argc, char **argv)
 void fb_teardown(void)
 {
     inputs_free();
+    fb_ukernels_free();
     free(gb.cases);
     for (size_t i = 0; i < g.count; i++) free(g.cases[i]);
     free(g.cases);

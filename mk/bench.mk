@@ -52,7 +52,7 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 
 .PHONY: bench bench-build
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
 	@mkdir -p $(dir $@)

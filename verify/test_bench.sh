@@ -13,6 +13,9 @@
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
 #   shape, and falcon-study bench-dat writing it to blas.dat;
 # - a tiny run of one chunk case: validation_fraction in (0, 1);
+# - the micro-kernels' own entries (bench/ukernels.c): the five kernels in
+#   both precisions for every CPU backend of the chunk cases, and a tiny run
+#   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
 # - falcon-study bench-dat's chunk sweep names the default chunk size.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
@@ -24,6 +27,30 @@ BENCH=$BUILD/falcon-bench
 "$BENCH" --no-probe --benchmark_list_tests > list.txt 2> list.err || { cat list.err; bad list "exit status $?"; }
 if grep -q '^chunk/falcon1/' list.txt; then ok "--benchmark_list_tests lists the chunk cases"
 else bad list "no chunk/falcon1/ case: $(head -3 list.txt | tr '\n' ' ')"; fi
+
+# timed_entry NAME JSON: one entry run briefly with the probe (a few
+# seconds) into JSON; checks GFLOPS > 0 and a peak_fraction in (0, 2).
+# Status 1 if the run itself failed.
+timed_entry() {
+    if ! "$BENCH" --benchmark_filter="^$1/" --benchmark_min_time=0.01 --benchmark_format=json > "$2" 2> "$2.err"; then
+        bad "run $1" "exit status $?: $(tail -3 "$2.err" | tr '\n' ' ')"
+        return 1
+    fi
+    gf=$(sed -n 's/^ *"GFLOPS": \([0-9.e+-]*\),*$/\1/p' "$2" | head -1)
+    pf=$(sed -n 's/^ *"peak_fraction": \([0-9.e+-]*\),*$/\1/p' "$2" | head -1)
+    if awk -v g="${gf:-0}" -v p="${pf:-0}" 'BEGIN { exit !(g > 0 && p > 0 && p < 2) }'; then
+        ok "$1: $gf GFLOPS, peak_fraction $pf"
+    else
+        bad "run $1" "GFLOPS '$gf', peak_fraction '$pf'"
+    fi
+}
+
+# The micro-kernels on their own: 5 kernels x 2 precisions a CPU backend.
+nbe=$(awk -F/ '$1 == "chunk" && $3 != "cuda" && $3 != "mpfr" { print $3 }' list.txt | sort -u | wc -l)
+nuk=$(grep -c '^ukernel/\(update_read\|gemm_nn\|rank_update\|trsm_unit_lower\|gemm_nt\)/[a-z0-9-]*/fp\(32\|64\)/' list.txt || true)
+if [ "$nbe" -gt 0 ] && [ "$nuk" -eq $((10 * nbe)) ]; then ok "ukernel/ entries: $nuk for $nbe CPU backends"
+else bad ukernels "$nuk ukernel/ entries for $nbe CPU backends (want 10 each)"; fi
+timed_entry ukernel/update_read/scalar/fp32/m:64/n:64/k:1/r:2 uk.json || true
 
 "$BENCH" --help > help.txt 2>&1 || true
 yard=$(sed -n 's/^ *yardstick: //p' help.txt | head -1)
@@ -50,16 +77,8 @@ unavailable*)
     then ok "the square products are listed"; else bad square "no blas/[sd]gemm/square/n:1024/threads:1"; fi ;;
 esac
 
-# One entry, timed briefly, with the probe (a few seconds).
-if "$BENCH" --benchmark_filter='^blas/sgemm/chunk-shapes/n:64/m:64/C:64/' --benchmark_min_time=0.01 \
-     --benchmark_format=json > run.json 2> run.err; then
-    gf=$(sed -n 's/^ *"GFLOPS": \([0-9.e+-]*\),*$/\1/p' run.json | head -1)
-    pf=$(sed -n 's/^ *"peak_fraction": \([0-9.e+-]*\),*$/\1/p' run.json | head -1)
-    if awk -v g="${gf:-0}" -v p="${pf:-0}" 'BEGIN { exit !(g > 0 && p > 0 && p < 2) }'; then
-        ok "blas/sgemm/chunk-shapes/n:64/m:64/C:64: $gf GFLOPS, peak_fraction $pf"
-    else
-        bad run "GFLOPS '$gf', peak_fraction '$pf'"
-    fi
+# One entry, timed briefly, with the probe.
+if timed_entry blas/sgemm/chunk-shapes/n:64/m:64/C:64 run.json; then
     if grep -q '"falcon_blas_achievable": ".*fp32 n=64 m=64 C=64: [0-9]' run.json; then
         ok "the context's falcon_blas_achievable has the shape"
     else
@@ -71,8 +90,6 @@ if "$BENCH" --benchmark_filter='^blas/sgemm/chunk-shapes/n:64/m:64/C:64/' --benc
         then ok "falcon-study bench-dat writes the entry to blas.dat"
         else bad bench-dat "$(cat dat.log dat/blas.dat 2>/dev/null | tr '\n' ' ')"; fi
     fi
-else
-    bad run "exit status $?: $(tail -3 run.err | tr '\n' ' ')"
 fi
 
 # One small kernel case: the share of the call its input checks take.

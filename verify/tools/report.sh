@@ -82,6 +82,31 @@ scaling_table() {
     echo
 }
 
+# The micro-kernels' own entries (ukernel/..., bench/ukernels.c), read from
+# bench.json: the median where the run had repetitions, else the one run.
+ukernel_table() {
+    json=$dir/bench.json
+    [ -f "$json" ] || return 0
+    rows=$(awk '/"name": "ukernel\// { n = $0; sub(/.*"name": "ukernel\//, "", n); sub(/".*/, "", n)
+                                         use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n); next }
+                use && /"GFLOPS":/ { v = $2; sub(/,$/, "", v); g[n] = v }
+                use && /"peak_fraction":/ { v = $2; sub(/,$/, "", v); p[n] = v }
+                use && /^ *}/ { if (!(n in seen)) { seen[n] = 1; order[k++] = n }; use = 0 }
+                END { for (i = 0; i < k; i++) { n = order[i]; split(n, f, "/"); shape = n
+                        sub(/^[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+                        printf "| %s | %s | %s | %s | %.3g | %s |\n", f[1], f[2], f[3], shape, g[n],
+                               (p[n] == "" ? "-" : sprintf("%.1f%%", 100 * p[n])) } }' "$json")
+    [ -n "$rows" ] || return 0
+    echo "The micro-kernels on their own, their operands in cache (the \`ukernel/\` entries): the rate each"
+    echo "reaches when nothing around it waits on memory. A form well below its kernels' rates loses the"
+    echo "difference in its driver or on the caller's rows."
+    echo
+    echo "| kernel | backend | precision | shape | GFLOPS | fraction of FMA peak |"
+    echo "|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
 bench_section() {
     echo "## Throughput"
     echo
@@ -120,6 +145,7 @@ bench_section() {
         echo "No BLAS yardstick in this run${why:+ (falcon-bench: $why)}."
         echo
     fi
+    ukernel_table
     scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
