@@ -460,25 +460,16 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     for (int64_t j = 0; j < Lc; j++) {
         if (FW_ROW_AHEAD && j + FW_ROW_AHEAD < Lc)
             FW_PREFETCH_ROW(h->out + (c0 + j + FW_ROW_AHEAD) * h->ldo, sizeof(REAL) * (size_t)m, 1, 3);
-        REAL *restrict o = h->out + (c0 + j) * h->ldo, *restrict ck = c->ck;
+        REAL *restrict o = h->out + (c0 + j) * h->ldo;
         const REAL *restrict oj = O + j * ldm, *restrict sj = S0q + j * ldm;
         const double d = f0[j + 1];
-        /* finite_add (examples.inc.c) fused: the row is checked as it is
-         * stored, not read back from the stores still in flight */
         if (d >= FW_SAFE_FACTOR) {
             const REAL dr = (REAL)d;
-            for (int64_t c = 0; c < m; c++) {
-                const REAL v = oj[c] + dr * sj[c];
-                o[c] = v;
-                ck[c] += v - v;
-            }
+            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + dr * sj[c];
         } else {
-            for (int64_t c = 0; c < m; c++) {
-                const REAL v = oj[c] + RS(decay_mul)(d, sj[c]);
-                o[c] = v;
-                ck[c] += v - v;
-            }
+            for (int64_t c = 0; c < m; c++) o[c] = oj[c] + RS(decay_mul)(d, sj[c]);
         }
+        RS(finite_add)(c->ck, o, m);
     }
 
     FW_PHASE_END(FW_PH_OUT_ROWS);
