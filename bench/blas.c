@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "blas.h"
 
 #ifndef FB_HAVE_OPENBLAS
@@ -39,6 +38,7 @@ double fb_blas_measure(fb_blas_work *w, int reps, double min_s)
 #include <unistd.h>
 #include <cblas.h>
 #include "../kernels/framework/flops.h"
+#include "clock.h"
 
 int fb_blas_available(void)
 {
@@ -220,13 +220,6 @@ void fb_blas_run(fb_blas_work *w)
     else BLOCK(cblas_s, float);
 }
 
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -242,12 +235,12 @@ double fb_blas_measure(fb_blas_work *w, int reps, double min_s)
     fb_blas_run(w); /* warm: pages touched, OpenBLAS's buffers allocated */
     for (int r = 0; r < reps; r++) {
         int64_t calls = 0;
-        const double t0 = cpu_now();
+        const double t0 = fb_thread_cpu_seconds();
         double t;
         do {
             fb_blas_run(w);
             calls++;
-        } while ((t = cpu_now() - t0) < min_s);
+        } while ((t = fb_thread_cpu_seconds() - t0) < min_s);
         g[r] = fb_blas_flops(w) * (double)calls / t * 1e-9;
     }
     qsort(g, (size_t)reps, sizeof *g, cmp_double);

@@ -55,7 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "falcon.h"
 #include "blas.h"
@@ -65,6 +64,7 @@
 #include "gbench-shim.h"
 #include "inputs.h"
 #include "probe.h"
+#include "clock.h"
 
 /* The base point every one-axis sweep varies around. */
 enum { BASE_T = 4096, BASE_N = 128, BASE_C = 64, BASE_H = 8, WINDOW = 4 };
@@ -117,13 +117,6 @@ static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 
 /* ---- the benchmark body ---- */
 
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void body(fb_state *st, void *user)
 {
     const bcase *c = user;
@@ -137,7 +130,7 @@ static void body(fb_state *st, void *user)
     /* The fractions are plain numbers, from this wall clock (the same span
      * Google Benchmark times): as rate counters they would print as "/s". */
     int64_t iters = 0;
-    const double t0 = wall();
+    const double t0 = fb_wall_seconds();
     while (fb_state_keep_running(st)) {
         falcon_status s = falcon_run(&c->cfg, &fi, NULL, in->out);
         if (s != FALCON_OK) {
@@ -147,14 +140,14 @@ static void body(fb_state *st, void *user)
         }
         iters++;
     }
-    const double elapsed = wall() - t0;
+    const double elapsed = fb_wall_seconds() - t0;
     const unsigned rate = FB_RATE | FB_ITER_INVARIANT; /* per call, divided by wall time */
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
-    const double v0 = wall();
+    const double v0 = fb_wall_seconds();
     if (falcon_validate(&c->cfg, &fi, NULL) == FALCON_OK)
-        fb_state_set_counter(st, "validation_fraction", (wall() - v0) / (elapsed / (double)iters), FB_DEFAULT);
+        fb_state_set_counter(st, "validation_fraction", (fb_wall_seconds() - v0) / (elapsed / (double)iters), FB_DEFAULT);
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
@@ -351,12 +344,12 @@ static void blas_body(fb_state *st, void *user)
     }
     fb_blas_run(w); /* warm, untimed */
     int64_t iters = 0;
-    const double t0 = wall();
+    const double t0 = fb_wall_seconds();
     while (fb_state_keep_running(st)) {
         fb_blas_run(w);
         iters++;
     }
-    const double elapsed = wall() - t0;
+    const double elapsed = fb_wall_seconds() - t0;
     fb_blas_free(w);
     fb_state_set_counter(st, "GFLOPS", b->flops * 1e-9, FB_RATE | FB_ITER_INVARIANT);
     if (!g.probe_ok || iters == 0 || elapsed <= 0) return;

@@ -16,27 +16,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 #include "probe.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of the calling thread. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 /* A loop returns a value that depends on every chain, so none is dead code;
  * flops per iteration are reported through *fpi. */
@@ -127,17 +112,17 @@ static double fma_gflops(fma_loop loop, int threads)
     double fpi = 0;
     int64_t iters = 1 << 16;
     for (;;) {
-        double t0 = cpu_now();
+        double t0 = fb_thread_cpu_seconds();
         probe_sink = loop(iters, &fpi);
-        if (cpu_now() - t0 > 0.01 || iters > ((int64_t)1 << 40)) break;
+        if (fb_thread_cpu_seconds() - t0 > 0.01 || iters > ((int64_t)1 << 40)) break;
         iters *= 2;
     }
     double best = 0;
     for (int trial = 0, quiet = 0; trial < 100 && quiet < 10; trial++) {
-        double t0 = threads > 1 ? now() : cpu_now(), sink = 0;
+        double t0 = threads > 1 ? fb_wall_seconds() : fb_thread_cpu_seconds(), sink = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
         sink += loop(iters * 2, &fpi);
-        double dt = (threads > 1 ? now() : cpu_now()) - t0;
+        double dt = (threads > 1 ? fb_wall_seconds() : fb_thread_cpu_seconds()) - t0;
         probe_sink = sink;
         double g = fpi * (double)(iters * 2) * threads / dt * 1e-9;
         quiet = g > 1.01 * best ? 0 : quiet + 1;
@@ -151,10 +136,10 @@ static double triad(double *a, const double *b, const double *c, int64_t N, int 
 {
     double best = 0;
     for (int trial = 0; trial < 5; trial++) {
-        double t0 = threads > 1 ? now() : cpu_now();
+        double t0 = threads > 1 ? fb_wall_seconds() : fb_thread_cpu_seconds();
 #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t i = 0; i < N; i++) a[i] = b[i] + 3.0 * c[i];
-        double dt = (threads > 1 ? now() : cpu_now()) - t0, g = 24.0 * (double)N / dt * 1e-9;
+        double dt = (threads > 1 ? fb_wall_seconds() : fb_thread_cpu_seconds()) - t0, g = 24.0 * (double)N / dt * 1e-9;
         if (g > best) best = g;
     }
     probe_sink = a[N / 2];

@@ -24,23 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "falcon.h"
 #include "inputs.h"
+#include "clock.h"
 
 typedef struct opts {
     falcon_config cfg;
     int64_t T, H, n;
     int threads, rounds, calls;
 } opts;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Best wall time of `calls` calls on `threads` threads; < 0 on failure. */
 static double best_call(const opts *o, const falcon_inputs *in, int threads, void *out)
@@ -49,12 +42,12 @@ static double best_call(const opts *o, const falcon_inputs *in, int threads, voi
     c.threads = threads;
     double best = INFINITY;
     for (int i = 0; i < o->calls; i++) {
-        const double t0 = now();
+        const double t0 = fb_wall_seconds();
         if (falcon_run(&c, in, NULL, out) != FALCON_OK) {
             fprintf(stderr, "falcon-scaling: falcon_run: %s\n", falcon_last_error());
             return -1;
         }
-        const double t = now() - t0;
+        const double t = fb_wall_seconds() - t0;
         if (t < best) best = t;
     }
     return best;
@@ -63,7 +56,7 @@ static double best_call(const opts *o, const falcon_inputs *in, int threads, voi
 /* Wall time for `procs` processes to make o->calls 1-thread calls each, at once. */
 static double together(const opts *o, const falcon_inputs *in, int procs, void *out)
 {
-    const double t0 = now();
+    const double t0 = fb_wall_seconds();
     for (int p = 0; p < procs; p++) {
         const pid_t pid = fork();
         if (pid < 0) return -1;
@@ -71,7 +64,7 @@ static double together(const opts *o, const falcon_inputs *in, int procs, void *
     }
     int ok = 1, status;
     for (int p = 0; p < procs; p++) ok &= wait(&status) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    return ok ? now() - t0 : -1;
+    return ok ? fb_wall_seconds() - t0 : -1;
 }
 
 static int cmp(const void *a, const void *b)

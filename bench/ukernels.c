@@ -25,10 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "../src/backends.h"
 #include "gbench-shim.h"
 #include "ukernels.h"
+#include "clock.h"
 
 typedef enum { UK_UPDATE_READ, UK_GEMM_NN, UK_RANK_UPDATE, UK_TRSM, UK_GEMM_NT } uk_kernel;
 static const char *const kernel_name[] = {"update_read", "gemm_nn", "rank_update", "trsm_unit_lower", "gemm_nt"};
@@ -87,13 +87,6 @@ static int operands(const ukcase *c, operand *o)
     return 0;
 }
 
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The timed loop in one precision. Memories decay (a = 0.99) under small
  * writes, so they stay of order one however many calls run. */
 #define UK_LOOP(UK, R)                                                                                     \
@@ -149,10 +142,10 @@ static void body(fb_state *st, void *user)
     if (!ok) {
         fb_state_skip_with_error(st, "no memory for the operands");
     } else {
-        const double t0 = wall();
+        const double t0 = fb_wall_seconds();
         if (c->fp64) UK_LOOP(c->f64, double);
         else UK_LOOP(c->f32, float);
-        const double elapsed = wall() - t0;
+        const double elapsed = fb_wall_seconds() - t0;
         const int64_t iters = fb_state_iterations(st);
         fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, FB_RATE | FB_ITER_INVARIANT);
         if (c->peak > 0 && iters > 0 && elapsed > 0)
