@@ -42,7 +42,10 @@ int fb_inputs_make(fb_inputs *in, int64_t T, int64_t H, int64_t n, int64_t m, fa
     in->beta = fill(&s, TH, 0.5, 1, prec);
     in->alpha = fill(&s, TH, 0.99, 1, prec);
     in->gain = has_gain ? fill(&s, TH * n, 0.5, 1.5, prec) : NULL;
-    in->out = calloc((size_t)(TH * m), (size_t)size); /* touched now, not in the first call */
+    /* Touched now, not in the first call: calloc hands a large block over
+     * as fresh pages, which the first timed call would then fault in. */
+    in->out = malloc((size_t)(TH * m) * (size_t)size);
+    if (in->out) memset(in->out, 0, (size_t)(TH * m) * (size_t)size);
     if (!in->q || !in->k || !in->v || !in->beta || !in->alpha || (has_gain && !in->gain) || !in->out) {
         fb_inputs_free(in);
         return -1;
