@@ -30,7 +30,10 @@
  *                      the inputs come from the memory (DRAM for T x heads
  *                      beyond the caches)
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
- * entries named ukernel/<kernel>/<backend>/<precision>/<shape>.
+ * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
+ * entries, decay/<regime>/<a case's name>, run a case under each decay
+ * regime of the stability study (none, mild, strong, extreme, mix;
+ * verify/gate.c), everything else equal (see add_regimes).
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
@@ -65,6 +68,7 @@
 #include "inputs.h"
 #include "probe.h"
 #include "clock.h"
+#include "../verify/gate.h" /* the decay regimes (gate_decay_alpha) */
 
 /* The base point every one-axis sweep varies around. */
 enum { BASE_T = 4096, BASE_N = 128, BASE_C = 64, BASE_H = 8, WINDOW = 4 };
@@ -73,6 +77,7 @@ typedef struct bcase {
     falcon_config cfg;
     int64_t T, H, n, m;
     int workers; /* threads that can work at once: min(threads, heads, CPUs) */
+    int decay;   /* -1: the inputs' own mild decay; else a gate_decay regime (decay/ entries) */
     double flops, bytes;
     char name[160];
 } bcase;
@@ -90,17 +95,34 @@ static struct {
 /* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
 
 static fb_inputs cur;
+static int cur_decay = -1; /* the regime cur.alpha holds (-1: as fb_inputs_make drew it) */
 
 static void inputs_free(void) { fb_inputs_free(&cur); }
+
+/* alpha of a decay entry: the gate's regime (verify/gate.c), the same values
+ * for every backend and machine (one stream per head, seeded by the head);
+ * the regime's own pattern in t (extreme: every 5th step) in every head. */
+static void inputs_set_decay(fb_inputs *in, gate_decay d)
+{
+    for (int64_t hd = 0; hd < in->H; hd++) {
+        uint64_t s = 0x6465636179ull + (uint64_t)hd;
+        for (int64_t t = 0; t < in->T; t++) {
+            const double a = gate_decay_alpha(d, &s, t, in->T, in->prec);
+            if (in->prec == FALCON_FP32) ((float *)in->alpha)[t * in->H + hd] = (float)a;
+            else ((double *)in->alpha)[t * in->H + hd] = a;
+        }
+    }
+}
 
 /* The inputs of case c (regenerated only when the shape changes), or NULL. */
 static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 {
     const int has_gain = falcon_variant_has_gain(c->cfg.variant);
     if (cur.q && cur.T == c->T && cur.H == c->H && cur.n == c->n && cur.m == c->m &&
-        cur.prec == c->cfg.precision && cur.has_gain >= has_gain)
+        cur.prec == c->cfg.precision && cur.has_gain >= has_gain && cur_decay == c->decay)
         return &cur;
     inputs_free();
+    cur_decay = -1;
     const int64_t TH = c->T * c->H, size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
     const double need = (double)TH * (double)(3 * c->n + 2 * c->m + 2) * (double)size;
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -112,6 +134,8 @@ static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
         snprintf(why, len, "out of memory for the inputs");
         return NULL;
     }
+    if (c->decay >= 0) inputs_set_decay(&cur, (gate_decay)c->decay);
+    cur_decay = c->decay;
     return &cur;
 }
 
@@ -127,6 +151,7 @@ static void body(fb_state *st, void *user)
         return;
     }
     falcon_inputs fi = fb_inputs_view(in, c->cfg.variant);
+    if (c->decay == GATE_DECAY_NONE) fi.alpha = NULL; /* as the gate runs it: no decay at all */
     /* The fractions are plain numbers, from this wall clock (the same span
      * Google Benchmark times): as rate counters they would print as "/s". */
     int64_t iters = 0;
@@ -162,11 +187,12 @@ static void body(fb_state *st, void *user)
 
 /* ---- registration ---- */
 
-static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precision p, int64_t T,
-               int64_t n, int64_t C, int64_t H, int threads)
+static int add_decay(falcon_backend b, falcon_variant v, falcon_form f, falcon_precision p, int64_t T,
+                     int64_t n, int64_t C, int64_t H, int threads, int decay)
 {
     bcase *c = calloc(1, sizeof *c);
     if (!c) return -1;
+    c->decay = decay;
     falcon_config_default(&c->cfg);
     c->cfg.variant = v;
     c->cfg.form = f;
@@ -190,7 +216,9 @@ static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precisi
     int len = 0;
     if (f == FALCON_FORM_CHUNK) len += snprintf(extra + len, sizeof extra - (size_t)len, "/C:%lld", (long long)C);
     if (c->cfg.window > 1) snprintf(extra + len, sizeof extra - (size_t)len, "/W:%lld", (long long)c->cfg.window);
-    snprintf(c->name, sizeof c->name, "%s/%s/%s/%s/T:%lld/n:%lld/m:%lld%s/heads:%lld/threads:%d",
+    char regime[40] = "";
+    if (decay >= 0) snprintf(regime, sizeof regime, "decay/%s/", gate_decay_name((gate_decay)decay));
+    snprintf(c->name, sizeof c->name, "%s%s/%s/%s/%s/T:%lld/n:%lld/m:%lld%s/heads:%lld/threads:%d", regime,
              falcon_form_name(f), falcon_variant_name(v), falcon_backend_name(b), falcon_precision_name(p),
              (long long)T, (long long)n, (long long)n, extra, (long long)H, threads);
 
@@ -211,6 +239,31 @@ static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precisi
     }
     g.cases[g.count++] = c;
     return fb_register(c->name, body, c);
+}
+
+static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precision p, int64_t T,
+               int64_t n, int64_t C, int64_t H, int threads)
+{
+    return add_decay(b, v, f, p, T, n, C, H, threads, -1);
+}
+
+/* The decay entries, decay/<regime>/<the case's usual name>: the same case
+ * under each of the stability study's five regimes (gate_decay_alpha), so
+ * that a near-reset decay's cost shows as extreme or mix against mild in
+ * one run (the report's decay table). A regime changes only alpha. */
+static const gate_decay regimes[] = {GATE_DECAY_NONE, GATE_DECAY_MILD, GATE_DECAY_STRONG, GATE_DECAY_EXTREME,
+                                     GATE_DECAY_MIX};
+enum { DECAY_T = 1024, DECAY_N = 64 };
+
+static int add_regimes(falcon_backend b, falcon_precision p)
+{
+    int rc = 0;
+    for (int f = 0; f < 2; f++)
+        for (int v = 0; v < 2; v++)
+            for (size_t r = 0; r < sizeof regimes / sizeof regimes[0]; r++)
+                rc |= add_decay(b, v ? FALCON_3 : FALCON_1, f ? FALCON_FORM_CHUNK : FALCON_FORM_RECURRENT, p, DECAY_T,
+                                DECAY_N, BASE_C, BASE_H, 1, (int)regimes[r]);
+    return rc;
 }
 
 /* The CPU backends to measure, the best one (what auto resolves to), and cuda. */
@@ -241,7 +294,9 @@ static const falcon_variant variants[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_1
  *     falcon1 recurrent and chunk over T = 256, 1024, 16384, 65536 and n = 32, 256;
  *     falcon1 chunk over C = 16, 32, 128, 256;
  *     falcon1 recurrent and chunk with heads 1, 8 x threads 1, all CPUs;
- *   mpfr: falcon1 recurrent and chunk, fp64, T = 64, n = m = 16, 1 head.
+ *   mpfr: falcon1 recurrent and chunk, fp64, T = 64, n = m = 16, 1 head;
+ *   decay/<regime>/: every CPU backend x {recurrent, chunk} x {falcon1,
+ *     falcon3} x the five regimes, fp32, T = 1024, n = m = 64, 8 heads.
  */
 static int register_default(void)
 {
@@ -279,6 +334,7 @@ static int register_default(void)
             rc |= add(best, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
     for (int f = 0; f < 2; f++)
         rc |= add(FALCON_BACKEND_MPFR, FALCON_1, forms[f], FALCON_FP64, 64, 16, 16, 1, 1);
+    for (int b = 0; b < ncpu_backends; b++) rc |= add_regimes(cpu_backends[b], FALCON_FP32);
     return rc;
 }
 
@@ -287,7 +343,8 @@ static int register_default(void)
  * precision: the grid T = 256, 512, ..., 65536 x n = m in {32, 64, 128, 256}
  * (C = 64, 8 heads, 1 thread); C in {16, 32, 64, 128, 256} (chunk form); the
  * grid heads in {1, 2, 4, 8, 16} x threads in {1, 2, 4, ..., CPUs}; mpfr:
- * every variant x form x precision at T in {16, 64, 256}, n = m = 16, C = 16.
+ * every variant x form x precision at T in {16, 64, 256}, n = m = 16, C = 16;
+ * the decay entries of the default sweep in fp32 and fp64.
  * Many hours (the parallel form is O(T x 4096) per head): select with
  * --benchmark_filter or bound it with --max-gflop.
  */
@@ -317,6 +374,8 @@ static int register_full(void)
             for (size_t p = 0; p < N_OF(precs); p++)
                 for (int64_t T = 16; T <= 256; T *= 4)
                     rc |= add(FALCON_BACKEND_MPFR, variants[v], forms[f], precs[p], T, 16, 16, 1, 1);
+    for (int b = 0; b < ncpu_backends; b++)
+        for (size_t p = 0; p < N_OF(precs); p++) rc |= add_regimes(cpu_backends[b], precs[p]);
     return rc;
 }
 
@@ -368,7 +427,7 @@ static int register_blas(void)
     if (!gb.cases) return -1;
     for (size_t i = 0; i < g.count; i++) {
         const bcase *c = g.cases[i];
-        if (c->cfg.form != FALCON_FORM_CHUNK || c->cfg.backend == FALCON_BACKEND_CUDA ||
+        if (c->cfg.form != FALCON_FORM_CHUNK || c->decay >= 0 || c->cfg.backend == FALCON_BACKEND_CUDA ||
             c->cfg.backend == FALCON_BACKEND_MPFR)
             continue;
         const int fp64 = c->cfg.precision == FALCON_FP64;
@@ -569,7 +628,8 @@ void fb_usage(void)
            "  --out=FILE             the results as JSON in FILE, replaced only by a run that\n"
            "                         measured a case (checked first; a temporary beside it meanwhile)\n"
            "names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P/real_time\n"
-           "  (/real_time: Google Benchmark's mark of wall-clock timing)\n"
+           "  (/real_time: Google Benchmark's mark of wall-clock timing); decay/REGIME/NAME: a case\n"
+           "  under one of the stability study's decay regimes (none, mild, strong, extreme, mix)\n"
            "  and the yardstick (OpenBLAS, 1 thread): blas/sgemm|dgemm/chunk-shapes/n:n/m:m/C:C/threads:1,\n"
            "  the GEMMs of one chunk block, and blas/sgemm|dgemm/square/n:1024/threads:1\n"
            "  yardstick: %s\n", fb_blas_describe());

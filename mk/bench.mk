@@ -53,6 +53,8 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 .PHONY: bench bench-build
 ifneq ($(wildcard $(BENCH_HEADER)),)
 BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
+# The decay entries take their regimes from the gate (gate_decay_alpha).
+BENCH_GATE_OBJ := $(BUILD)/obj/verify/gate.o
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
 	@mkdir -p $(dir $@)
@@ -79,8 +81,8 @@ $(BUILD)/obj/bench/blas.o: bench/blas.c $(BUILD)/obj/bench/blas.stamp $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/falcon-bench: $(BENCH_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
+$(BUILD)/falcon-bench: $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
 
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench

@@ -65,7 +65,7 @@ const char *gate_decay_name(gate_decay d)
     return d < GATE_DECAY_COUNT ? names[d] : "unknown";
 }
 
-static double decay_value(gate_decay d, uint64_t *s, int64_t t, int64_t T, falcon_precision prec)
+double gate_decay_alpha(gate_decay d, uint64_t *s, int64_t t, int64_t T, falcon_precision prec)
 {
     const double tiny = smallest_normal(prec);
     switch (d) {
@@ -129,7 +129,7 @@ int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)
         }
         for (int64_t i = 0; i < m; i++) v[r * m + i] = uniform(&s, -1, 1);
         beta[r] = reg ? uniform(&s, 0.1, 1.9) : uniform(&s, 0.0, 1.0);
-        alpha[r] = decay_value(c->decay, &s, t, c->T, prec);
+        alpha[r] = gate_decay_alpha(c->decay, &s, t, c->T, prec);
     }
     for (int64_t i = 0; i < count - 1; i++) {
         double *x = (double *)d->buf64 + i;

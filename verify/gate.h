@@ -115,6 +115,10 @@ int gate_cases(int profile, gate_case **cases);
  * (prefix, identity, W = 4 for the window variants, C = 64). */
 int gate_cases_shape(int64_t T, int64_t n, int64_t m, gate_case **cases);
 const char *gate_decay_name(gate_decay d);
+/* alpha_t of a regime at step t of T (1 for none), drawing from the seeded
+ * stream *s where the regime is random: the gate's inputs and the
+ * benchmark's decay entries (bench/cases.c) take their decays from here. */
+double gate_decay_alpha(gate_decay d, uint64_t *s, int64_t t, int64_t T, falcon_precision prec);
 /* A one-line description, e.g. "falcon3 prefix identity W=3 T=37 n=5 m=7 C=8 decay=random". */
 void gate_case_describe(const gate_case *c, char *buf, size_t size);
 

@@ -16,6 +16,8 @@
 # - the micro-kernels' own entries (bench/ukernels.c): the five kernels in
 #   both precisions for every CPU backend of the chunk cases, and a tiny run
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
+# - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
+#   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
@@ -51,6 +53,13 @@ nuk=$(grep -c '^ukernel/\(update_read\|gemm_nn\|rank_update\|trsm_unit_lower\|ge
 if [ "$nbe" -gt 0 ] && [ "$nuk" -eq $((10 * nbe)) ]; then ok "ukernel/ entries: $nuk for $nbe CPU backends"
 else bad ukernels "$nuk ukernel/ entries for $nbe CPU backends (want 10 each)"; fi
 timed_entry ukernel/update_read/scalar/fp32/m:64/n:64/k:1/r:2 uk.json || true
+
+# The decay entries: 5 regimes x 2 forms x 2 variants a CPU backend, each
+# regime naming a case the plain sweep has the shape of.
+ndc=$(grep -c '^decay/\(none\|mild\|strong\|extreme\|mix\)/\(recurrent\|chunk\)/falcon[13]/[a-z0-9-]*/fp32/T:1024/n:64/' list.txt || true)
+if [ "$nbe" -gt 0 ] && [ "$ndc" -eq $((20 * nbe)) ]; then ok "decay/ entries: $ndc for $nbe CPU backends"
+else bad decay "$ndc decay/ entries for $nbe CPU backends (want 20 each)"; fi
+timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4/heads:8/threads:1 decay.json || true
 
 "$BENCH" --help > help.txt 2>&1 || true
 yard=$(sed -n 's/^ *yardstick: //p' help.txt | head -1)

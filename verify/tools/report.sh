@@ -107,6 +107,38 @@ ukernel_table() {
     echo
 }
 
+# The decay entries (decay/<regime>/<case>, bench/cases.c): each case's
+# tokens/s under the study's five regimes, and the near-reset regimes' cost
+# against mild, from bench.json (the median where the run had repetitions).
+decay_table() {
+    json=$dir/bench.json
+    [ -f "$json" ] || return 0
+    rows=$(awk 'function k(x) { return x == "" ? "-" : sprintf("%.0fk", x / 1000) }
+                /"name": "decay\// { n = $0; sub(/.*"name": "decay\//, "", n); sub(/".*/, "", n)
+                                     use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n)
+                                     r = n; sub(/\/.*/, "", r); c = n; sub(/^[^\/]*\//, "", c); next }
+                use && /"tokens_per_second":/ { v = $2; sub(/,$/, "", v); tok[c, r] = v
+                                               if (!(c in seen)) { seen[c] = 1; order[m++] = c } }
+                /^ *}/ { use = 0 }
+                END { for (i = 0; i < m; i++) { c = order[i]; split(c, f, "/"); shape = c
+                        sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+                        worst = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
+                        ratio = (tok[c, "mild"] > 0 && worst > 0) ? sprintf("%.2f", tok[c, "mild"] / worst) : "-"
+                        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
+                               k(tok[c, "none"]), k(tok[c, "mild"]), k(tok[c, "strong"]), k(tok[c, "extreme"]),
+                               k(tok[c, "mix"]), ratio } }' "$json")
+    [ -n "$rows" ] || return 0
+    echo "Decay regimes (the \`decay/\` entries): the same case under the stability study's five regimes,"
+    echo "tokens/s. The last column is mild's rate over the slower of extreme and mix: a near-reset decay's"
+    echo "cost (above 1: slower than mild). The chunk form ends a block at a near-reset, so its blocks are"
+    echo "shorter there, which can make it faster."
+    echo
+    echo "| form | variant | backend | precision | shape | none | mild | strong | extreme | mix | mild / slower of extreme, mix |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
 bench_section() {
     echo "## Throughput"
     echo
@@ -146,6 +178,7 @@ bench_section() {
         echo
     fi
     ukernel_table
+    decay_table
     scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
