@@ -16,6 +16,8 @@
  *       timed with the copy of its right-hand side (each call overwrites it;
  *       solved again in place it would grow without bound)
  *   ukernel/gemm_nt/avx512/fp32/M:1/N:2/K:64             a step's [z.x, z.q]
+ *   ukernel/dot2_copy/avx512/fp32/K:64                   the same with q's
+ *       copy made as it is read (what the recurrent step calls)
  * Counters: GFLOPS (2 a multiply-add, as kernels/framework/flops.h counts
  * them: update_read 2 m n (k + r) with the decay fused, trsm P^2 m) and
  * peak_fraction (over the probed per-core peak of the precision). The
@@ -30,11 +32,13 @@
 #include "ukernels.h"
 #include "clock.h"
 
-typedef enum { UK_UPDATE_READ, UK_GEMM_NN, UK_RANK_UPDATE, UK_TRSM, UK_GEMM_NT } uk_kernel;
-static const char *const kernel_name[] = {"update_read", "gemm_nn", "rank_update", "trsm_unit_lower", "gemm_nt"};
+typedef enum { UK_UPDATE_READ, UK_GEMM_NN, UK_RANK_UPDATE, UK_TRSM, UK_GEMM_NT, UK_DOT2_COPY } uk_kernel;
+static const char *const kernel_name[] = {"update_read", "gemm_nn", "rank_update", "trsm_unit_lower", "gemm_nt",
+                                          "dot2_copy"};
 /* the shape's names, in the order of ukcase.d */
 static const char *const shape_key[][4] = {
-    {"m", "n", "k", "r"}, {"M", "N", "K", NULL}, {"m", "n", "k", NULL}, {"P", "m", NULL, NULL}, {"M", "N", "K", NULL}};
+    {"m", "n", "k", "r"}, {"M", "N", "K", NULL}, {"m", "n", "k", NULL}, {"P", "m", NULL, NULL}, {"M", "N", "K", NULL},
+    {"K", NULL, NULL, NULL}};
 
 typedef struct ukcase {
     char name[128];
@@ -83,6 +87,9 @@ static int operands(const ukcase *c, operand *o)
     case UK_GEMM_NT: /* A[M][K], B[N][K], C[M][N] */
         o[0] = (operand){d[0], d[2]}, o[1] = (operand){d[1], d[2]}, o[2] = (operand){d[0], d[1]};
         return 3;
+    case UK_DOT2_COPY: /* A[1][K], B[2][K], src[1][K], C[1][2] */
+        o[0] = (operand){1, d[0]}, o[1] = (operand){2, d[0]}, o[2] = (operand){1, d[0]}, o[3] = (operand){1, 2};
+        return 4;
     }
     return 0;
 }
@@ -116,6 +123,9 @@ static int operands(const ukcase *c, operand *o)
             break;                                                                                         \
         case UK_GEMM_NT:                                                                                   \
             while (fb_state_keep_running(st)) UK->gemm_nt(d[0], d[1], d[2], p[0], ld[0], p[1], ld[1], 0, p[2], ld[2]); \
+            break;                                                                                         \
+        case UK_DOT2_COPY:                                                                                 \
+            while (fb_state_keep_running(st)) UK->dot2_copy(d[0], p[0], p[1], ld[1], p[2], p[3]);           \
             break;                                                                                         \
         }                                                                                                  \
     } while (0)
@@ -164,6 +174,7 @@ static double flops_of(uk_kernel k, const int64_t *d)
     case UK_GEMM_NN:
     case UK_GEMM_NT: return 2 * a * b * e;
     case UK_TRSM: return a * a * b;
+    case UK_DOT2_COPY: return 4 * a;
     }
     return 0;
 }
@@ -205,7 +216,7 @@ int fb_ukernels_register(const falcon_backend *bs, int nb, int full, double peak
     } shapes[] = {
         {UK_UPDATE_READ, {64, 64, 1, 2}, 0},   {UK_GEMM_NN, {128, 128, 128, 0}, 0},
         {UK_RANK_UPDATE, {128, 128, 64, 0}, 0}, {UK_TRSM, {64, 128, 0, 0}, 0},
-        {UK_GEMM_NT, {1, 2, 64, 0}, 0},
+        {UK_GEMM_NT, {1, 2, 64, 0}, 0},        {UK_DOT2_COPY, {64, 0, 0, 0}, 0},
         /* full: the step of n = m = 128 and of Falcon-3 (W = 4: 4 examples
          * written, 5 rows read), the block's [X; Q] Z^T, the end state of
          * n = m = 64 */

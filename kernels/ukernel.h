@@ -32,6 +32,10 @@
         void (*update_read)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
                             const R *E, int64_t lde, const R *Z, int64_t ldz, int64_t r, \
                             const R *X, int64_t ldx, R *P, int64_t ldp);               \
+        /* B's row 1 (B + ldb) = src[0..K), then C[0..2) = A[0..K) B^T: the  */  \
+        /* recurrent step's [z.x, z.q] with q copied as it is read; bit for   */  \
+        /* bit the copy, then gemm_nt(1, 2, K, A, K, B, ldb, 0, C, 2).        */  \
+        void (*dot2_copy)(int64_t K, const R *A, R *B, int64_t ldb, const R *src, R *C);  \
     } falcon_uk_##SFX;
 
 FALCON_UK_DECLARE(float, f32)

@@ -504,6 +504,51 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     mat_free(&P0);
 }
 
+/* ---- dot2_copy: B[1][:] = src, then C[0..2) = A B^T (1 x 2, K long) ----
+ * Bit for bit the copy followed by the same table's gemm_nt(1, 2): the
+ * recurrent step takes [z.x, z.q] from either. B's row 0 and everything
+ * around row 1, A, src and C past its two cells must stay as they were. */
+static void dot2_copy_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt, int64_t *fails)
+{
+    const int64_t K = dim[0];
+    mat A = mat_new(f32, 1, K, 0, offset_of(f32, idx, 0));
+    mat B0 = mat_new(f32, 2, K, idx % 4, offset_of(f32, idx, 5));
+    mat src = mat_new(f32, 1, K, 0, offset_of(f32, idx, 9));
+    mat C0 = mat_new(f32, 1, 2, 0, offset_of(f32, idx, 11));
+    mat_fill(&A, 1);
+    mat_fill(&src, 1);
+    for (int64_t k = 0; k < K; k++) mat_set(&B0, 0, k, draw()); /* row 1 stays NaN: it must not be read */
+    mat_save(&A);
+    mat_save(&src);
+    for (int ti = 0; ti < nt; ti++) {
+        mat B = mat_clone(&B0), C = mat_clone(&C0), Bw = mat_clone(&B0), Cw = mat_clone(&C0);
+        for (int64_t k = 0; k < K; k++) mat_set(&Bw, 1, k, mat_get(&src, 0, k));
+        if (f32) {
+            t[ti].f32->dot2_copy(K, A.p, B.p, B.ld, src.p, C.p);
+            t[ti].f32->gemm_nt(1, 2, K, A.p, A.ld, Bw.p, Bw.ld, 0, Cw.p, 2);
+        } else {
+            t[ti].f64->dot2_copy(K, A.p, B.p, B.ld, src.p, C.p);
+            t[ti].f64->gemm_nt(1, 2, K, A.p, A.ld, Bw.p, Bw.ld, 0, Cw.p, 2);
+        }
+        verdict v = {0};
+        v.bad += memcmp(B.base, Bw.base, esize(f32) * (size_t)B.count) != 0;
+        v.bad += memcmp(C.base, Cw.base, esize(f32) * (size_t)C.count) != 0;
+        if (v.bad) snprintf(v.first, sizeof v.first, "not the copy then gemm_nt(1, 2), bit for bit");
+        v.changed += mat_changed_outside(&A, 0) + mat_changed_outside(&src, 0) + mat_changed_outside(&C, 1);
+        char what[160];
+        snprintf(what, sizeof what, "dot2_copy K=%lld ldb=%lld", (long long)K, (long long)B.ld);
+        report(fails, &v, what, &t[ti], f32);
+        mat_free(&B);
+        mat_free(&C);
+        mat_free(&Bw);
+        mat_free(&Cw);
+    }
+    mat_free(&A);
+    mat_free(&B0);
+    mat_free(&src);
+    mat_free(&C0);
+}
+
 static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
 {
     table t[2 * FALCON_BACKEND_COUNT];
@@ -523,3 +568,4 @@ Test(ukernels, gemm_nn) { run_kernel("gemm_nn", (const int64_t[3]){LR, LV, LR}, 
 Test(ukernels, rank_update) { run_kernel("rank_update", (const int64_t[3]){LR, LV, LR}, rank_update_shape); }
 Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", (const int64_t[3]){LR, LV, 1}, trsm_shape); }
 Test(ukernels, update_read) { run_kernel("update_read", (const int64_t[3]){LR, LV, LR}, update_read_shape); }
+Test(ukernels, dot2_copy) { run_kernel("dot2_copy", (const int64_t[3]){LV, 1, 1}, dot2_copy_shape); }

@@ -13,7 +13,7 @@
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
 #   shape, and falcon-study bench-dat writing it to blas.dat;
 # - a tiny run of one chunk case: validation_fraction in (0, 1);
-# - the micro-kernels' own entries (bench/ukernels.c): the five kernels in
+# - the micro-kernels' own entries (bench/ukernels.c): the six kernels in
 #   both precisions for every CPU backend of the chunk cases, and a tiny run
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
@@ -47,11 +47,11 @@ timed_entry() {
     fi
 }
 
-# The micro-kernels on their own: 5 kernels x 2 precisions a CPU backend.
+# The micro-kernels on their own: 6 kernels x 2 precisions a CPU backend.
 nbe=$(awk -F/ '$1 == "chunk" && $3 != "cuda" && $3 != "mpfr" { print $3 }' list.txt | sort -u | wc -l)
-nuk=$(grep -c '^ukernel/\(update_read\|gemm_nn\|rank_update\|trsm_unit_lower\|gemm_nt\)/[a-z0-9-]*/fp\(32\|64\)/' list.txt || true)
-if [ "$nbe" -gt 0 ] && [ "$nuk" -eq $((10 * nbe)) ]; then ok "ukernel/ entries: $nuk for $nbe CPU backends"
-else bad ukernels "$nuk ukernel/ entries for $nbe CPU backends (want 10 each)"; fi
+nuk=$(grep -c '^ukernel/\(update_read\|gemm_nn\|rank_update\|trsm_unit_lower\|gemm_nt\|dot2_copy\)/[a-z0-9-]*/fp\(32\|64\)/' list.txt || true)
+if [ "$nbe" -gt 0 ] && [ "$nuk" -eq $((12 * nbe)) ]; then ok "ukernel/ entries: $nuk for $nbe CPU backends"
+else bad ukernels "$nuk ukernel/ entries for $nbe CPU backends (want 12 each)"; fi
 timed_entry ukernel/update_read/scalar/fp32/m:64/n:64/k:1/r:2 uk.json || true
 
 # The decay entries: 5 regimes x 2 forms x 2 variants a CPU backend, each

@@ -22,4 +22,5 @@ const RS(falcon_uk) RS(falcon_uk_avx2) = {
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
     VNAME(update_read),
+    VNAME(dot2_copy),
 };

@@ -43,6 +43,7 @@ const RS(falcon_uk) AVX512_TABLE() = {
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
     VNAME(update_read),
+    VNAME(dot2_copy),
 };
 /* The table for a 256-bit datapath (src/backends.c chooses). */
 extern const RS(falcon_uk) AVX512_TABLE(_half);
@@ -53,4 +54,5 @@ const RS(falcon_uk) AVX512_TABLE(_half) = {
     VNAME(rank_update),
     VNAME(trsm_unit_lower),
     VNAME(half_update_read),
+    VNAME(dot2_copy),
 };

@@ -17,7 +17,8 @@
  * P is kept one row per vector ([k + 1][m]), so the residual and read loops
  * run along contiguous rows. The small dot products (x.x of the new
  * example, z_i.q) are micro-kernel calls too: every reduction of a step is
- * a gemm_nt, whose result per element does not depend on the call's shape,
+ * a gemm_nt (or dot2_copy, its 1 x 2 case with the query's copy fused,
+ * the same bits), whose result per element does not depend on the call's shape,
  * and each step does the same arithmetic wherever a call starts (a split
  * call gives bitwise the same result as one call).
  *
@@ -217,7 +218,12 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
     }
     const int64_t k = e >= 0 ? c->cnt : 0;
     st.k = k;
-    RS(falcon_featurize)(h->phi, h->q + t * h->ldk, X + k * ldn, n);
+    /* phi(q) after the keys; the identity map's copy is made by the step's
+     * first product below (dot2_copy: the same bits as the copy, then
+     * gemm_nt), which reads q once instead of twice. */
+    const REAL *const qt = h->q + t * h->ldk;
+    const int copy_q = k > 0 && h->phi == FALCON_MATH_PHI_IDENTITY;
+    if (!copy_q) RS(falcon_featurize)(h->phi, qt, X + k * ldn, n);
     /* The new example (row k - 1 of X, phi(q) right after it): its
      * [z.x, z.q], z = g_t * x for Falcon-2/2A (W = 1), else x. */
     if (k > 0) {
@@ -225,7 +231,8 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
         xs[k - 1] = 1;
         for (int pass = 0; pass < 2; pass++) {
             if (h->gain) st.tau = RS(write_direction)(h->gain + t * h->ldk, xn, Zg, n);
-            uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
+            if (pass == 0 && copy_q) uk->dot2_copy(n, zn, xn, ldn, qt, d2);
+            else uk->gemm_nt(1, 2, n, zn, ldn, xn, ldn, 0, d2, 2);
             if (pass > 0 || RS(falcon_xz_in_range)(d2[0])) break;
             if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) == 1) break;
         }

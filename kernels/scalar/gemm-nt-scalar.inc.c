@@ -36,3 +36,10 @@ static void RS(gemm_nt_scalar)(int64_t M, int64_t N, int64_t K, const REAL *A, i
         }
     }
 }
+
+/* The copy, then the 1 x 2 product (kernels/ukernel.h). */
+static void RS(dot2_copy_scalar)(int64_t K, const REAL *A, REAL *B, int64_t ldb, const REAL *src, REAL *C)
+{
+    for (int64_t k = 0; k < K; k++) B[ldb + k] = src[k];
+    RS(gemm_nt_scalar)(1, 2, K, A, K, B, ldb, 0, C, 2);
+}

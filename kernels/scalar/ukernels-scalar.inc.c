@@ -30,5 +30,6 @@ const RS(falcon_uk) RS(falcon_uk_scalar) = {
     RS(rank_update_scalar),
     RS(trsm_unit_lower_scalar),
     RS(update_read_scalar),
+    RS(dot2_copy_scalar),
 };
 #undef SCALAR_TINY

@@ -83,6 +83,37 @@ VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A
     }
 }
 
+/* nt_tile(1, 2) with B's row 1 copied in from src as it is loaded
+ * (kernels/ukernel.h): the same FMAs in the same order, the same
+ * reduction, so the same bits as the copy followed by gemm_nt(1, 2). The
+ * recurrent step calls it once per step; as featurize and gemm_nt it
+ * cost the step a second pass over q and a call through the tile
+ * dispatch (Zen 5, n = m = 64: about 7% of the step). */
+static void VNAME(dot2_copy)(int64_t K, const REAL *A, REAL *B, int64_t ldb, const REAL *src, REAL *C)
+{
+    REAL *const b1 = B + ldb;
+    vreal acc0 = v_zero(), acc1 = v_zero();
+    int64_t k = 0;
+#pragma GCC unroll 2
+    for (; k + VL <= K; k += VL) {
+        const vreal x = v_loadu(B + k), q = v_loadu(src + k), a = v_loadu(A + k);
+        v_storeu(b1 + k, q);
+        acc0 = v_fma(a, x, acc0);
+        acc1 = v_fma(a, q, acc1);
+    }
+    if (k < K) {
+        const vmask km = v_mask(K - k);
+        const vreal x = v_load_mask(B + k, km), q = v_load_mask(src + k, km), a = v_load_mask(A + k, km);
+        v_store_mask(b1 + k, km, q);
+        acc0 = v_fma(a, x, acc0);
+        acc1 = v_fma(a, q, acc1);
+    }
+    REAL s[4];
+    v_reduce4(acc0, acc1, v_zero(), v_zero(), s);
+    C[0] = s[0];
+    C[1] = s[1];
+}
+
 /* All M rows of A against nr rows of B: tiles of mr0 rows, then tails. */
 VINLINE void VNAME(nt_rows)(const int nr, const int mr0, int64_t M, int64_t K, const REAL *A,
                             int64_t lda, const REAL *B, int64_t ldb, REAL beta, REAL *C,
