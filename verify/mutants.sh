@@ -58,7 +58,7 @@ mutants=(
 # Head groups of the drivers: the cap, and a last group that is not full;
 # the fused write-and-read kernel's column tail.
 "recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//|limits::batches_beyond_the_head_group"
-"dot2-copy-drops-tail|kernels/simd/gemm-nt.inc.c|s/        v_store_mask(b1 + k, km, q);/        (void)b1;/|ukernels::dot2_copy"
+"dot2-copy-drops-tail|kernels/simd/gemm-nt.inc.c|s/                v_store_mask(dst + k, km, b\[j\]);/                (void)dst;/|ukernels::dot2_copy"
 "update-read-drops-tail|kernels/simd/update-read.inc.c|s/UR_NAME(ur_block)(1, 1, v_mask(n - j), kk/UR_NAME(ur_block)(1, 1, v_mask(n - j - 1), kk/|decay::near_reset_then_slow"
 # The drivers' check of each output row as they write it and of the memory
 # as they store it (run.c no longer scans a CPU backend's results).

@@ -16,8 +16,11 @@
 _Static_assert(NT_NR == 4, "gemm_nt tiles assume NT_NR == 4");
 _Static_assert((NT_MR & (NT_MR - 1)) == 0, "NT_MR must be a power of two");
 
+/* copy (dot2_copy, below; a compile-time constant, 0 for gemm_nt): B's
+ * row 1 is read from src instead and stored into dst as it is loaded. */
 VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A, int64_t lda,
-                            const REAL *B, int64_t ldb, REAL beta, REAL *C, int64_t ldc)
+                            const REAL *B, int64_t ldb, REAL beta, REAL *C, int64_t ldc, const int copy,
+                            const REAL *src, REAL *dst)
 {
     vreal acc[NT_MR * NT_NR + 3];
 #pragma GCC unroll 64
@@ -28,7 +31,12 @@ VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A
         vreal b[NT_NR];
 #pragma GCC unroll 4
         for (int j = 0; j < nr; j++) {
-            b[j] = v_loadu(B + j * ldb + k);
+            if (copy && j == 1) {
+                b[j] = v_loadu(src + k);
+                v_storeu(dst + k, b[j]);
+            } else {
+                b[j] = v_loadu(B + j * ldb + k);
+            }
             V_KEEP(b[j]);
         }
 #pragma GCC unroll 16
@@ -43,7 +51,14 @@ VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A
         const vmask km = v_mask(K - k);
         vreal b[NT_NR];
 #pragma GCC unroll 4
-        for (int j = 0; j < nr; j++) b[j] = v_load_mask(B + j * ldb + k, km);
+        for (int j = 0; j < nr; j++) {
+            if (copy && j == 1) {
+                b[j] = v_load_mask(src + k, km);
+                v_store_mask(dst + k, km, b[j]);
+            } else {
+                b[j] = v_load_mask(B + j * ldb + k, km);
+            }
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             const vreal a = v_load_mask(A + i * lda + k, km);
@@ -83,37 +98,6 @@ VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A
     }
 }
 
-/* nt_tile(1, 2) with B's row 1 copied in from src as it is loaded
- * (kernels/ukernel.h): the same FMAs in the same order, the same
- * reduction, so the same bits as the copy followed by gemm_nt(1, 2). The
- * recurrent step calls it once per step; as featurize and gemm_nt it
- * cost the step a second pass over q and a call through the tile
- * dispatch (Zen 5, n = m = 64: about 7% of the step). */
-static void VNAME(dot2_copy)(int64_t K, const REAL *A, REAL *B, int64_t ldb, const REAL *src, REAL *C)
-{
-    REAL *const b1 = B + ldb;
-    vreal acc0 = v_zero(), acc1 = v_zero();
-    int64_t k = 0;
-#pragma GCC unroll 2
-    for (; k + VL <= K; k += VL) {
-        const vreal x = v_loadu(B + k), q = v_loadu(src + k), a = v_loadu(A + k);
-        v_storeu(b1 + k, q);
-        acc0 = v_fma(a, x, acc0);
-        acc1 = v_fma(a, q, acc1);
-    }
-    if (k < K) {
-        const vmask km = v_mask(K - k);
-        const vreal x = v_load_mask(B + k, km), q = v_load_mask(src + k, km), a = v_load_mask(A + k, km);
-        v_store_mask(b1 + k, km, q);
-        acc0 = v_fma(a, x, acc0);
-        acc1 = v_fma(a, q, acc1);
-    }
-    REAL s[4];
-    v_reduce4(acc0, acc1, v_zero(), v_zero(), s);
-    C[0] = s[0];
-    C[1] = s[1];
-}
-
 /* All M rows of A against nr rows of B: tiles of mr0 rows, then tails. */
 VINLINE void VNAME(nt_rows)(const int nr, const int mr0, int64_t M, int64_t K, const REAL *A,
                             int64_t lda, const REAL *B, int64_t ldb, REAL beta, REAL *C,
@@ -121,21 +105,21 @@ VINLINE void VNAME(nt_rows)(const int nr, const int mr0, int64_t M, int64_t K, c
 {
     int64_t i = 0;
     for (; i + mr0 <= M; i += mr0)
-        VNAME(nt_tile)(mr0, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc);
+        VNAME(nt_tile)(mr0, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc, 0, NULL, NULL);
     if (mr0 > 8 && M - i >= 8) {
-        VNAME(nt_tile)(8, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc);
+        VNAME(nt_tile)(8, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc, 0, NULL, NULL);
         i += 8;
     }
     if (mr0 > 4 && M - i >= 4) {
-        VNAME(nt_tile)(4, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc);
+        VNAME(nt_tile)(4, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc, 0, NULL, NULL);
         i += 4;
     }
     if (mr0 > 2 && M - i >= 2) {
-        VNAME(nt_tile)(2, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc);
+        VNAME(nt_tile)(2, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc, 0, NULL, NULL);
         i += 2;
     }
     if (mr0 > 1 && M - i >= 1)
-        VNAME(nt_tile)(1, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc);
+        VNAME(nt_tile)(1, nr, K, A + i * lda, lda, B, ldb, beta, C + i * ldc, ldc, 0, NULL, NULL);
 }
 
 static void VNAME(gemm_nt)(int64_t M, int64_t N, int64_t K, const REAL *A, int64_t lda,
@@ -150,4 +134,14 @@ static void VNAME(gemm_nt)(int64_t M, int64_t N, int64_t K, const REAL *A, int64
         j += 2;
     }
     if (N - j >= 1) VNAME(nt_rows)(1, 4 * NT_MR, M, K, A, lda, B + j * ldb, ldb, beta, C + j, ldc);
+}
+
+/* gemm_nt(1, 2) with B's row 1 copied in from src as it is loaded
+ * (kernels/ukernel.h): the same tile, so the same bits as the copy followed
+ * by gemm_nt. The recurrent step calls it once per step; as featurize and
+ * gemm_nt it read q twice and went through the tile dispatch (Zen 5,
+ * n = m = 64: the recurrent call 1-3% slower). */
+static void VNAME(dot2_copy)(int64_t K, const REAL *A, REAL *B, int64_t ldb, const REAL *src, REAL *C)
+{
+    VNAME(nt_tile)(1, 2, K, A, K, B, ldb, 0, C, 2, 1, src, B + ldb);
 }
