@@ -114,13 +114,20 @@ static void inputs_set_decay(fb_inputs *in, gate_decay d)
     }
 }
 
-/* The inputs of case c (regenerated only when the shape changes), or NULL. */
+/* The inputs of case c (regenerated only when the shape changes, or to
+ * restore the drawn alpha after a decay entry), or NULL. */
 static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 {
     const int has_gain = falcon_variant_has_gain(c->cfg.variant);
     if (cur.q && cur.T == c->T && cur.H == c->H && cur.n == c->n && cur.m == c->m &&
-        cur.prec == c->cfg.precision && cur.has_gain >= has_gain && cur_decay == c->decay)
-        return &cur;
+        cur.prec == c->cfg.precision && cur.has_gain >= has_gain) {
+        if (cur_decay == c->decay) return &cur;
+        if (c->decay >= 0) { /* another regime: only alpha changes */
+            inputs_set_decay(&cur, (gate_decay)c->decay);
+            cur_decay = c->decay;
+            return &cur;
+        }
+    }
     inputs_free();
     cur_decay = -1;
     const int64_t TH = c->T * c->H, size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
