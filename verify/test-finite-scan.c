@@ -82,3 +82,92 @@ Test(finite_scan, fp32_one_thread) { scan_every_isa(1, 1); }
 Test(finite_scan, fp64_one_thread) { scan_every_isa(0, 1); }
 Test(finite_scan, fp32_two_threads) { scan_every_isa(1, 2); }
 Test(finite_scan, fp64_two_threads) { scan_every_isa(0, 2); }
+
+/*
+ * The scan leaves the upper halves of the vector registers clean when it
+ * returns (src/finite-scan.c, SCAN_CLEAN_UPPER), and so does every CPU
+ * backend's run: a dirty upper half makes each legacy SSE instruction after
+ * it (the scalar backend, the library's baseline code, the caller's) depend
+ * on the register's old value, and it stays dirty until something cleans
+ * it. Read with XINUSE (xgetbv with ecx = 1): bit 2 is set while the upper
+ * halves of ymm0-15 are not zero, bit 6 those of zmm0-15.
+ */
+#if defined(__x86_64__) && !defined(FALCON_NO_X86_DISPATCH)
+#include <cpuid.h>
+#include <immintrin.h>
+#include "gate.h"
+
+#define UPPER_DIRTY 0x44u
+
+/* The XINUSE bits, or -1 where the CPU cannot say. */
+static long xinuse(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & 4) || !__builtin_cpu_supports("avx")) return -1;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    return (long)lo;
+}
+
+__attribute__((target("avx"))) static void clean_upper(void) { _mm256_zeroupper(); }
+
+static long dirty_after_scan(const void *p, int f32, int64_t len, int isa)
+{
+    clean_upper();
+    (void)falcon_all_finite_isa(p, f32 ? FALCON_FP32 : FALCON_FP64, len, 1, isa);
+    return xinuse() & UPPER_DIRTY;
+}
+
+Test(finite_scan, leaves_the_upper_halves_clean)
+{
+    if (xinuse() < 0) cr_skip_test("this CPU does not report XINUSE");
+    const int64_t lens[] = {1, 31, 64, 65, 4097};
+    for (int isa = 1; isa <= falcon_finite_scan_isa(); isa++)
+        for (int f32 = 0; f32 < 2; f32++)
+            for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+                const int64_t len = lens[l];
+                double *mem = calloc((size_t)len, sizeof(double));
+                cr_assert(mem);
+                /* finite throughout (the tail runs), then a NaN first and last */
+                for (int where = -1; where < 2; where++) {
+                    if (where >= 0) set(mem, f32, where ? len - 1 : 0, NAN);
+                    cr_expect_eq(dirty_after_scan(mem, f32, len, isa), 0,
+                                 "isa %d, %s, %lld elements, NaN at %d: upper halves left dirty", isa,
+                                 f32 ? "fp32" : "fp64", (long long)len, where);
+                    if (where >= 0) set(mem, f32, where ? len - 1 : 0, 0);
+                }
+                free(mem);
+            }
+}
+
+Test(finite_scan, runs_leave_the_upper_halves_clean)
+{
+    if (xinuse() < 0) cr_skip_test("this CPU does not report XINUSE");
+    enum { T = 40, n = 20, m = 12 };
+    static double q[T * n], k[T * n], v[T * m], beta[T], alpha[T], out[T * m];
+    static float qf[T * n], kf[T * n], vf[T * m], betaf[T], alphaf[T], outf[T * m];
+    for (int i = 0; i < T * n; i++) q[i] = k[i] = qf[i] = kf[i] = 0.25f * (float)(i % 7) - 0.75f;
+    for (int i = 0; i < T * m; i++) v[i] = vf[i] = 0.5f - 0.125f * (float)(i % 5);
+    for (int i = 0; i < T; i++) beta[i] = betaf[i] = 0.5f, alpha[i] = alphaf[i] = 0.875f;
+    const falcon_form forms[] = {FALCON_FORM_RECURRENT, FALCON_FORM_PARALLEL, FALCON_FORM_CHUNK};
+    for (int b = 0; b < gate_backend_count; b++)
+        for (int fp64 = 0; fp64 < 2; fp64++)
+            for (int f = 0; f < 3; f++) {
+                const falcon_precision prec = fp64 ? FALCON_FP64 : FALCON_FP32;
+                if (!gate_backend_runs(gate_backends[b], prec)) continue;
+                falcon_config cfg;
+                falcon_config_default(&cfg);
+                cfg.precision = prec, cfg.form = forms[f], cfg.backend = gate_backends[b], cfg.chunk = 8;
+                cfg.threads = 1;
+                falcon_inputs in = fp64 ? falcon_inputs_sequence(T, n, m, q, k, v, beta, alpha, NULL)
+                                        : falcon_inputs_sequence(T, n, m, qf, kf, vf, betaf, alphaf, NULL);
+                clean_upper();
+                const falcon_status s = falcon_run(&cfg, &in, NULL, fp64 ? (void *)out : (void *)outf);
+                const long dirty = xinuse() & UPPER_DIRTY;
+                cr_assert_eq(s, FALCON_OK, "%s", falcon_last_error());
+                cr_expect_eq(dirty, 0, "%s %s %s: the run left the upper halves dirty",
+                             falcon_backend_name(gate_backends[b]), falcon_precision_name(prec),
+                             falcon_form_name(forms[f]));
+            }
+}
+#endif
