@@ -8,7 +8,7 @@ static void RS(gemm_nn_scalar)(int64_t M, int64_t N, int64_t K, const REAL *A, i
         if (beta == 0)
             for (int64_t j = 0; j < N; j++) c[j] = 0;
         else if (beta != 1)
-            for (int64_t j = 0; j < N; j++) c[j] *= beta;
+            RS(scale_row)(N, beta, c);
         for (int64_t k = K - 1; k >= 0; k--) { /* newest first, as the SIMD tiles */
             REAL aik = A[i * lda + k];
             if (aik == 0) continue; /* masked (causal) entries */
@@ -16,7 +16,7 @@ static void RS(gemm_nn_scalar)(int64_t M, int64_t N, int64_t K, const REAL *A, i
             if (RS(tiny)(aik))
                 for (int64_t j = 0; j < N; j++) c[j] = (REAL)(c[j] + (RS(wide))aik * b[j]);
             else
-                for (int64_t j = 0; j < N; j++) c[j] += aik * b[j];
+                RS(axpy_row)(N, aik, b, c);
         }
     }
 }

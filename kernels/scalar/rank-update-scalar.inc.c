@@ -23,15 +23,14 @@ static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, con
         }
         return;
     }
-    if (a != 1)
-        for (int64_t c = 0; c < n; c++) s[c] *= a;
+    if (a != 1) RS(scale_row)(n, a, s);
     for (int64_t i = 0; i < k; i++) {
         const REAL e = E[i * lde + r];
         const REAL *z = Z + i * ldz;
         if (RS(tiny)(e))
             for (int64_t c = 0; c < n; c++) s[c] = (REAL)(s[c] + (RS(wide))e * z[c]);
         else
-            for (int64_t c = 0; c < n; c++) s[c] += e * z[c];
+            RS(axpy_row)(n, e, z, s);
     }
 }
 #undef SCALAR_TINY_DECAY

@@ -13,7 +13,7 @@ static void RS(trsm_unit_lower_scalar)(int64_t P, int64_t m, const REAL *L, int6
             if (RS(tiny)(l))
                 for (int64_t j = 0; j < m; j++) x[j] = (REAL)(x[j] - (RS(wide))l * y[j]);
             else
-                for (int64_t j = 0; j < m; j++) x[j] -= l * y[j];
+                RS(axpy_row)(m, -l, y, x); /* x - l y and x + (-l) y round alike */
         }
     }
 }

@@ -17,6 +17,36 @@ typedef long double RS(wide);
 #endif
 static inline int RS(tiny)(REAL c) { return c < SCALAR_TINY && c > -SCALAR_TINY; }
 
+/* The row operations every kernel here is made of: y += x v and s *= a,
+ * four elements a step with the four loads ahead of the four stores (the
+ * rows never overlap). Each element gets one multiply and one add, in the
+ * order the one-element loop gave it, so the bits are the same; the
+ * compiler may turn the step into vector instructions (SSE2 in the x86-64
+ * baseline, no FMA). Against the one-element loops, which the compiler
+ * left scalar because the rows might overlap: the recurrent step's
+ * update_read 2.3-2.6 times faster, the chunk form's products about
+ * twice (Zen 5). */
+static inline void RS(axpy_row)(int64_t n, REAL x, const REAL *restrict v, REAL *restrict y)
+{
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        const REAL v0 = v[c], v1 = v[c + 1], v2 = v[c + 2], v3 = v[c + 3];
+        const REAL y0 = y[c] + x * v0, y1 = y[c + 1] + x * v1, y2 = y[c + 2] + x * v2, y3 = y[c + 3] + x * v3;
+        y[c] = y0, y[c + 1] = y1, y[c + 2] = y2, y[c + 3] = y3;
+    }
+    for (; c < n; c++) y[c] += x * v[c];
+}
+
+static inline void RS(scale_row)(int64_t n, REAL a, REAL *restrict s)
+{
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        const REAL s0 = s[c] * a, s1 = s[c + 1] * a, s2 = s[c + 2] * a, s3 = s[c + 3] * a;
+        s[c] = s0, s[c + 1] = s1, s[c + 2] = s2, s[c + 3] = s3;
+    }
+    for (; c < n; c++) s[c] *= a;
+}
+
 #include "gemm-nt-scalar.inc.c"
 #include "gemm-nn-scalar.inc.c"
 #include "rank-update-scalar.inc.c"

@@ -12,9 +12,7 @@ static void RS(update_read_scalar)(int64_t m, int64_t n, int64_t k, REAL a, REAL
         REAL *s = S + row * lds;
         if (k > 0 || a != 1) RS(update_row)(row, n, k, a, s, E, lde, Z, ldz);
         for (int64_t i = 0; i < r; i++) {
-            const REAL x = X[i * ldx + row];
-            REAL *p = P + i * ldp;
-            for (int64_t c = 0; c < n; c++) p[c] += x * s[c];
+            RS(axpy_row)(n, X[i * ldx + row], s, P + i * ldp);
         }
     }
 }
