@@ -89,7 +89,9 @@ Test(finite_scan, fp64_two_threads) { scan_every_isa(0, 2); }
  * backend's run: a dirty upper half makes each legacy SSE instruction after
  * it (the scalar backend, the library's baseline code, the caller's) depend
  * on the register's old value, and it stays dirty until something cleans
- * it. Read with XINUSE (xgetbv with ecx = 1): bit 2 is set while the upper
+ * it. A run must also clean what its caller left dirty, before the
+ * scalar backend and the baseline code run (the validation's scan does).
+ * Read with XINUSE (xgetbv with ecx = 1): bit 2 is set while the upper
  * halves of ymm0-15 are not zero, bit 6 those of zmm0-15.
  */
 #if defined(__x86_64__) && !defined(FALCON_NO_X86_DISPATCH)
@@ -110,6 +112,15 @@ static long xinuse(void)
 }
 
 __attribute__((target("avx"))) static void clean_upper(void) { _mm256_zeroupper(); }
+
+/* What a caller's AVX code may leave behind: ymm0's upper half not zero.
+ * Plain asm in a baseline function (only called where AVX runs): an AVX
+ * function of GCC's would clean up on return. */
+__attribute__((noinline)) static void dirty_upper(void)
+{
+    static const float one = 1;
+    __asm__ volatile("vbroadcastss %0, %%ymm0" : : "m"(one) : "xmm0");
+}
 
 static long dirty_after_scan(const void *p, int f32, int64_t len, int isa)
 {
@@ -161,7 +172,8 @@ Test(finite_scan, runs_leave_the_upper_halves_clean)
                 cfg.threads = 1;
                 falcon_inputs in = fp64 ? falcon_inputs_sequence(T, n, m, q, k, v, beta, alpha, NULL)
                                         : falcon_inputs_sequence(T, n, m, qf, kf, vf, betaf, alphaf, NULL);
-                clean_upper();
+                dirty_upper(); /* the caller's state must not slow the run's baseline code */
+                cr_assert_neq(xinuse() & UPPER_DIRTY, 0, "the test could not dirty the upper halves");
                 const falcon_status s = falcon_run(&cfg, &in, NULL, fp64 ? (void *)out : (void *)outf);
                 const long dirty = xinuse() & UPPER_DIRTY;
                 cr_assert_eq(s, FALCON_OK, "%s", falcon_last_error());
