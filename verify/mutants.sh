@@ -68,8 +68,11 @@ mutants=(
 # The validation pass's scan: one vector of each step never looked at.
 # The scan's clean-up of the vector registers before its baseline tail.
 "scan-leaves-upper-dirty|src/finite-scan.c|s/    _mm256_zeroupper(); \/\* before the baseline tail: see SCAN_CLEAN_UPPER \*\//    (void)0;/|finite_scan::leaves_the_upper_halves_clean"
-# The scalar kernels' row operation: one lane of its four-element step.
+# The scalar kernels' row operations: one lane of a four-element step
+# (the plain one, the one in the wider type, the near-reset decay's).
 "scalar-axpy-wrong-lane|kernels/scalar/ukernels-scalar.inc.c|s/y2 = y\[c + 2\] + x \* v2/y2 = y[c + 3] + x * v2/|ukernels::update_read"
+"scalar-wide-axpy-wrong-lane|kernels/scalar/ukernels-scalar.inc.c|s/y2 = (REAL)(y\[c + 2\] + w \* v2)/y2 = (REAL)(y[c + 3] + w * v2)/|gate::1A_TF32"
+"scalar-tiny-decay-wrong-lane|kernels/scalar/rank-update-scalar.inc.c|s/t2 += e \* z\[2\]/t2 += e * z[1]/|gate::1_FP32"
 "scan-avx512-skips-a-vector|src/finite-scan.c|s/_mm512_loadu_si512(v + 192)/_mm512_loadu_si512(v + 128)/|finite_scan::fp32_one_thread"
 "scan-avx2-skips-a-vector|src/finite-scan.c|s/_mm256_loadu_si256(v + 3)/_mm256_loadu_si256(v + 2)/|finite_scan::fp32_one_thread"
 # The recurrent driver's column tiles (a memory larger than L1): each tile

@@ -14,7 +14,7 @@ static void RS(gemm_nn_scalar)(int64_t M, int64_t N, int64_t K, const REAL *A, i
             if (aik == 0) continue; /* masked (causal) entries */
             const REAL *b = B + k * ldb;
             if (RS(tiny)(aik))
-                for (int64_t j = 0; j < N; j++) c[j] = (REAL)(c[j] + (RS(wide))aik * b[j]);
+                RS(axpy_row_wide)(N, aik, b, c);
             else
                 RS(axpy_row)(N, aik, b, c);
         }

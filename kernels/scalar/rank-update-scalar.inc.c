@@ -15,8 +15,19 @@
 static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, const REAL *E, int64_t lde,
                            const REAL *Z, int64_t ldz)
 {
-    if (a < SCALAR_TINY_DECAY) {
-        for (int64_t c = 0; c < n; c++) {
+    if (a < SCALAR_TINY_DECAY) { /* four elements at a time, as axpy_row */
+        int64_t c = 0;
+        for (; c + 4 <= n; c += 4) {
+            RS(wide) t0 = (RS(wide))a * s[c], t1 = (RS(wide))a * s[c + 1], t2 = (RS(wide))a * s[c + 2],
+                     t3 = (RS(wide))a * s[c + 3];
+            for (int64_t i = 0; i < k; i++) {
+                const RS(wide) e = E[i * lde + r];
+                const REAL *z = Z + i * ldz + c;
+                t0 += e * z[0], t1 += e * z[1], t2 += e * z[2], t3 += e * z[3];
+            }
+            s[c] = (REAL)t0, s[c + 1] = (REAL)t1, s[c + 2] = (REAL)t2, s[c + 3] = (REAL)t3;
+        }
+        for (; c < n; c++) {
             RS(wide) t = (RS(wide))a * s[c];
             for (int64_t i = 0; i < k; i++) t += (RS(wide))E[i * lde + r] * Z[i * ldz + c];
             s[c] = (REAL)t;
@@ -28,7 +39,7 @@ static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, con
         const REAL e = E[i * lde + r];
         const REAL *z = Z + i * ldz;
         if (RS(tiny)(e))
-            for (int64_t c = 0; c < n; c++) s[c] = (REAL)(s[c] + (RS(wide))e * z[c]);
+            RS(axpy_row_wide)(n, e, z, s);
         else
             RS(axpy_row)(n, e, z, s);
     }

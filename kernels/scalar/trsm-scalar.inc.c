@@ -11,7 +11,7 @@ static void RS(trsm_unit_lower_scalar)(int64_t P, int64_t m, const REAL *L, int6
             if (l == 0) continue;
             const REAL *y = X + q * ldx;
             if (RS(tiny)(l))
-                for (int64_t j = 0; j < m; j++) x[j] = (REAL)(x[j] - (RS(wide))l * y[j]);
+                RS(axpy_row_wide)(m, -l, y, x);
             else
                 RS(axpy_row)(m, -l, y, x); /* x - l y and x + (-l) y round alike */
         }

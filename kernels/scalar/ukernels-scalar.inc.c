@@ -37,6 +37,21 @@ static inline void RS(axpy_row)(int64_t n, REAL x, const REAL *restrict v, REAL 
     for (; c < n; c++) y[c] += x * v[c];
 }
 
+/* y += x v with each product and sum in the wider type, rounded once:
+ * for a tiny coefficient x (RS(tiny)), whose products would be subnormal. */
+static inline void RS(axpy_row_wide)(int64_t n, REAL x, const REAL *restrict v, REAL *restrict y)
+{
+    const RS(wide) w = x;
+    int64_t c = 0;
+    for (; c + 4 <= n; c += 4) {
+        const RS(wide) v0 = v[c], v1 = v[c + 1], v2 = v[c + 2], v3 = v[c + 3];
+        const REAL y0 = (REAL)(y[c] + w * v0), y1 = (REAL)(y[c + 1] + w * v1), y2 = (REAL)(y[c + 2] + w * v2),
+                   y3 = (REAL)(y[c + 3] + w * v3);
+        y[c] = y0, y[c + 1] = y1, y[c + 2] = y2, y[c + 3] = y3;
+    }
+    for (; c < n; c++) y[c] = (REAL)(y[c] + w * v[c]);
+}
+
 static inline void RS(scale_row)(int64_t n, REAL a, REAL *restrict s)
 {
     int64_t c = 0;
