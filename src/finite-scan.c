@@ -45,15 +45,18 @@ VECTORIZED static int scan_f64(const uint64_t *p, int64_t count)
 
 #ifdef FALCON_SCAN_AVX2
 /* SCAN_CLEAN_UPPER. The vector scans leave the upper halves of the vector
- * registers clean (vzeroupper) before they run or return to baseline code:
- * GCC 12 emitted none before the call into the portable tail loop, nor on
- * the return after it, so every call that validated its inputs left them
- * dirty for the rest of the process (glibc's AVX-512 string functions do
- * not clean them either), and each legacy SSE instruction after it, the
- * scalar backend's and the library's own baseline loops, then also
- * depended on the register's previous upper half: the scalar recurrent
- * step ran 4-5 times slower (Zen 5) after any validated call.
- * verify/test-upper-state.c checks the state after each entry point.
+ * registers clean (vzeroupper) before they run or return to baseline code,
+ * on every path and explicitly: GCC inserts vzeroupper only with
+ * -fexpensive-optimizations (-O2 and up, not the sanitizer builds' -O1),
+ * and even at -O2 GCC 12 put none before the call into the portable tail
+ * loop, nor on the return after it. Every call that validated its inputs
+ * then left them dirty for the rest of the process (glibc's AVX-512 string
+ * functions do not clean them either), and each legacy SSE instruction
+ * after it, the scalar backend's and the library's own baseline loops,
+ * also depended on its register's previous upper half: the scalar
+ * recurrent step ran 5.9 times slower (Zen 5) after any validated call.
+ * verify/test-finite-scan.c checks the state after the scan and after a
+ * run; falcon_clean_upper (below) cleans after a backend's run.
  *
  * 32 floats (or 16 doubles) a step in four accumulators; the tail goes
  * to the portable loop. lane: 32 or 64 bits. */
@@ -113,13 +116,17 @@ __attribute__((target("avx2"))) static int scan_f64_avx2(const uint64_t *p, int6
 __attribute__((target("avx512f"))) static int scan_f32_avx512(const uint32_t *p, int64_t count)
 {
     SCAN_AVX512_BODY(_mm512_cmpeq_epi32_mask, _mm512_set1_epi32((int)F32_EXP), 16)
-    return !bad && scan_f32_avx2(p + i, count - i);
+    const int ok = !bad;
+    _mm256_zeroupper(); /* see SCAN_CLEAN_UPPER */
+    return ok && scan_f32_avx2(p + i, count - i);
 }
 
 __attribute__((target("avx512f"))) static int scan_f64_avx512(const uint64_t *p, int64_t count)
 {
     SCAN_AVX512_BODY(_mm512_cmpeq_epi64_mask, _mm512_set1_epi64((long long)F64_EXP), 8)
-    return !bad && scan_f64_avx2(p + i, count - i);
+    const int ok = !bad;
+    _mm256_zeroupper(); /* see SCAN_CLEAN_UPPER */
+    return ok && scan_f64_avx2(p + i, count - i);
 }
 #endif
 
@@ -134,6 +141,17 @@ static int scan(const void *p, falcon_precision prec, int64_t count, int isa)
 #endif
     (void)isa;
     return prec != FALCON_FP64 ? scan_f32(p, count) : scan_f64(p, count);
+}
+
+#ifdef FALCON_SCAN_AVX2
+__attribute__((target("avx"))) static void clean_upper_avx(void) { _mm256_zeroupper(); }
+#endif
+
+void falcon_clean_upper(void)
+{
+#ifdef FALCON_SCAN_AVX2
+    if (__builtin_cpu_supports("avx")) clean_upper_avx(); /* reads a word libgcc set at load */
+#endif
 }
 
 int falcon_finite_scan_isa(void)

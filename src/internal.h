@@ -67,6 +67,9 @@ int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, 
  * most falcon_finite_scan_isa(), the best this CPU runs), for the tests. */
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
 int falcon_finite_scan_isa(void);
+/* vzeroupper where the CPU has AVX: after code that may leave the upper
+ * halves of the vector registers dirty (finite-scan.c, SCAN_CLEAN_UPPER). */
+void falcon_clean_upper(void);
 
 /* validate.c: the index of the first double of [x, x + count) whose
  * magnitude's bits are >= limit (NaN and the infinities too, unless

@@ -119,6 +119,10 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
         s = falcon_run_cpu_f32(cfg, in, work, out, falcon_backend_cpu_f32(be));
     else
         s = falcon_run_cpu_f64(cfg, in, work, out, falcon_backend_cpu_f64(be));
+    /* A backend's AVX code cleans the vector registers' upper halves on
+     * return only where the compiler inserted it (-O2 and up): clean them
+     * here, before the baseline code that follows and the caller's. */
+    falcon_clean_upper();
     if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     /* The result must be finite. The CPU drivers check each output row as
