@@ -68,6 +68,10 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (int64_t task = 0; task < tasks; task++) {
         const int64_t h0 = task * group, count = heads - h0 < group ? heads - h0 : group;
+        /* This thread's vector registers clean before the kernels: a pool
+         * thread may carry a dirty state from before (finite-scan.c,
+         * SCAN_CLEAN_UPPER), which slows the scalar backend's kernels. */
+        falcon_clean_upper();
         RS(falcon_head) hd[FALCON_HEAD_GROUP_MAX];
         for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, h0 + i);
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
