@@ -17,10 +17,11 @@ typedef long double RS(wide);
 #endif
 static inline int RS(tiny)(REAL c) { return c < SCALAR_TINY && c > -SCALAR_TINY; }
 
-/* The row operations every kernel here is made of: y += x v and s *= a,
- * four elements a step with the four loads ahead of the four stores (the
- * rows never overlap). Each element gets one multiply and one add, in the
- * order the one-element loop gave it, so the bits are the same; the
+/* The row operations every kernel here but gemm_nt (dot products) is made
+ * of: y += x v and s *= a, four elements a step with the four loads ahead
+ * of the four stores (the rows never overlap). Each element gets one
+ * multiply and one add, in the order the one-element loop gave it, so the
+ * bits are the same; the
  * compiler may turn the step into vector instructions (SSE2 in the x86-64
  * baseline, no FMA). Against the one-element loops, which the compiler
  * left scalar because the rows might overlap: the recurrent step's
