@@ -82,20 +82,35 @@ scaling_table() {
     echo
 }
 
-# The micro-kernels' own entries (ukernel/..., bench/ukernels.c), read from
-# bench.json: the median where the run had repetitions, else the one run.
-ukernel_table() {
+# The counters of the bench.json entries named PREFIX/...: one line per case,
+# "case value..." with the case's name less PREFIX/ and /real_time, one
+# value per COUNTER ("-" where the entry has none), in the order the cases
+# first appear. Where the run had repetitions the median's values win (the
+# aggregate follows the repetitions in the file), else the one run's.
+# Usage: bench_counters PREFIX COUNTER...
+bench_counters() {
     json=$dir/bench.json
     [ -f "$json" ] || return 0
-    rows=$(awk '/"name": "ukernel\// { n = $0; sub(/.*"name": "ukernel\//, "", n); sub(/".*/, "", n)
-                                         use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n); next }
-                use && /"GFLOPS":/ { v = $2; sub(/,$/, "", v); g[n] = v }
-                use && /"peak_fraction":/ { v = $2; sub(/,$/, "", v); p[n] = v }
-                use && /^ *}/ { if (!(n in seen)) { seen[n] = 1; order[k++] = n }; use = 0 }
-                END { for (i = 0; i < k; i++) { n = order[i]; split(n, f, "/"); shape = n
-                        sub(/^[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
-                        printf "| %s | %s | %s | %s | %.3g | %s |\n", f[1], f[2], f[3], shape, g[n],
-                               (p[n] == "" ? "-" : sprintf("%.1f%%", 100 * p[n])) } }' "$json")
+    pre=$1
+    shift
+    awk -v pre="$pre" -v keys="$*" '
+        BEGIN { nk = split(keys, key, " ") }
+        index($0, "\"name\": \"" pre "/") { n = $0; sub(/.*"name": "/, "", n); sub(/".*/, "", n); n = substr(n, length(pre) + 2)
+                                            use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n)
+                                            if (use && !(n in seen)) { seen[n] = 1; order[m++] = n }; next }
+        use { for (i = 1; i <= nk; i++) if (index($0, "\"" key[i] "\":")) { v = $2; sub(/,$/, "", v); val[n, i] = v } }
+        /^ *}/ { use = 0 }
+        END { for (j = 0; j < m; j++) { line = order[j]
+                for (i = 1; i <= nk; i++) line = line " " ((order[j], i) in val ? val[order[j], i] : "-")
+                print line } }' "$json"
+}
+
+# The micro-kernels' own entries (ukernel/..., bench/ukernels.c).
+ukernel_table() {
+    rows=$(bench_counters ukernel GFLOPS peak_fraction |
+        awk '{ split($1, f, "/"); shape = $1; sub(/^[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+               printf "| %s | %s | %s | %s | %.3g | %s |\n", f[1], f[2], f[3], shape, $2,
+                      ($3 == "-" ? "-" : sprintf("%.1f%%", 100 * $3)) }')
     [ -n "$rows" ] || return 0
     echo "The micro-kernels on their own, their operands in cache (the \`ukernel/\` entries): the rate each"
     echo "reaches when nothing around it waits on memory. A form well below its kernels' rates loses the"
@@ -109,24 +124,19 @@ ukernel_table() {
 
 # The decay entries (decay/<regime>/<case>, bench/cases.c): each case's
 # tokens/s under the study's five regimes, and the near-reset regimes' cost
-# against mild, from bench.json (the median where the run had repetitions).
+# against mild.
 decay_table() {
-    json=$dir/bench.json
-    [ -f "$json" ] || return 0
-    rows=$(awk 'function k(x) { return x == "" ? "-" : sprintf("%.0fk", x / 1000) }
-                /"name": "decay\// { n = $0; sub(/.*"name": "decay\//, "", n); sub(/".*/, "", n)
-                                     use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n)
-                                     r = n; sub(/\/.*/, "", r); c = n; sub(/^[^\/]*\//, "", c); next }
-                use && /"tokens_per_second":/ { v = $2; sub(/,$/, "", v); tok[c, r] = v
-                                               if (!(c in seen)) { seen[c] = 1; order[m++] = c } }
-                /^ *}/ { use = 0 }
-                END { for (i = 0; i < m; i++) { c = order[i]; split(c, f, "/"); shape = c
-                        sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
-                        worst = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
-                        ratio = (tok[c, "mild"] > 0 && worst > 0) ? sprintf("%.2f", tok[c, "mild"] / worst) : "-"
-                        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
-                               k(tok[c, "none"]), k(tok[c, "mild"]), k(tok[c, "strong"]), k(tok[c, "extreme"]),
-                               k(tok[c, "mix"]), ratio } }' "$json")
+    rows=$(bench_counters decay tokens_per_second |
+        awk 'function k(x) { return x == "" || x == "-" ? "-" : sprintf("%.0fk", x / 1000) }
+             { r = $1; sub(/\/.*/, "", r); c = $1; sub(/^[^\/]*\//, "", c); if ($2 != "-") tok[c, r] = $2
+               if (!(c in seen)) { seen[c] = 1; order[m++] = c } }
+             END { for (i = 0; i < m; i++) { c = order[i]; split(c, f, "/"); shape = c
+                     sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+                     worst = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
+                     ratio = (tok[c, "mild"] > 0 && worst > 0) ? sprintf("%.2f", tok[c, "mild"] / worst) : "-"
+                     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
+                            k(tok[c, "none"]), k(tok[c, "mild"]), k(tok[c, "strong"]), k(tok[c, "extreme"]),
+                            k(tok[c, "mix"]), ratio } }')
     [ -n "$rows" ] || return 0
     echo "Decay regimes (the \`decay/\` entries): the same case under the stability study's five regimes,"
     echo "tokens/s. The last column is mild's rate over the slower of extreme and mix: a near-reset decay's"
