@@ -23,12 +23,12 @@
  *                      bandwidth (1 thread, or all threads when P > 1))
  *   arith_intensity    flops / compulsory bytes (bench/flops.c), flop/byte
  *   validation_fraction  the share of a call that its input checks take
- *                      (falcon_validate, timed once right after the timed
- *                      calls, so with the inputs cached as a call finds
- *                      them): the one pass over every input that must end
- *                      before anything is written, so it runs at the speed
- *                      the inputs come from the memory (DRAM for T x heads
- *                      beyond the caches)
+ *                      (falcon_validate, the median of three timed right
+ *                      after the timed calls, so with the inputs cached as
+ *                      a call finds them): the one pass over every input
+ *                      that must end before anything is written, so it
+ *                      runs at the speed the inputs come from the memory
+ *                      (DRAM for T x heads beyond the caches)
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
@@ -177,9 +177,21 @@ static void body(fb_state *st, void *user)
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
-    const double v0 = fb_wall_seconds();
-    if (falcon_validate(&c->cfg, &fi, NULL) == FALCON_OK)
-        fb_state_set_counter(st, "validation_fraction", (fb_wall_seconds() - v0) / (elapsed / (double)iters), FB_DEFAULT);
+    /* The median of three checks: a single one is at the mercy of the host
+     * (Zen 5, recurrent n = m = 64, T = 4096: 10.9-11.5% in three runs of
+     * one check, 7.7-8.4% as the median of three). */
+    double v[3];
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+        const double v0 = fb_wall_seconds();
+        ok = falcon_validate(&c->cfg, &fi, NULL) == FALCON_OK;
+        v[i] = fb_wall_seconds() - v0;
+    }
+    if (ok) {
+        const double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+        const double med = v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+        fb_state_set_counter(st, "validation_fraction", med / (elapsed / (double)iters), FB_DEFAULT);
+    }
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
