@@ -53,7 +53,7 @@ mutants=(
 # A step without an example (prefix alignment, no previous key) on a memory
 # that is not zero must still decay it and read it.
 "empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.a;/const REAL a = st.k == 0 ? 1 : st.a;/|limits::near_resets_on_a_large_memory_fp32"
-"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/o\[r\] = a \* pq\[r\]/o[r] = pq[r]/|limits::step_without_example_on_a_set_memory"
+"empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/RS(rec_read_start)(m, a, pq, o)/RS(rec_read_start)(m, 1, pq, o)/|limits::step_without_example_on_a_set_memory"
 "first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
 # Head groups of the drivers: the cap, and a last group that is not full;
 # the fused write-and-read kernel's column tail.
