@@ -127,7 +127,7 @@ ukernel_table() {
 # against mild.
 decay_table() {
     rows=$(bench_counters decay tokens_per_second |
-        awk 'function k(x) { return x == "" || x == "-" ? "-" : sprintf("%.0fk", x / 1000) }
+        awk 'function k(x) { return x == "" ? "-" : sprintf("%.0fk", x / 1000) }
              { r = $1; sub(/\/.*/, "", r); c = $1; sub(/^[^\/]*\//, "", c); if ($2 != "-") tok[c, r] = $2
                if (!(c in seen)) { seen[c] = 1; order[m++] = c } }
              END { for (i = 0; i < m; i++) { c = order[i]; split(c, f, "/"); shape = c
