@@ -42,6 +42,7 @@ mutants=(
 "key-scale-small-sigma-ignored|kernels/common/falcon_math.h|s/        e = eps \/ sigma \/ tau;/        e = eps \/ tau;/|limits::keys_at_the_limits_fp32"
 "residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/|limits::gains_at_the_limits_fp32"
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/|limits::keys_at_the_limits_fp32"
+"residual-row-undecayed|kernels/framework/examples.inc.c|s/e\[r\] = c \* (y\[r\] - a \* p\[r\]);/e[r] = c * (y[r] - p[r]);/|decay::near_reset_then_slow"
 "residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
 "system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/|limits::gains_at_the_limits_fp32"
 "gains-not-scaled-before-the-product|kernels/common/falcon_math.h|s/const R tau = falcon_pow2_scale_##SFX(g, n);/const R tau = 1;/|limits::subnormal_gains_fp32"

@@ -417,14 +417,13 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             REAL *restrict r = R + p * ldm;
             const REAL ej = tc[p];
             if (!h->regression) {
-                for (int64_t c = 0; c < m; c++) r[c] = ej * y[c];
+                RS(residual_row)(m, FW_RES_VALUE, ej, 0, 1, y, NULL, r);
                 continue;
             }
             const REAL sl = xs[l];
             const REAL *restrict u = U + l * ldm;
             if (row[0] >= FW_SAFE_FACTOR) { /* else: a tiny first alpha, see above */
-                const REAL d0 = (REAL)row[0];
-                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - d0 * (sl * u[c]));
+                RS(residual_row)(m, fw_res_kind(1, sl), ej, (REAL)row[0], sl, y, u, r);
             } else {
                 const double d0 = row[0];
                 for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - RS(decay_mul)(d0, sl * u[c]));

@@ -112,6 +112,35 @@ static void RS(example_get)(const example_src *s, int64_t e, const REAL **key, c
         *key = t == 0 ? s->pk : h->k + (t - 1) * h->ldk;
 }
 
+/* One example's residual row, the value its write stores (docs/math.md
+ * sections 1 and 7), shared by both drivers:
+ *     e = c (y - a p)          (FW_RES_PLAIN: regression, key unscaled)
+ *     e = c (y - a (s p))      (FW_RES_SCALED: the key stored as x / s)
+ *     e = c y                  (FW_RES_VALUE: the inner-product variants)
+ * with p = S x read before the write (the recurrent step's P row, the chunk
+ * block's U row), a the decay between that memory and this step, c the
+ * step's eta (times the key's window weight). With s = 1 the scaled form
+ * is the plain one bit for bit (1 p = p), so the choice only saves the
+ * multiply. Restrict parameters: the loops vectorize with no overlap test
+ * per call (GCC ignores restrict on a caller's local pointers). */
+enum { FW_RES_PLAIN, FW_RES_SCALED, FW_RES_VALUE };
+
+static inline int fw_res_kind(int regression, double s)
+{
+    return !regression ? FW_RES_VALUE : s == 1 ? FW_RES_PLAIN : FW_RES_SCALED;
+}
+
+static inline void RS(residual_row)(int64_t m, int kind, REAL c, REAL a, REAL s, const REAL *restrict y,
+                                    const REAL *restrict p, REAL *restrict e)
+{
+    if (kind == FW_RES_PLAIN)
+        for (int64_t r = 0; r < m; r++) e[r] = c * (y[r] - a * p[r]);
+    else if (kind == FW_RES_SCALED)
+        for (int64_t r = 0; r < m; r++) e[r] = c * (y[r] - a * (s * p[r]));
+    else
+        for (int64_t r = 0; r < m; r++) e[r] = c * y[r];
+}
+
 /* The drivers' check that their results are finite, made on each output
  * row right after it is written, while it is in L1 (a separate pass over
  * the whole output after the call read it back from DRAM: 3% of a call

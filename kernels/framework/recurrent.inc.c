@@ -251,39 +251,24 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
     return st;
 }
 
-/* The row loops of a step's second phase, on m values. Their arrays never
- * overlap; as restrict parameters, the compiler vectorizes the loops with
- * no overlap test at each call (GCC ignores restrict on local pointers,
- * and tested the arrays of each loop every step). Falcon-1, n = m = 64,
- * AVX2, counted by callgrind: 1059 instructions a step outside
- * update_read before (with featurize's copy, falcon_math.h), 984 after,
- * of about 5800; no change in time was measurable on Zen 5. */
-enum { REC_REGRESSION, REC_REGRESSION_SCALED, REC_INNER };
-
-static inline int RS(rec_kind)(const RS(falcon_head) *h, REAL xs)
-{
-    return !h->regression ? REC_INNER : xs == 1 ? REC_REGRESSION : REC_REGRESSION_SCALED;
-}
-
-/* o = a pq: the read's part from the memory before the step's write. */
+/* o = a pq: the read's part from the memory before the step's write
+ * (a restrict-parameter helper, as residual_row in examples.inc.c:
+ * Falcon-1, n = m = 64, AVX2, counted by callgrind: 1059 instructions a
+ * step outside update_read with the overlap tests, 984 without, of about
+ * 5800; no change in time was measurable on Zen 5). */
 static inline void RS(rec_read_start)(int64_t m, REAL a, const REAL *restrict pq, REAL *restrict o)
 {
     for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
 }
 
-/* One example's row of E, e = c (y - a xs p) (regression; xs = 1: y - a p)
- * or c y (inner product), and its share of the read: o = a pq + zq e when
- * pq is given (the step's only example), else o += zq e. */
+/* One example's row of E (residual_row) and its share of the read:
+ * o = a pq + zq e when pq is given (the step's only example), else
+ * o += zq e. */
 static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs, const REAL *restrict y,
                                     const REAL *restrict p, REAL *restrict e, REAL zq, const REAL *restrict pq,
                                     REAL *restrict o)
 {
-    if (kind == REC_REGRESSION)
-        for (int64_t r = 0; r < m; r++) e[r] = c * (y[r] - a * p[r]);
-    else if (kind == REC_REGRESSION_SCALED)
-        for (int64_t r = 0; r < m; r++) e[r] = c * (y[r] - a * (xs * p[r]));
-    else
-        for (int64_t r = 0; r < m; r++) e[r] = c * y[r];
+    RS(residual_row)(m, kind, c, a, xs, y, p, e);
     if (pq)
         for (int64_t r = 0; r < m; r++) o[r] = a * pq[r] + zq * e[r];
     else
@@ -329,13 +314,13 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r
     const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
     if (k == 1) {
         const REAL s0 = xs[0];
-        RS(rec_residual)(m, RS(rec_kind)(h, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, o);
+        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, o);
     } else {
         RS(rec_read_start)(m, a, pq, o);
         for (int64_t i = 0; i < k; i++) {
             const REAL si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
-            RS(rec_residual)(m, RS(rec_kind)(h, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm, zq[i], NULL,
-                             o);
+            RS(rec_residual)(m, fw_res_kind(h->regression, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm,
+                             zq[i], NULL, o);
         }
     }
     /* The next step's first phase may overwrite the window's rows (or Zg):
