@@ -66,6 +66,13 @@ mutants=(
 "output-rows-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/RS(finite_add)(c->ck + r0, h->out + t \* h->ldo + r0, mw);/(void)0;/|limits::large_values_fp32"
 "output-rows-unchecked-blocked|kernels/framework/blocked.inc.c|s/RS(finite_add)(c->ck, o, m);/(void)o;/|limits::large_values_fp32"
 "memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
+# The kept work memory (src/work-memory.c) and the drivers' use of blocks
+# whose contents are left from another call (poisoned by the test).
+"work-memory-too-small|src/work-memory.c|s/slot\[i\].bytes >= bytes/slot[i].bytes >= bytes \/ 2/|work_memory::kept_blocks_are_reused"
+"work-memory-uncapped|src/work-memory.c|s/after <= falcon_work_keep_max/after > 0/|work_memory::kept_blocks_are_reused"
+"work-memory-handed-twice|src/work-memory.c|s/            slot\[best\].p = NULL;/            (void)0;/|work_memory::kept_blocks_are_reused"
+"system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
+"readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 # The validation pass's scan: one vector of each step never looked at.
 # The scan's clean-up of the vector registers before its baseline tail.
 "scan-leaves-upper-dirty|src/finite-scan.c|s/    _mm256_zeroupper(); \/\* before the baseline tail: see SCAN_CLEAN_UPPER \*\//    (void)0;/|finite_scan::leaves_the_upper_halves_clean"

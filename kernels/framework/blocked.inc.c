@@ -108,6 +108,7 @@ static REAL RS(memory_decay)(REAL *St, int64_t ldm, int64_t n, int64_t m, double
 typedef struct blk_work {
     int64_t L, ldn, ldm, ldg, ldp;
     void *mem;
+    size_t mem_bytes; /* falcon_work_get's size of mem */
     REAL *XQ, *Zbuf, *Zt, *xz, *KQ, *US, *A, *R, *Wm, *Rg, *O, *eta, *fq, *kzg, *xs, *xt, *tc, *ts;
     REAL *Sr; /* tf32/bf16: the memory's operand copy */
     double *row;
@@ -121,6 +122,7 @@ typedef struct blk_head {
     const RS(falcon_head) *h;
     example_src src;
     REAL *St;
+    size_t St_bytes; /* falcon_work_get's size of St */
     REAL *ck; /* [m]: the outputs and memory added (finite_add): 0 while finite */
 } blk_head;
 
@@ -160,7 +162,7 @@ static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
         w->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
         w->Sr = RS(carve)(&cv, h->operand_drop ? sizeof(REAL) * (size_t)(n * ldm) : 0);
         if (pass == 0) {
-            cv.base = RS(work_alloc)(cv.used);
+            cv.base = falcon_work_get(cv.used, &w->mem_bytes);
             cv.used = 0;
             if (!cv.base) return 1;
             w->mem = cv.base;
@@ -174,7 +176,7 @@ static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
     memset(c, 0, sizeof *c);
     c->h = h;
     if (RS(examples_open)(&c->src, h)) return 1;
-    c->St = RS(work_alloc)(sizeof(REAL) * (size_t)((h->n + 1) * ldm));
+    c->St = falcon_work_get(sizeof(REAL) * (size_t)((h->n + 1) * ldm), &c->St_bytes);
     if (!c->St) {
         RS(examples_close)(&c->src);
         return 1;
@@ -191,7 +193,7 @@ static int RS(blk_close)(blk_head *c, int64_t ldm, int store)
     if (!c->St) return 1;
     if (store) RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, c->ck);
     const int finite = RS(all_zero)(c->ck, c->h->m);
-    free(c->St);
+    falcon_work_put(c->St, c->St_bytes);
     c->St = NULL;
     RS(examples_close)(&c->src);
     return finite;
@@ -531,7 +533,7 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
     for (int64_t i = 0; i < count; i++)
         if (RS(blk_open)(&c[i], &heads[i], w.ldm)) {
             while (i > 0) RS(blk_close)(&c[--i], w.ldm, 0);
-            free(w.mem);
+            falcon_work_put(w.mem, w.mem_bytes);
             return FALCON_E_NOMEM;
         }
     /* Each head at its own step: blocks end early at near-reset decays,
@@ -552,6 +554,6 @@ static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t co
         }
     int bad = 0;
     for (int64_t i = 0; i < count; i++) bad |= !RS(blk_close)(&c[i], w.ldm, 1);
-    free(w.mem);
+    falcon_work_put(w.mem, w.mem_bytes);
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }

@@ -51,6 +51,7 @@ typedef struct rec_head {
     const RS(falcon_head) *h;
     example_src src;
     void *mem;
+    size_t mem_bytes; /* falcon_work_get's size of mem */
     int64_t ldn, ldm;
     REAL *St, *X, *Zg, *P, *E, *xz, *zq; /* St: S^T; X: the window's keys oldest first, then phi(q) */
     REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
@@ -139,7 +140,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->xs0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
         c->yrow0 = RS(carve)(&cv, tiled ? sizeof(const REAL *) * (size_t)W : 0);
         if (pass == 0) {
-            cv.base = RS(work_alloc)(cv.used);
+            cv.base = falcon_work_get(cv.used, &c->mem_bytes);
             cv.used = 0;
             if (!cv.base) {
                 RS(examples_close)(&c->src);
@@ -173,7 +174,7 @@ static int RS(rec_close)(rec_head *c, int store)
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
         RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, c->ck + r0);
     const int finite = RS(all_zero)(c->ck, c->h->m);
-    free(c->mem);
+    falcon_work_put(c->mem, c->mem_bytes);
     c->mem = NULL;
     RS(examples_close)(&c->src);
     return finite;
