@@ -14,7 +14,8 @@
 
 struct falcon_state {
     int64_t heads, n, m, window, keep;
-    double *S;          /* [heads][m][n] */
+    double *S;          /* [heads][m][n], from falcon_work_get (kept between calls) */
+    size_t S_bytes;     /* its block's size, for falcon_work_put */
     double *prev_key;   /* [heads][n] */
     uint8_t *has_prev;  /* [heads] */
     double *hist_k;     /* [heads][keep][n] */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "../kernels/framework/head.h"
 #include "../kernels/common/falcon_math.h"
 
 falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t window,
@@ -20,7 +21,12 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t w
     if (!s) return falcon_fail(FALCON_E_NOMEM, "state: out of memory");
     s->heads = heads; s->n = n; s->m = m; s->window = window; s->keep = window - 1;
     s->memory_f32 = 1;
-    s->S = calloc((size_t)(heads * m * n), sizeof(double));
+    /* The memory: the array every run copies (falcon_run works on a copy
+     * and swaps it in), so it comes from the kept work memory: a stream
+     * of short calls then maps no page anew (src/work-memory.c). */
+    const size_t S_bytes = sizeof(double) * (size_t)(heads * m * n);
+    s->S = falcon_work_get(S_bytes, &s->S_bytes);
+    if (s->S) memset(s->S, 0, S_bytes);
     s->prev_key = calloc((size_t)(heads * n), sizeof(double));
     s->has_prev = calloc((size_t)heads, 1);
     s->hist_k = calloc((size_t)(heads * s->keep * n + 1), sizeof(double));
@@ -38,7 +44,8 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t w
 void falcon_state_free(falcon_state *s)
 {
     if (!s) return;
-    free(s->S); free(s->prev_key); free(s->has_prev);
+    falcon_work_put(s->S, s->S_bytes);
+    free(s->prev_key); free(s->has_prev);
     free(s->hist_k); free(s->hist_v); free(s->hist_len);
     free(s);
 }

@@ -1,34 +1,50 @@
 /*
- * The CPU drivers' work memory (kernels/framework/head.h): large blocks
- * kept between calls.
+ * The library's per-call work memory, kept between calls: the CPU
+ * drivers' blocks (kernels/framework/head.h) and the memory array of
+ * every state (src/state.c), among them the copy each falcon_run works on.
  *
- * A block of at least falcon_work_keep_min bytes (32 MiB, glibc's largest
- * mmap threshold) is mapped by malloc on every request and unmapped on
- * every free, so each call faults all its pages in again. Smaller blocks
- * malloc keeps and reuses by itself. A fault costs about 0.25 us on bare
- * metal and 15 us in the virtual machines measured (Zen 5, 2026): the
- * masked-parallel form of T = 4096 (one block of 4096 steps: its system,
- * W and products, about 300 MB for n = m = 128) spent 0.82 s a call on
- * them against 0.14 s of arithmetic for one head. So a freed large block
- * goes to one of a few slots instead, and the next request that fits takes
- * it back: its pages are already there.
+ * Freed to malloc, such a block goes back to the system: a block of 32 MiB
+ * or more (glibc's largest mmap threshold) is unmapped, and smaller ones,
+ * freed at the end of a call, leave a free top of the heap above the trim
+ * threshold, which free returns too. The next call then faults every page
+ * in again: about 0.25 us a page on bare metal, about 15 us in the virtual
+ * machines measured (Zen 5, 2026). There a call of one step for 8 heads of
+ * n = m = 64 took 0.44 ms, nearly all of it faulting the same 400 KiB in
+ * again (0.05 ms with nothing returned), and the masked-parallel form of
+ * T = 4096 (about 300 MB of system, W and products for n = m = 128) spent
+ * 0.82 s a call on faults against 0.14 s of arithmetic for one head. So
+ * a freed block of at least falcon_work_keep_min bytes (16 KiB) goes to a
+ * slot instead, and the next request it fits takes it back, its pages
+ * still mapped.
  *
- * Nothing depends on the contents: the drivers write every element before
- * they read it, whatever a block held (the tests compare the outputs of
- * reused blocks with fresh ones bit for bit). The slots hold at most
+ * Nothing depends on the contents: every user writes what it reads (the
+ * tests compare runs on reused blocks poisoned with NaN bytes with runs on
+ * fresh ones, bit for bit). A request takes the smallest kept block that
+ * holds it and is at most twice its size (a small request does not take a
+ * large block another call needs). The slots hold at most
  * FALCON_WORK_SLOTS blocks, the largest freed, and falcon_work_keep_max
- * bytes in all (1 GiB: a block larger is freed as before);
- * falcon_work_memory_release returns them (and the process's exit does).
+ * bytes in all (1 GiB; a block that would pass it is freed as before);
+ * falcon_work_memory_release returns them, as the process's exit does.
+ * Under AddressSanitizer nothing is kept (a kept block would hide a use
+ * after its free), unless a test sets the threshold.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "../kernels/framework/head.h"
 
-#define FALCON_WORK_SLOTS 4
 #define FALCON_WORK_ALIGN 64
 
-size_t falcon_work_keep_min = (size_t)32 << 20;
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FALCON_WORK_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(FALCON_WORK_UNDER_ASAN)
+size_t falcon_work_keep_min = SIZE_MAX;
+#else
+size_t falcon_work_keep_min = (size_t)16 << 10;
+#endif
 size_t falcon_work_keep_max = (size_t)1 << 30;
 
 static struct {
@@ -45,7 +61,9 @@ void *falcon_work_get(size_t bytes, size_t *have)
         int best = -1;
         pthread_mutex_lock(&slot_lock);
         for (int i = 0; i < FALCON_WORK_SLOTS; i++)
-            if (slot[i].p && slot[i].bytes >= bytes && (best < 0 || slot[i].bytes < slot[best].bytes)) best = i;
+            if (slot[i].p && slot[i].bytes >= bytes && slot[i].bytes / 2 <= bytes &&
+                (best < 0 || slot[i].bytes < slot[best].bytes))
+                best = i;
         void *p = NULL;
         if (best >= 0) {
             p = slot[best].p;

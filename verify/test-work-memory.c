@@ -1,7 +1,8 @@
 /*
- * The drivers' kept work memory (src/work-memory.c): the slots hand a kept
- * block only to a request it holds, to one user at a time, keep the largest
- * blocks, and give everything back on release; and a run on reused blocks,
+ * The library's kept work memory (src/work-memory.c): the slots hand a kept
+ * block only to a request it holds and at most halves, to one user at a
+ * time, keep the largest blocks within the cap, and give everything back on
+ * release; and a run on reused blocks (the drivers' and the state's copy),
  * poisoned with NaN bytes first, gives bitwise the outputs and state of a
  * run on fresh ones, in every CPU backend, form, variant and precision (the
  * drivers write every element of their work memory before reading it).
@@ -31,34 +32,43 @@ Test(work_memory, kept_blocks_are_reused)
     cr_assert(big && big != p && have2 == 5 * MIB, "a 5 MiB request got %zu bytes", have2);
     falcon_work_put(big, have2);
     cr_assert_eq(falcon_work_memory_kept(), 8 * MIB);
+    /* nor does a request take a block over twice its size */
+    void *small = falcon_work_get(5 * MIB / 4, &have);
+    cr_assert(small && small != big && small != p && have == 5 * MIB / 4);
+    falcon_work_put(small, have); /* kept too */
+    cr_assert_eq(falcon_work_memory_kept(), 8 * MIB + 5 * MIB / 4);
     /* the smallest kept block that holds the request, to one user at a time */
-    void *a = falcon_work_get(2 * MIB, &have);
-    void *b = falcon_work_get(2 * MIB, &have2);
+    void *a = falcon_work_get(3 * MIB, &have);
+    void *b = falcon_work_get(3 * MIB, &have2);
     cr_assert(a == p && have == 3 * MIB);
     cr_assert(b == big && have2 == 5 * MIB);
-    cr_assert_eq(falcon_work_memory_kept(), 0);
-    void *c = falcon_work_get(2 * MIB, &have);
-    cr_assert(c && c != a && c != b && have == 2 * MIB);
-    memset(a, 1, 3 * MIB), memset(b, 2, 5 * MIB), memset(c, 3, 2 * MIB); /* each whole and apart (ASan) */
-    falcon_work_put(a, 3 * MIB), falcon_work_put(b, 5 * MIB), falcon_work_put(c, 2 * MIB);
-    cr_assert_eq(falcon_work_memory_kept(), 10 * MIB);
+    void *c = falcon_work_get(3 * MIB, &have);
+    cr_assert(c && c != a && c != b && c != small && have == 3 * MIB);
+    memset(a, 1, 3 * MIB), memset(b, 2, 5 * MIB), memset(c, 3, 3 * MIB); /* each whole and apart */
+    falcon_work_put(a, 3 * MIB), falcon_work_put(b, 5 * MIB), falcon_work_put(c, 3 * MIB);
+    cr_assert_eq(falcon_work_memory_kept(), 11 * MIB + 5 * MIB / 4);
     /* small blocks are malloc's */
     void *s = falcon_work_get(1000, &have);
     cr_assert(s && have == 1000);
     falcon_work_put(s, have);
-    cr_assert_eq(falcon_work_memory_kept(), 10 * MIB);
-    /* four slots keep the four largest */
+    cr_assert_eq(falcon_work_memory_kept(), 11 * MIB + 5 * MIB / 4);
+    /* the slots keep the largest blocks */
     falcon_work_memory_release();
-    void *blk[5];
-    const size_t sz[5] = {2 * MIB, 6 * MIB, 3 * MIB, 5 * MIB, 4 * MIB};
-    for (int i = 0; i < 5; i++) cr_assert((blk[i] = falcon_work_get(sz[i], &have)) && have == sz[i]);
-    for (int i = 0; i < 5; i++) falcon_work_put(blk[i], sz[i]);
-    cr_assert_eq(falcon_work_memory_kept(), 18 * MIB);
+    falcon_work_keep_min = 4096;
+    enum { N = FALCON_WORK_SLOTS + 3 };
+    void *blk[N];
+    size_t total = 0;
+    for (int i = 0; i < N; i++) cr_assert((blk[i] = falcon_work_get((size_t)(N - i) * 4096, &have)));
+    for (int i = 0; i < N; i++) falcon_work_put(blk[i], (size_t)(N - i) * 4096);
+    for (int i = 4; i <= N; i++) total += (size_t)i * 4096; /* all but 1, 2 and 3 pages */
+    cr_assert_eq(falcon_work_memory_kept(), total);
     /* and no more than the cap in all: a block that would pass it is freed */
     falcon_work_memory_release();
+    falcon_work_keep_min = MIB;
     falcon_work_keep_max = 10 * MIB;
-    for (int i = 0; i < 3; i++) cr_assert((blk[i] = falcon_work_get(sz[i + 2], &have)) && have == sz[i + 2]);
-    for (int i = 0; i < 3; i++) falcon_work_put(blk[i], sz[i + 2]); /* 3, then 5: 8 MiB; 4 more would be 12 */
+    const size_t sz[3] = {3 * MIB, 5 * MIB, 4 * MIB};
+    for (int i = 0; i < 3; i++) cr_assert((blk[i] = falcon_work_get(sz[i], &have)) && have == sz[i]);
+    for (int i = 0; i < 3; i++) falcon_work_put(blk[i], sz[i]); /* 3, then 5: 8 MiB; 4 more would be 12 */
     cr_assert_eq(falcon_work_memory_kept(), 8 * MIB);
     falcon_work_memory_release();
     cr_assert_eq(falcon_work_memory_kept(), 0);

@@ -55,12 +55,13 @@
     } falcon_drivers_##SFX;                                                            \
     extern const falcon_drivers_##SFX falcon_fw_##SFX;
 
-/* The drivers' work memory (src/work-memory.c): falcon_work_get returns
+/* The library's work memory (src/work-memory.c): falcon_work_get returns
  * at least `bytes` (64-byte aligned, contents unspecified) and sets *have to
  * the block's size, which falcon_work_put takes back. Blocks of
  * falcon_work_keep_min bytes or more are kept between calls (their pages
- * stay mapped), up to falcon_work_keep_max bytes in all; smaller ones are
- * malloc's. */
+ * stay mapped), in up to FALCON_WORK_SLOTS slots and falcon_work_keep_max
+ * bytes in all; smaller ones are malloc's. */
+#define FALCON_WORK_SLOTS 32
 void *falcon_work_get(size_t bytes, size_t *have);
 void falcon_work_put(void *p, size_t have);
 extern size_t falcon_work_keep_min, falcon_work_keep_max;
