@@ -247,12 +247,13 @@ int falcon_variant_is_regression(falcon_variant v); /* Falcon-1/2/3 */
 int falcon_variant_has_gain(falcon_variant v);      /* Falcon-2/2A */
 int falcon_variant_has_window(falcon_variant v);    /* Falcon-3/3A */
 
-/* Work memory. The CPU backends keep up to four freed work blocks of 32 MiB
- * or more, 1 GiB in all (the masked-parallel form's, a chunk form's with
- * large C, the memory of large n x m), for the next call, whose pages are
- * then already mapped: a virtual machine's page faults made such calls
- * several times slower. Results do not depend on it. _kept: the bytes kept
- * now; _release: return them to the system (a later call maps anew). */
+/* Work memory. The library keeps the work blocks its calls free (16 KiB or
+ * more: the CPU drivers' blocks and states' memory arrays, up to 32 blocks
+ * and 1 GiB in all) for the next call, whose pages are then already mapped:
+ * a virtual machine's page faults made short calls ten times slower and the
+ * masked-parallel form several times. Results do not depend on it. _kept:
+ * the bytes kept now; _release: return them to the system (a later call
+ * maps anew). */
 size_t falcon_work_memory_kept(void);
 void falcon_work_memory_release(void);
 
