@@ -5,8 +5,11 @@
 #include "../kernels/framework/head.h"
 #include "../kernels/common/falcon_math.h"
 
-falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t window,
-                                  falcon_state **out)
+/* A state of these shapes; its memory zero, or left as the kept block held
+ * it when the caller writes all of it next (falcon_state_copy, on every
+ * falcon_run: zeroing it first was a second pass over the memory). */
+static falcon_status state_new(int64_t heads, int64_t n, int64_t m, int64_t window, int zero_memory,
+                               falcon_state **out)
 {
     if (!out) return falcon_fail(FALCON_E_ARGUMENT, "state: the output pointer is NULL");
     if (heads < 1 || heads > (1 << 24))
@@ -26,7 +29,7 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t w
      * of short calls then maps no page anew (src/work-memory.c). */
     const size_t S_bytes = sizeof(double) * (size_t)(heads * m * n);
     s->S = falcon_work_get(S_bytes, &s->S_bytes);
-    if (s->S) memset(s->S, 0, S_bytes);
+    if (s->S && zero_memory) memset(s->S, 0, S_bytes);
     s->prev_key = calloc((size_t)(heads * n), sizeof(double));
     s->has_prev = calloc((size_t)heads, 1);
     s->hist_k = calloc((size_t)(heads * s->keep * n + 1), sizeof(double));
@@ -39,6 +42,12 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t w
     }
     *out = s;
     return FALCON_OK;
+}
+
+falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m, int64_t window,
+                                  falcon_state **out)
+{
+    return state_new(heads, n, m, window, 1, out);
 }
 
 void falcon_state_free(falcon_state *s)
@@ -64,7 +73,7 @@ falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
 {
     if (!src || !out) return falcon_fail(FALCON_E_ARGUMENT, "state copy: NULL argument");
     falcon_state *d;
-    falcon_status st = falcon_state_create(src->heads, src->n, src->m, src->window, &d);
+    falcon_status st = state_new(src->heads, src->n, src->m, src->window, 0, &d);
     if (st) return st;
     int64_t H = src->heads;
     memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));

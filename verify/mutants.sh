@@ -72,6 +72,7 @@ mutants=(
 "work-memory-uncapped|src/work-memory.c|s/after <= falcon_work_keep_max/after > 0/|work_memory::kept_blocks_are_reused"
 "work-memory-takes-any-larger|src/work-memory.c|s/slot\[i\].bytes \/ 2 <= bytes \&\&/1 \&\&/|work_memory::kept_blocks_are_reused"
 "work-memory-handed-twice|src/work-memory.c|s/            slot\[best\].p = NULL;/            (void)0;/|work_memory::kept_blocks_are_reused"
+"state-memory-not-zeroed|src/state.c|s/if (s->S \&\& zero_memory) memset/if (s->S \&\& zero_memory \&\& heads < 0) memset/|decay::near_reset_then_slow"
 "system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 "readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 # The validation pass's scan: one vector of each step never looked at.
