@@ -12,6 +12,16 @@
 #include "../simd/gemm-nn.inc.c"
 #include "../simd/rank-update.inc.c"
 #include "../simd/trsm.inc.c"
+/* update_read in column blocks of 4 vectors, not the axpy tile's 2: its
+ * accumulators gain one FMA per row of S each, so it takes ports x
+ * latency = 2 x 4 = 8 of them (UR_R x UR_NV) to keep both FMA pipes busy;
+ * with 2 x 2 each row waited on the chains. With 16 registers the block's
+ * vectors of Z are then reloaded from L1 each row (the loads have slack).
+ * Zen 3, fp32, Falcon-1 recurrent, 8 heads, T = 4096 (geometric mean of
+ * per-round time ratios over 4 alternating rounds): 0.87 of the time at
+ * n = m = 64 and 128, 0.88-0.90 for Falcon-3 (W = 4); fp64 within the
+ * noise at n = 64, 0.95 at n = 128. The same bits either way. */
+#define UR_NV 4
 #include "../simd/update-read.inc.c"
 
 extern const RS(falcon_uk) RS(falcon_uk_avx2);

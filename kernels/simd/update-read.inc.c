@@ -104,6 +104,11 @@ VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int
     int64_t j = 0;
     for (; j + UR_NV * VL <= n; j += UR_NV * VL)
         UR_NAME(ur_block)(UR_NV, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+    /* a tail of 2 vectors keeps half the chains rather than a quarter */
+    if (UR_NV > 2 && j + 2 * VL <= n) {
+        UR_NAME(ur_block)(2, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        j += 2 * VL;
+    }
     for (; j + VL <= n; j += VL)
         UR_NAME(ur_block)(1, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
     if (j < n)
