@@ -35,6 +35,10 @@ mutants=(
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/|decay::near_reset_then_slow"
 "chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&srcp->ex, e_first);/g_lo = falcon_window_first(\&srcp->ex, e_first) + (c0 > 0);/|decay::near_reset_then_slow"
 "chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0);/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0);/|decay::near_reset_then_slow"
+# The chunk form computes [Kz; Qz] only up to the columns its system and
+# outputs read (kq_limits): one column short and they read what was not computed.
+"kq-limit-window-short|kernels/framework/blocked.inc.c|s/if (limK\[l\] < before) limK\[l\] = before;/if (limK[l] < before - 1) limK[l] = before - 1;/|gate::3_FP64"
+"kq-limit-output-short|kernels/framework/blocked.inc.c|s/        limQ\[j\] = before;/        limQ[j] = before - 1;/|gate::1A_TF32"
 # Keys at the limits of the precision (issue 14): the scaling that keeps x.x
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /|limits::gains_at_the_limits_fp32"

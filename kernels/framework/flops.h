@@ -22,9 +22,15 @@
  *     trsm (I + A) R = RHS     2 P P m / 2        (regression only)
  *     O   = Wm R               2 L P m
  *     S  += Rg^T Z             2 m n G
- *   Dense counts: Qz and the output product also cover the causally masked
- *   half, which the gemm_nn micro-kernels skip (its work actually done is
- *   about L P m); the figures stay comparable across n, m, C.
+ *   Dense counts: Kz, Qz and the output product also cover the causally
+ *   masked half, which the chunk form skips: the output product's
+ *   micro-kernel tiles stop at the mask (work actually done about L P m),
+ *   and Kz and Qz are computed in row panels only up to the columns the
+ *   block reads (blocked.inc.c, kq_product: about 0.72 of the dense work
+ *   for W = 1, C = 64). The figures stay comparable across n, m, C and
+ *   across versions; the work done is less than counted, so a fraction of
+ *   peak computed from these counts is a nominal rate, and tokens/s is the
+ *   measure of speed.
  *   The masked-parallel form is the chunk form with one block of
  *   L = min(T, 4096 / W) steps (falcon_parallel_block in src/run.c).
  */
