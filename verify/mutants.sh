@@ -39,6 +39,11 @@ mutants=(
 # outputs read (kq_limits): one column short and they read what was not computed.
 "kq-limit-window-short|kernels/framework/blocked.inc.c|s/if (limK\[l\] < before) limK\[l\] = before;/if (limK[l] < before - 1) limK[l] = before - 1;/|gate::3_FP64"
 "kq-limit-output-short|kernels/framework/blocked.inc.c|s/        limQ\[j\] = before;/        limQ[j] = before - 1;/|gate::1A_TF32"
+# The solve runs each row block over its nonzero q range only (trsm.inc.c):
+# a range one short drops a coupling. update_read's 2-vector tail block
+# (update-read.inc.c): a tail that steps past a vector leaves it unwritten.
+"trsm-range-one-short|kernels/simd/trsm.inc.c|s/ldl, 1, mr, p0, \&q0, \&q1);/ldl, 1, mr, p0 > 0 ? p0 - 1 : 0, \&q0, \&q1);/|gate::1_FP32"
+"update-read-tail-skips|kernels/simd/update-read.inc.c|s/        j += 2 \* VL;/        j += 3 * VL;/|ukernels::update_read"
 # Keys at the limits of the precision (issue 14): the scaling that keeps x.x
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /|limits::gains_at_the_limits_fp32"

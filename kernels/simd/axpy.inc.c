@@ -104,8 +104,26 @@ VINLINE void VNAME(ax_rows)(const int mr, const VNAME(ax_args) *g, int64_t i0, i
     if (j < N) VNAME(ax_tile)(mr, 1, 1, v_mask(N - j), g, i0, j, k0, k1);
 }
 
-/* The k range [k0, k1) outside of which the coefficients of rows
- * [i0, i0 + mr) are all zero (trim = 0: the whole [0, K)). */
+/* The k range [k0, k1) outside of which the coefficients P[i*rs + k*cs]
+ * of rows i in [0, mr), k in [0, K), are all zero (k0 = k1 = 0: all are).
+ * The axpy tiles and the triangular solve (trsm.inc.c) skip the rest. */
+static void VNAME(nonzero_range)(const REAL *P, int64_t rs, int64_t cs, int64_t mr, int64_t K, int64_t *k0,
+                                 int64_t *k1)
+{
+    int64_t lo = K, hi = 0;
+    for (int64_t i = 0; i < mr; i++) {
+        const REAL *p = P + i * rs;
+        int64_t a = 0, b = K;
+        while (a < lo && p[a * cs] == 0) a++;      /* first nonzero, or lo */
+        while (b > hi && p[(b - 1) * cs] == 0) b--; /* last nonzero + 1, or hi */
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+    }
+    *k0 = lo < hi ? lo : 0;
+    *k1 = lo < hi ? hi : 0;
+}
+
+/* The k range of rows [i0, i0 + mr) (trim = 0: the whole [0, K)). */
 static void VNAME(ax_range)(const VNAME(ax_args) *g, int trim, int64_t i0, int64_t mr, int64_t K,
                             int64_t *k0, int64_t *k1)
 {
@@ -114,17 +132,7 @@ static void VNAME(ax_range)(const VNAME(ax_args) *g, int trim, int64_t i0, int64
         *k1 = K;
         return;
     }
-    int64_t lo = K, hi = 0;
-    for (int64_t i = i0; i < i0 + mr; i++) {
-        const REAL *p = g->P + i * g->rs;
-        int64_t a = 0, b = K;
-        while (a < lo && p[a * g->cs] == 0) a++;      /* first nonzero, or lo */
-        while (b > hi && p[(b - 1) * g->cs] == 0) b--; /* last nonzero + 1, or hi */
-        if (a < lo) lo = a;
-        if (b > hi) hi = b;
-    }
-    *k0 = lo < hi ? lo : 0;
-    *k1 = lo < hi ? hi : 0;
+    VNAME(nonzero_range)(g->P + i0 * g->rs, g->rs, g->cs, mr, K, k0, k1);
 }
 
 static void VNAME(axpy)(const VNAME(ax_args) *g, int trim, int64_t M, int64_t N, int64_t K)

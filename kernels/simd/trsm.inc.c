@@ -6,8 +6,8 @@
  * kernel does (fused here). The systems are block-sparse (the terms of
  * one step do not couple): each row block runs only over the q range
  * where some of its coefficients are nonzero, found once for the block
- * (as the axpy tiles trim theirs), and inside the triangle each zero
- * coefficient is skipped. A test per q on all the block's coefficients,
+ * (nonzero_range, axpy.inc.c, included before this file), and inside the
+ * triangle each zero coefficient is skipped. A test per q on all the block's coefficients,
  * repeated for every column block, cost more than the solve's FMAs: the
  * solve ran at 0.30 of peak on Zen 3 (fp32, P = 64, m = 128) against
  * 0.52-0.55 with the range found once and 6-row blocks. A zero
@@ -68,16 +68,8 @@ VINLINE void VNAME(tr_rows)(const int mr, int64_t p0, int64_t m, const REAL *L, 
                             REAL *X, int64_t ldx)
 {
     /* [q0, q1): outside it, rows p0 .. p0 + mr - 1 are zero left of p0 */
-    int64_t q0 = p0, q1 = 0;
-    for (int i = 0; i < mr; i++) {
-        const REAL *l = L + (p0 + i) * ldl;
-        int64_t a = 0, b = p0;
-        while (a < q0 && l[a] == 0) a++;      /* first nonzero, or q0 */
-        while (b > q1 && l[b - 1] == 0) b--; /* last nonzero + 1, or q1 */
-        if (a < q0) q0 = a;
-        if (b > q1) q1 = b;
-    }
-    if (q0 >= q1) q0 = q1 = 0;
+    int64_t q0, q1;
+    VNAME(nonzero_range)(L + p0 * ldl, ldl, 1, mr, p0, &q0, &q1);
     const vmask none = v_mask(0);
     int64_t j = 0;
     for (; j + TR_NV * VL <= m; j += TR_NV * VL)
