@@ -4,7 +4,7 @@
 ifeq ($(SIMD)$(SIMD_X86),11)
 AVX2_UK_OBJ := $(BUILD)/obj/kernels/avx2/f32-avx2.o $(BUILD)/obj/kernels/avx2/f64-avx2.o
 AVX2_FW_OBJ := $(BUILD)/obj/kernels/avx2/framework-f32-avx2.o $(BUILD)/obj/kernels/avx2/framework-f64-avx2.o
-$(AVX2_UK_OBJ): CFLAGS += -mavx2 -mfma
+$(AVX2_UK_OBJ): CFLAGS += -mavx2 -mfma $(SIMD_UK_OPT)
 $(AVX2_FW_OBJ): CFLAGS += -mavx2 -mfma $(SIMD_FW_OPT)
 EXTRA_LIB_OBJ += $(AVX2_UK_OBJ) $(AVX2_FW_OBJ)
 # The registry's row refers to the tables only when this is defined; it is

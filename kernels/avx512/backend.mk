@@ -11,7 +11,7 @@ AVX512_FW_OBJ  := $(BUILD)/obj/kernels/avx512/framework-f32-avx512.o \
                   $(BUILD)/obj/kernels/avx512/framework-f64-avx512.o
 AVX512_EMU_OBJ := $(if $(SIMD_SIMDE),$(BUILD)/obj/kernels/avx512/f32-avx512-simde.o \
                                      $(BUILD)/obj/kernels/avx512/f64-avx512-simde.o)
-$(AVX512_UK_OBJ): CFLAGS += -mavx512f -mavx2 -mfma
+$(AVX512_UK_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_UK_OPT)
 $(AVX512_FW_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_FW_OPT)
 # -Wno-psabi: GCC notes the (unchanged since GCC 4.6) ABI of SIMDe's 64-byte
 # structs passed by value.
