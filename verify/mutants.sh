@@ -101,6 +101,9 @@ mutants=(
 "scan-avx2-skips-a-vector|src/finite-scan.c|s/_mm256_loadu_si256(v + 3)/_mm256_loadu_si256(v + 2)/|finite_scan::fp32_one_thread"
 # The recurrent driver's column tiles (a memory larger than L1): each tile
 # must start from the window the time block found.
+# Falcon-1/1A's recurrent step (W = 1) writes the new key into the other of
+# two X buffers; without the swap the pending write takes the new key.
+"w1-keys-not-swapped|kernels/framework/recurrent.inc.c|s/if (e >= 0 \&\& c->cnt == W \&\& c->Xalt) {/if (0) {/|gate::1_FP32"
 "tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/|columns::fp32_n64_m256"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/|limits::batches_beyond_the_head_group"
 # The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8
