@@ -347,9 +347,9 @@ Test(validation, overflow_is_reported_not_leaked)
  * backend (and mpfr when with_mpfr) and form, and expects an overflow
  * whose message has `want`, the state kept, and every output equal to
  * out_is (unless NaN: any). Returns the number of runs. */
-static int expect_overflow_everywhere(falcon_variant var, falcon_align align, const float *q, const float *k,
-                                      const float *v, const float *beta, const char *want, float out_is,
-                                      int with_mpfr)
+static int expect_overflow_everywhere(falcon_variant var, int64_t window, falcon_align align, const float *q,
+                                      const float *k, const float *v, const float *beta, const char *want,
+                                      float out_is, int with_mpfr)
 {
     int checked = 0;
     for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
@@ -361,6 +361,7 @@ static int expect_overflow_everywhere(falcon_variant var, falcon_align align, co
             setup(&f, var);
             f.cfg.precision = FALCON_FP32;
             f.cfg.align = align;
+            f.cfg.window = window;
             f.cfg.backend = (falcon_backend)b;
             f.cfg.form = (falcon_form)form;
             f.cfg.chunk = 4;
@@ -368,7 +369,7 @@ static int expect_overflow_everywhere(falcon_variant var, falcon_align align, co
             float out[TT * MM];
             for (int i = 0; i < TT * MM; i++) out[i] = 1;
             falcon_state *st;
-            cr_assert(falcon_state_create(1, NN, MM, 1, &st) == FALCON_OK);
+            cr_assert(falcon_state_create(1, NN, MM, window, &st) == FALCON_OK);
             const falcon_status s = falcon_run(&f.cfg, &f.in, st, out);
             const char *be = falcon_backend_name(b), *fm = falcon_form_name(f.cfg.form);
             cr_expect_eq(s, FALCON_E_OVERFLOW, "%s %s: %s", be, fm, s ? falcon_last_error() : "returned OK");
@@ -387,8 +388,10 @@ static int expect_overflow_everywhere(falcon_variant var, falcon_align align, co
  * through an ordinary memory): the CPU drivers check each output row as
  * they write it, so every backend and form must report it, name the
  * element, and keep the state. Only the last step's query is huge, so
- * the first bad element is out[(TT - 1) * MM]. */
-Test(validation, an_output_overflow_alone_is_reported)
+ * the first bad element is out[(TT - 1) * MM]. With a window of 3 that
+ * step writes 3 examples (the recurrent driver checks such a step's row
+ * apart from a one-example step's). */
+static void output_overflow_alone(falcon_variant var, int64_t window)
 {
     float q[TT * NN], k[TT * NN], v[TT * MM], beta[TT];
     for (int i = 0; i < TT * NN; i++) q[i] = i >= (TT - 1) * NN ? 3e38f : 0.5f, k[i] = 0.5f;
@@ -396,9 +399,12 @@ Test(validation, an_output_overflow_alone_is_reported)
     for (int i = 0; i < TT; i++) beta[i] = 1.0f;
     char want[32];
     snprintf(want, sizeof want, "out[%d] is not finite", (TT - 1) * MM);
-    const int checked = expect_overflow_everywhere(FALCON_1, FALCON_ALIGN_PREFIX, q, k, v, beta, want, NAN, 1);
+    const int checked = expect_overflow_everywhere(var, window, FALCON_ALIGN_PREFIX, q, k, v, beta, want, NAN, 1);
     cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
 }
+
+Test(validation, an_output_overflow_alone_is_reported) { output_overflow_alone(FALCON_1, 1); }
+Test(validation, an_output_overflow_alone_is_reported_in_a_window) { output_overflow_alone(FALCON_3, 3); }
 
 /* The memory can overflow while every output stays finite: zero queries,
  * and values that first take the memory past the largest float at the
@@ -411,7 +417,7 @@ Test(validation, a_memory_overflow_alone_is_reported)
     for (int i = 0; i < TT * NN; i++) q[i] = 0, k[i] = 1;
     for (int i = 0; i < TT * MM; i++) v[i] = i >= (TT - 2) * MM ? 3e38f : 0;
     for (int i = 0; i < TT; i++) beta[i] = 3; /* eta = 3 / (eps + 3): about 1 */
-    const int checked = expect_overflow_everywhere(FALCON_1A, FALCON_ALIGN_SAME, q, k, v, beta, "S[", 0, 1);
+    const int checked = expect_overflow_everywhere(FALCON_1A, 1, FALCON_ALIGN_SAME, q, k, v, beta, "S[", 0, 1);
     cr_expect_geq(checked, 3 * 3, "scalar, avx2 and mpfr at least");
 }
 

@@ -282,19 +282,27 @@ static inline void RS(rec_read_start)(int64_t m, REAL a, const REAL *restrict pq
  * o += zq e. */
 static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs, const REAL *restrict y,
                                     const REAL *restrict p, REAL *restrict e, REAL zq, const REAL *restrict pq,
-                                    REAL *restrict o)
+                                    REAL *restrict o, REAL *restrict ck)
 {
     RS(residual_row)(m, kind, c, a, xs, y, p, e);
     if (pq)
-        for (int64_t r = 0; r < m; r++) o[r] = a * pq[r] + zq * e[r];
+        for (int64_t r = 0; r < m; r++) {
+            const REAL v = a * pq[r] + zq * e[r];
+            o[r] = v;
+            ck[r] += v - v;
+        }
     else
         for (int64_t r = 0; r < m; r++) o[r] += zq * e[r];
 }
 
 /* Step t's second phase, from P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T: the
- * residuals, eta, the read o_t and the rows E the write needs. */
+ * residuals, eta, the read o_t and the rows E the write needs. o_t is
+ * checked into ck as it is written (finite_add; for one example in the
+ * loop that writes it, while in registers: reading the row back cost
+ * 2-3% of a Falcon-1 step on Zen 3). */
 static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r0, int64_t m)
 {
+    REAL *const ck = c->ck + r0;
     const RS(falcon_head) *h = c->h;
     const int64_t n = h->n, ldn = c->ldn, ldm = c->ldm, k = st->k;
     const RS(falcon_uk) *uk = h->uk;
@@ -306,6 +314,7 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r
     const REAL *const pq = P + k * ldm;
     if (k == 0) {
         RS(rec_read_start)(m, a, pq, o);
+        RS(finite_add)(ck, o, m);
         return;
     }
     /* k >= 1. With the window's keys stored scaled, x_i = xs_i x'_i,
@@ -330,14 +339,15 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r
     const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
     if (k == 1) {
         const REAL s0 = xs[0];
-        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, o);
+        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, o, ck);
     } else {
         RS(rec_read_start)(m, a, pq, o);
         for (int64_t i = 0; i < k; i++) {
             const REAL si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
             RS(rec_residual)(m, fw_res_kind(h->regression, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm,
-                             zq[i], NULL, o);
+                             zq[i], NULL, o, ck);
         }
+        RS(finite_add)(ck, o, m);
     }
     /* The next step's first phase may overwrite the window's rows (or Zg):
      * the write keeps its own copy of the directions, unless that phase
@@ -367,7 +377,6 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
     uk->update_read(n, mw, 0, 1, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st, r0, mw);
-        RS(finite_add)(c->ck + r0, h->out + t * h->ldo + r0, mw);
         const REAL a = st.a;
         const int64_t k = st.k;
         if (t + 1 < t1) {
