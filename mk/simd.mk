@@ -21,8 +21,6 @@ SIMD_SIMDE := $(if $(wildcard $(SIMDE_HEADER)),1,)
 # default under -std=c11, not clang's), so these builds round exactly as the
 # baseline one does.
 SIMD_FW_OPT := $(if $(filter -O2,$(OPT)),-O3) -ffp-contract=off
-# Extra flags for the SIMD micro-kernel tables alone (empty: OPT). The fuzz
-# build sets -O0: clang -O1 with UBSan took 200-330 s over each of these four
-# files (their fully unrolled register tiles), -O0 about 9 s, with the same
-# sanitizers and coverage (mk/fuzz.mk).
+# Extra flags for the SIMD micro-kernel tables alone (empty: OPT); the fuzz
+# build sets -O0 (why: mk/fuzz.mk).
 SIMD_UK_OPT ?=

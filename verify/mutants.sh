@@ -3,9 +3,9 @@
 # tree, the gate is rebuilt and run, and the mutant must make it fail. Prints
 # which tests caught each one. Usage: verify/mutants.sh [mutant-name ...]
 # The copy is built once; each mutant then rebuilds only what its file
-# reaches and is undone (source and build) before the next. The CUDA objects are left out
-# (NVCC=/nonexistent): nothing here can run them, and nvcc would rebuild
-# them for every mutant of the shared math. MUTANTS_FAIL_FAST=1 stops each
+# reaches and is undone (source and build) before the next. The CUDA
+# objects are left out (NVCC=/nonexistent): nothing here can run them, and
+# nvcc would rebuild them for every mutant of the shared math. MUTANTS_FAIL_FAST=1 stops each
 # gate run at its first failure (CI: the line names one catcher instead of
 # all), and runs the test named in the mutant's last field before the rest:
 # a caught mutant costs a second or so of gate instead of the 15-20 s the
@@ -100,11 +100,11 @@ mutants=(
 "scalar-tiny-decay-wrong-lane|kernels/scalar/rank-update-scalar.inc.c|s/t2 += e \* z\[2\]/t2 += e * z[1]/|gate::1_FP32"
 "scan-avx512-skips-a-vector|src/finite-scan.c|s/_mm512_loadu_si512(v + 192)/_mm512_loadu_si512(v + 128)/|finite_scan::fp32_one_thread"
 "scan-avx2-skips-a-vector|src/finite-scan.c|s/_mm256_loadu_si256(v + 3)/_mm256_loadu_si256(v + 2)/|finite_scan::fp32_one_thread"
-# The recurrent driver's column tiles (a memory larger than L1): each tile
-# must start from the window the time block found.
 # Falcon-1/1A's recurrent step (W = 1) writes the new key into the other of
 # two X buffers; without the swap the pending write takes the new key.
 "w1-keys-not-swapped|kernels/framework/recurrent.inc.c|s/if (e >= 0 \&\& c->cnt == W \&\& c->Xalt) {/if (0) {/|gate::1_FP32"
+# The recurrent driver's column tiles (a memory larger than L1): each tile
+# must start from the window the time block found.
 "tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/|columns::fp32_n64_m256"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/|limits::batches_beyond_the_head_group"
 # The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8
