@@ -29,6 +29,10 @@
  *                      that must end before anything is written, so it
  *                      runs at the speed the inputs come from the memory
  *                      (DRAM for T x heads beyond the caches)
+ *   validation_floor   the share that one read of every input (bench/flops.c)
+ *                      would take at the probed triad bandwidth (1 thread,
+ *                      or all): the memory's floor under validation_fraction
+ *                      for inputs beyond the caches
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
@@ -78,7 +82,7 @@ typedef struct bcase {
     int64_t T, H, n, m;
     int workers; /* threads that can work at once: min(threads, heads, CPUs) */
     int decay;   /* -1: the inputs' own mild decay; else a gate_decay regime (decay/ entries) */
-    double flops, bytes;
+    double flops, bytes, in_bytes;
     char name[160];
 } bcase;
 
@@ -215,6 +219,14 @@ static void body(fb_state *st, void *user)
     const double peak = (f32 ? g.probe.f32_best : g.probe.f64_best) * c->workers;
     const double ai = c->flops / c->bytes;
     const double bw = c->workers > 1 ? g.probe.bw_all : g.probe.bw_1;
+    /* The check's share if it read every input once at the probed
+     * bandwidth: what the memory allows it, for inputs beyond the caches
+     * (from the caches it can run below). A fraction near this floor is
+     * the memory's, not the scan's: the floor is input bytes per flop
+     * times the call's GFLOPS over the bandwidth, so a faster call raises
+     * it. */
+    if (ok && nv > 0 && bw > 0)
+        fb_state_set_counter(st, "validation_floor", c->in_bytes * 1e-9 / bw / per_call, FB_DEFAULT);
     const double roof = ai * bw < peak ? ai * bw : peak;
     fb_state_set_counter(st, "peak_fraction", gflops / peak, FB_DEFAULT);
     fb_state_set_counter(st, "roofline_fraction", gflops / roof, FB_DEFAULT);
@@ -242,6 +254,7 @@ static int add_decay(falcon_backend b, falcon_variant v, falcon_form f, falcon_p
     c->workers = (int)(w < g.ncpu ? w : g.ncpu);
     c->flops = fb_flops(&c->cfg, T, H, n, n);
     c->bytes = fb_bytes(&c->cfg, T, H, n, n);
+    c->in_bytes = fb_input_bytes(&c->cfg, T, H, n, n);
 
     if (g.max_gflop > 0 && c->flops * 1e-9 > g.max_gflop) {
         free(c);

@@ -17,10 +17,17 @@ double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64
     return (double)H * falcon_flops(cfg->form, falcon_variant_is_regression(cfg->variant), T, n, m, W, L);
 }
 
+double fb_input_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m)
+{
+    const double size = cfg->precision == FALCON_FP32 ? 4 : 8;
+    /* q, k, v, beta, alpha (+ gain) */
+    const double per_step = 2.0 * n + m + 2 + (falcon_variant_has_gain(cfg->variant) ? n : 0);
+    return (double)H * (double)T * per_step * size;
+}
+
 double fb_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m)
 {
     const double size = cfg->precision == FALCON_FP32 ? 4 : 8;
-    /* q, k, v, beta, alpha (+ gain) in; o out. */
-    double per_step = 2.0 * n + m + 2 + m + (falcon_variant_has_gain(cfg->variant) ? n : 0);
-    return (double)H * ((double)T * per_step * size + 2.0 * m * n * 8);
+    /* the inputs; o out; the state in and out, in double */
+    return fb_input_bytes(cfg, T, H, n, m) + (double)H * ((double)T * m * size + 2.0 * m * n * 8);
 }

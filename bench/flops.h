@@ -17,4 +17,8 @@ double fb_flops(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64
  * written, each head's state read and written (in double). */
 double fb_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
 
+/* Of those, the per-step inputs (q, k, v, beta, alpha, and the gains):
+ * what the validation pass reads before anything is written. */
+double fb_input_bytes(const falcon_config *cfg, int64_t T, int64_t H, int64_t n, int64_t m);
+
 #endif

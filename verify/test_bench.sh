@@ -12,7 +12,8 @@
 # - a tiny run of one yardstick entry, with the probe: GFLOPS and a
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
 #   shape, and falcon-study bench-dat writing it to blas.dat;
-# - a tiny run of one chunk case: validation_fraction in (0, 1);
+# - a tiny run of one chunk case: validation_fraction in (0, 1); with the
+#   probe (the decay entry), validation_floor in (0, 1);
 # - the micro-kernels' own entries (bench/ukernels.c): the six kernels in
 #   both precisions for every CPU backend of the chunk cases, and a tiny run
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
@@ -59,7 +60,12 @@ timed_entry ukernel/update_read/scalar/fp32/m:64/n:64/k:1/r:2 uk.json || true
 ndc=$(grep -c '^decay/\(none\|mild\|strong\|extreme\|mix\)/\(recurrent\|chunk\)/falcon[13]/[a-z0-9-]*/fp32/T:1024/n:64/' list.txt || true)
 if [ "$nbe" -gt 0 ] && [ "$ndc" -eq $((20 * nbe)) ]; then ok "decay/ entries: $ndc for $nbe CPU backends"
 else bad decay "$ndc decay/ entries for $nbe CPU backends (want 20 each)"; fi
-timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4/heads:8/threads:1 decay.json || true
+if timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4/heads:8/threads:1 decay.json; then
+    # with the probe: the memory's floor under the validation share
+    vfl=$(sed -n 's/^ *"validation_floor": \([0-9.e+-]*\),*$/\1/p' decay.json | head -1)
+    if awk -v v="${vfl:-0}" 'BEGIN { exit !(v > 0 && v < 1) }'; then ok "decay entry: validation_floor $vfl"
+    else bad validation_floor "'$vfl' not in (0, 1)"; fi
+fi
 
 "$BENCH" --help > help.txt 2>&1 || true
 yard=$(sed -n 's/^ *yardstick: //p' help.txt | head -1)
