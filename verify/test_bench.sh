@@ -20,7 +20,7 @@
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
-# - the report's input-check table, from a fixture.
+# - the report's headline row, input-check and decay tables, from a fixture.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -134,27 +134,36 @@ if [ -x "$BUILD/falcon-study" ]; then
     else bad "bench-dat, auto_C" "$(cat sweep.log "$sweep" 2>/dev/null | tr '\n' ' ')"; fi
 fi
 
-# The report's input-check table (verify/tools/report.sh): the headline
-# shapes' validation share and its floor, from a fixture bench.json through
-# bench-dat; a case without the probe shows "-" for the floor, and a chunk
-# case at another C is left out.
+# The report (verify/tools/report.sh) from a fixture bench.json through
+# bench-dat: the headline row (no yardstick: "-"); the input-check table,
+# the headline shapes' validation share and its floor (a case without the
+# probe shows "-" for the floor, a chunk case at another C is left out);
+# the decay table's tokens/s by regime and mild over the slower of extreme
+# and mix.
 if [ -x "$BUILD/falcon-study" ]; then
     # one key a line, as Google Benchmark writes them (report.sh reads them so)
-    vcase() { printf '{\n"name": "%s/real_time_median",\n"run_type": "aggregate",\n"tokens_per_second": 1000,\n"GFLOPS": 1,\n"peak_fraction": 0.1,\n"validation_fraction": %s%s\n}' \
+    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": 1000,\n"GFLOPS": 1,\n"peak_fraction": 0.1,\n"validation_fraction": %s%s\n}' \
         "$1" "$2" "${3:+,
 \"validation_floor\": $3}"; }
     mkdir -p rep
     { echo '{"context": {}, "benchmarks": ['
       vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04; echo ,
       vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.07 0.06; echo ,
-      vcase recurrent/falcon1/avx2/fp64/T:4096/n:64/m:64/heads:8/threads:1 0.09; echo ']}'; } > rep/bench.json
+      vcase recurrent/falcon1/avx2/fp64/T:4096/n:64/m:64/heads:8/threads:1 0.09
+      for r in none:100000 mild:90000 strong:80000 extreme:60000 mix:45000; do
+          printf ',\n{\n"name": "decay/%s/chunk/falcon1/avx2/fp32/T:1024/n:64/m:64/C:64/heads:8/threads:1/real_time",\n"run_type": "iteration",\n"tokens_per_second": %s\n}' \
+              "${r%%:*}" "${r#*:}"
+      done
+      echo ']}'; } > rep/bench.json
     if "$BUILD/falcon-study" bench-dat rep/bench.json --out rep/bench > rep.log 2>&1 &&
        sh "$REPORT_SH" rep 0 >> rep.log 2>&1 &&
+       grep -qF '| avx2 | fp32 | chunk | 1000 | 1 | 10.0% | - |' rep/report.md &&
        grep -qF '| chunk | avx2 | fp32 | 128 | 5.0% | 4.0% |' rep/report.md &&
        grep -qF '| recurrent | avx2 | fp64 | 64 | 9.0% | - |' rep/report.md &&
-       ! grep -qF '| 7.0% |' rep/report.md
-    then ok "report: the input-check table (share and floor; the chunk's C = 64 only)"
-    else bad "report, input check" "$(cat rep.log; grep -A6 'input check' rep/report.md 2>/dev/null | tr '\n' ' ')"; fi
+       ! grep -qF '| 7.0% |' rep/report.md &&
+       grep -qF '| chunk | falcon1 | avx2 | fp32 | T:1024, n:64, m:64, C:64, heads:8, threads:1 | 100k | 90k | 80k | 60k | 45k | 2.00 |' rep/report.md
+    then ok "report: the headline row, the input-check table (share and floor; the chunk's C = 64 only), the decay table (mild over the slower of extreme and mix)"
+    else bad report "$(cat rep.log; grep -A6 "input check" rep/report.md 2>/dev/null | tr "\\n" " ")"; fi
 fi
 
 # --out (what `make bench` writes through, bench/output.c): a symlink
