@@ -5,9 +5,10 @@
 # The copy is built once; each mutant then rebuilds only what its file
 # reaches and is undone (source and build) before the next. The CUDA
 # objects are left out (NVCC=/nonexistent): nothing here can run them, and
-# nvcc would rebuild them for every mutant of the shared math. MUTANTS_FAIL_FAST=1 stops each
-# gate run at its first failure (CI: the line names one catcher instead of
-# all), and runs the test named in the mutant's last field before the rest:
+# nvcc would rebuild them for every mutant of the shared math.
+# MUTANTS_FAIL_FAST=1 stops each gate run at its first failure (CI: the
+# line names one catcher instead of all), and runs the test named in the
+# mutant's last field before the rest:
 # a caught mutant costs a second or so of gate instead of the 15-20 s the
 # gate takes to reach most catchers (decay/million_steps alone holds one of
 # two cores for about 16 s). Where that test passes, the whole gate runs as
