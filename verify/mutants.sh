@@ -50,6 +50,9 @@ mutants=(
 # (update-read.inc.c): a tail that steps past a vector leaves it unwritten.
 "trsm-range-one-short|kernels/simd/trsm.inc.c|s/ldl, 1, mr, p0, \&q0, \&q1);/ldl, 1, mr, p0 > 0 ? p0 - 1 : 0, \&q0, \&q1);/|gate::1_FP32"
 "update-read-tail-skips|kernels/simd/update-read.inc.c|s/        j += 2 \* VL;/        j += 3 * VL;/|ukernels::update_read"
+# update_read's and rank_update's k <= 2 terms start from the last one's
+# product: a sum from 0 in either turns a -0 element of S into +0.
+"update-read-terms-from-zero|kernels/simd/update-read.inc.c|s/p\[v\] = i == kk - 1 ? v_mul(e, zv\[i\]\[v\]) : /p[v] = /|ukernels::update_read_signed_zero"
 # Keys at the limits of the precision (issue 14): the scaling that keeps x.x
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /|limits::gains_at_the_limits_fp32"

@@ -549,6 +549,53 @@ static void dot2_copy_shape(int f32, const int64_t dim[3], int64_t idx, const ta
     mat_free(&C0);
 }
 
+/* ---- update_read and rank_update at a memory element of -0 ----
+ * The k <= 2 terms start from the last one's product (update-read.inc.c),
+ * so an exact zero term of negative sign keeps a -0 element of S at -0,
+ * as the scalar table's row update does (a * -0, then -0 + -0); a sum
+ * started from +0 made it +0. Here E < 0 and Z's columns c % 4 == 0 are
+ * zero: there S must come out -0 in every table, for k = 1 and 2, with
+ * and without decay, bitwise the same from update_read as from
+ * rank_update followed by update_read with nothing to write. n = 37
+ * gives every table a masked tail. */
+static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64_t *fails)
+{
+    const int64_t m = 3, n = 37, r = 2;
+    mat E = mat_new(f32, k, m, 1, 0), Z = mat_new(f32, k, n, 3, 5), X = mat_new(f32, r, m, 0, 2);
+    mat S0 = mat_new(f32, m, n, 2, 7), P0 = mat_new(f32, r, n, 1, 3);
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t c = 0; c < m; c++) mat_set(&E, i, c, -fabs(draw()));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t c = 0; c < n; c++) mat_set(&Z, i, c, c % 4 ? draw() : 0.0);
+    mat_fill(&X, 1);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < n; c++) mat_set(&S0, i, c, c % 2 ? draw() : -0.0);
+    mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
+    if (f32) {
+        t->f32->update_read(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
+        t->f32->rank_update(m, n, k, (float)a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
+        t->f32->update_read(m, n, 0, 1.0f, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
+    } else {
+        t->f64->update_read(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
+        t->f64->rank_update(m, n, k, a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
+        t->f64->update_read(m, n, 0, 1.0, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
+    }
+    verdict v = {0};
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < n; c += 4) {
+            const double x = mat_get(&S, i, c);
+            if (x == 0 && signbit(x)) continue;
+            if (!v.bad++) snprintf(v.first, sizeof v.first, "S[%lld][%lld] = %g, not -0", (long long)i, (long long)c, x);
+        }
+    if (memcmp(S.base, S2.base, esize(f32) * (size_t)S.count) || memcmp(P.base, P2.base, esize(f32) * (size_t)P.count))
+        if (!v.bad++) snprintf(v.first, sizeof v.first, "not bitwise rank_update then the read");
+    char what[120];
+    snprintf(what, sizeof what, "update_read at S = -0, k=%lld a=%g", (long long)k, a);
+    report(fails, &v, what, t, f32);
+    mat_free(&E), mat_free(&Z), mat_free(&X), mat_free(&S0), mat_free(&P0);
+    mat_free(&S), mat_free(&P), mat_free(&S2), mat_free(&P2);
+}
+
 static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
 {
     table t[2 * FALCON_BACKEND_COUNT];
@@ -569,3 +616,18 @@ Test(ukernels, rank_update) { run_kernel("rank_update", (const int64_t[3]){LR, L
 Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", (const int64_t[3]){LR, LV, 1}, trsm_shape); }
 Test(ukernels, update_read) { run_kernel("update_read", (const int64_t[3]){LR, LV, LR}, update_read_shape); }
 Test(ukernels, dot2_copy) { run_kernel("dot2_copy", (const int64_t[3]){LV, 1, 1}, dot2_copy_shape); }
+Test(ukernels, update_read_signed_zero)
+{
+    table t[2 * FALCON_BACKEND_COUNT];
+    const int nt = tables_here(t);
+    rng_state = 0x5160;
+    int64_t fails = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int f32 = 0; f32 < 2; f32++)
+            for (int64_t k = 1; k <= 2; k++) {
+                signed_zero_case(f32, &t[ti], k, 0.625, &fails);
+                signed_zero_case(f32, &t[ti], k, 1.0, &fails);
+            }
+    printf("ukernels update_read at -0: %d tables, %lld case(s) wrong\n", nt, (long long)fails);
+    cr_assert(fails == 0);
+}

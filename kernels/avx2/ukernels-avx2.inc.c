@@ -20,7 +20,11 @@
  * Zen 3, fp32, Falcon-1 recurrent, 8 heads, T = 4096 (geometric mean of
  * per-round time ratios over 4 alternating rounds): 0.87 of the time at
  * n = m = 64 and 128, 0.88-0.90 for Falcon-3 (W = 4); fp64 within the
- * noise at n = 64, 0.95 at n = 128. The same bits either way. */
+ * noise at n = 64, 0.95 at n = 128. The same bits either way. Blocks of
+ * 3 vectors fit in the 16 registers without reloads, but leave a block of
+ * one vector at n = 64 in fp64 and n = 128 (Zen 3, with the pass's first
+ * term a product, Falcon-1 as above: n = 64 the same in fp32 and fp64,
+ * n = 128 fp32 1.1 times slower than 4). */
 #define UR_NV 4
 #include "../simd/update-read.inc.c"
 

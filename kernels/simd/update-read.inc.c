@@ -8,11 +8,23 @@
  * block stay in registers for k <= 2 (the recurrent step's windows of 1
  * or 2). Rows of P past UR_R are read after the pass by the axpy tiles
  * (axpy.inc.c), untrimmed, which add the same FMAs in the same order.
- * Each element of S: the k terms from 0, one FMA each from the last to
- * the first, then S added (fma(a, S, terms), or S + terms), as
- * rank_update; of P: 0, then one FMA per row of S in order, every row
- * (the rows after the pass: from the last row to the first, as the axpy
- * tiles add). */
+ * Each element of S: the k terms from the last to the first, then S
+ * added (fma(a, S, terms), or S + terms), as rank_update; of P: 0, then
+ * one FMA per row of S in order, every row (the rows after the pass: from
+ * the last row to the first, as the axpy tiles add). The terms, for
+ * k <= 2 (the registers' path): the last one's product, then one FMA for
+ * the other; for k > 2: from 0, one FMA each (the axpy tiles' sum, which
+ * rank_update uses there). The product is the value an FMA from 0 gives,
+ * but for the sign of an exact zero (-0 stays -0, where 0 + -0 is +0),
+ * which reaches S only where S itself holds -0. It is not for accuracy
+ * but for the issue slots: an FMA overwrites one of its inputs, and here
+ * the coefficient, Z's vector and the zero are all used again, so each
+ * FMA from 0 needed a register copy first; the product writes a fresh
+ * one. Zen 3, fp32, n = m = 64, k = 1, r = 2 (the Falcon-1 step): the
+ * micro-kernel from 58 to 75 GFLOPS (0.57 to 0.73 of the probed peak);
+ * a loop of 3 vectors a row written out in assembly ran at the FMA
+ * bound with the product and 1.2 times it with the copy (or a zeroing
+ * idiom) and the FMA. */
 /* Rows of P added in the pass ([x; q] of a window of one), and the width
  * of a column block: by default the axpy tile's, whose register budget it
  * shares (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z).
@@ -57,7 +69,7 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
             for (int i = kk - 1; i >= 0; i--) {
                 const vreal e = v_set1(E[i * lde + row]);
 #pragma GCC unroll 8
-                for (int v = 0; v < nv; v++) p[v] = v_fma(e, zv[i][v], p[v]);
+                for (int v = 0; v < nv; v++) p[v] = i == kk - 1 ? v_mul(e, zv[i][v]) : v_fma(e, zv[i][v], p[v]);
             }
         } else {
             for (int i = kk - 1; i >= 0; i--) {
