@@ -1,18 +1,19 @@
 /* S = a*S + E^T Z, SIMD: decay and rank-k write fused in one pass over S.
  * k <= 2 (the recurrent step, windows of 1 or 2) streams S two rows at a
- * time: per vector of S one load, the scale, k FMAs with Z's vectors
- * (loaded once for both rows) and one aligned store. Larger k (the chunk form's
- * end-of-block update) is a GEMM: the register tiles of axpy.inc.c
+ * time: per vector of S one load, the scale, k products with Z's vectors
+ * (loaded once for both rows) and one aligned store. Larger k (the chunk
+ * form's end-of-block update) is a GEMM: the register tiles of axpy.inc.c
  * with coefficient E[k][r] for row r. Either way each element is the sum
  * of the k terms from the last to the first (k <= 2: the last one's
  * product, then one FMA; larger k: from 0, one FMA per k, as axpy.inc.c;
  * update_read's pass does the same, update-read.inc.c says why), then S
- * added: fma(a, S, sum), or S + sum when a = 1 (decay_add, axpy.inc.c). The decay's product a*S is never rounded on
- * its own: a near-reset decay (the smallest normal number)
- * would make it subnormal, and x86 cores take a microcode assist, about
- * a hundred cycles, for each vector operation with a subnormal result or
- * multiplicand (measured on Sapphire Rapids: 30 times slower). Inside the
- * FMA the product is exact and the sum is normal again. */
+ * added: fma(a, S, sum), or S + sum when a = 1 (decay_add, axpy.inc.c).
+ * The decay's product a*S is never rounded on its own: a near-reset decay
+ * (the smallest normal number) would make it subnormal, and x86 cores
+ * take a microcode assist, about a hundred cycles, for each vector
+ * operation with a subnormal result or multiplicand (measured on Sapphire
+ * Rapids: 30 times slower). Inside the FMA the product is exact and the
+ * sum is normal again. */
 /* One vector x of row r: the k terms (zA, zB: Z's vectors), then x. */
 #define RU_VEC(x, r, zA, zB)                                                           \
     do {                                                                               \
