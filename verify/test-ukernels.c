@@ -417,6 +417,23 @@ static void trsm_shape(int f32, const int64_t dim[3], int64_t idx, const table *
     mat_free(&X0);
 }
 
+/* update_read on (S, P), and on (S2, P2) the same write by rank_update
+ * followed by update_read with nothing to write: the two must agree bit
+ * for bit (the recurrent form starts calls and time blocks that way). */
+static void update_read_both_ways(int f32, const table *t, int64_t m, int64_t n, int64_t k, double a, int64_t r,
+                                  const mat *E, const mat *Z, const mat *X, mat *S, mat *P, mat *S2, mat *P2)
+{
+    if (f32) {
+        t->f32->update_read(m, n, k, (float)a, S->p, S->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P->p, P->ld);
+        t->f32->rank_update(m, n, k, (float)a, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld);
+        t->f32->update_read(m, n, 0, 1.0f, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P2->p, P2->ld);
+    } else {
+        t->f64->update_read(m, n, k, a, S->p, S->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P->p, P->ld);
+        t->f64->rank_update(m, n, k, a, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld);
+        t->f64->update_read(m, n, 0, 1.0, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P2->p, P2->ld);
+    }
+}
+
 /* ---- update_read: S[m][n] = a S + E[k][m]^T Z[k][n], then P[r][n] = X[r][m] S ----
  * r runs over 0..5 with the shape index: the rows the pass adds (up to 2)
  * and the rows after it. */
@@ -446,15 +463,7 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     for (int ti = 0; ti < nt; ti++) {
         mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
         P.rows = P2.rows = r; /* the cells it must write */
-        if (f32) {
-            t[ti].f32->update_read(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
-            t[ti].f32->rank_update(m, n, k, (float)a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
-            t[ti].f32->update_read(m, n, 0, 1.0f, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
-        } else {
-            t[ti].f64->update_read(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
-            t[ti].f64->rank_update(m, n, k, a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
-            t[ti].f64->update_read(m, n, 0, 1.0, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
-        }
+        update_read_both_ways(f32, &t[ti], m, n, k, a, r, &E, &Z, &X, &S, &P, &S2, &P2);
         verdict v = {0};
         judge(&v, &S, want, bound);
         /* P against X times the S the kernel stored */
@@ -571,21 +580,14 @@ static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64
     for (int64_t i = 0; i < m; i++)
         for (int64_t c = 0; c < n; c++) mat_set(&S0, i, c, c % 2 ? draw() : -0.0);
     mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
-    if (f32) {
-        t->f32->update_read(m, n, k, (float)a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
-        t->f32->rank_update(m, n, k, (float)a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
-        t->f32->update_read(m, n, 0, 1.0f, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
-    } else {
-        t->f64->update_read(m, n, k, a, S.p, S.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P.p, P.ld);
-        t->f64->rank_update(m, n, k, a, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld);
-        t->f64->update_read(m, n, 0, 1.0, S2.p, S2.ld, E.p, E.ld, Z.p, Z.ld, r, X.p, X.ld, P2.p, P2.ld);
-    }
+    update_read_both_ways(f32, t, m, n, k, a, r, &E, &Z, &X, &S, &P, &S2, &P2);
     verdict v = {0};
     for (int64_t i = 0; i < m; i++)
         for (int64_t c = 0; c < n; c += 4) {
             const double x = mat_get(&S, i, c);
             if (x == 0 && signbit(x)) continue;
-            if (!v.bad++) snprintf(v.first, sizeof v.first, "S[%lld][%lld] = %g, not -0", (long long)i, (long long)c, x);
+            if (!v.bad++)
+                snprintf(v.first, sizeof v.first, "S[%lld][%lld] = %g, not -0", (long long)i, (long long)c, x);
         }
     if (memcmp(S.base, S2.base, esize(f32) * (size_t)S.count) || memcmp(P.base, P2.base, esize(f32) * (size_t)P.count))
         if (!v.bad++) snprintf(v.first, sizeof v.first, "not bitwise rank_update then the read");
