@@ -34,13 +34,14 @@
  * without it). Neither tunable changes results. 1 to 8 steps ahead
  * measured the same. On Zen 3 (fp32, n = m = 64) 4 steps ahead took 1.04
  * times as long as 2, and leaving out only the output row's prefetch
- * 1.17 times: the step's stores then wait for their lines. Blocks of 8 to 128 steps measured the same on the
- * machines tuned first; on Zen 5 (two 512-bit FMA pipes, a step twice as
- * fast) 128 beat 32 by 1.5-4% (AVX-512, fp32 and fp64, n = m = 64 and
- * 128: medians of per-round ratios over 10 alternating rounds, each round
- * within 10% either way), Falcon-3's window of 4 measured the same:
- * switching heads costs each one its memory's return to L1 (and a tiled
- * memory its window's copy), paid once a block. */
+ * 1.17 times: the step's stores then wait for their lines. Blocks of 8
+ * to 128 steps measured the same on the machines tuned first; on Zen 5
+ * (two 512-bit FMA pipes, a step twice as fast) 128 beat 32 by 1.5-4%
+ * (AVX-512, fp32 and fp64, n = m = 64 and 128: medians of per-round
+ * ratios over 10 alternating rounds, each round within 10% either way),
+ * Falcon-3's window of 4 measured the same: switching heads costs each
+ * one its memory's return to L1 (and a tiled memory its window's copy),
+ * paid once a block. */
 #ifndef FW_TIME_BLOCK
 #define FW_TIME_BLOCK 128
 #endif
