@@ -9,8 +9,16 @@
  * time-stamp counter on x86-64 (a few tens of cycles a read, 15 reads a
  * block: about 0.3% of a block of 64 steps at n = m = 128), else
  * CLOCK_MONOTONIC.
- * Threads add into shared totals atomically; the mark itself is per
- * thread. Nothing here changes a result.
+ * Next to each phase's mean a block it prints its median a block, which
+ * a block the host interrupts does not move. On a shared host the whole
+ * machine's speed still varies between runs (Zen 3, one build: the
+ * products' median 157k to 214k ticks), so compare a phase between builds
+ * as its ratio to the products' median of the same run, over several
+ * alternating runs. Each block's phase times go into a histogram of 64
+ * bins per doubling (the median to about 1%) when the block ends
+ * (FW_PHASE_BLOCK_END).
+ * Threads add into shared totals atomically; the mark and the block's
+ * times are per thread. Nothing here changes a result.
  */
 #ifndef FALCON_PHASE_CLOCK_H
 #define FALCON_PHASE_CLOCK_H
@@ -46,9 +54,37 @@ static inline unsigned long long fw_clock_now(void)
 }
 #endif
 
+enum { FW_PH_BIN_BITS = 6, FW_PH_BINS = 64 << FW_PH_BIN_BITS };
 static unsigned long long fw_phase_total[FW_PH_COUNT], fw_phase_blocks;
+static unsigned long long fw_phase_hist[FW_PH_COUNT][FW_PH_BINS];
 static const char *fw_phase_isa, *fw_phase_prec;
-static _Thread_local unsigned long long fw_phase_last;
+static _Thread_local unsigned long long fw_phase_last, fw_phase_block[FW_PH_COUNT];
+
+/* Bin of a time v: its leading bit's position, then the next
+ * FW_PH_BIN_BITS bits (v < 2^FW_PH_BIN_BITS: v itself). */
+static inline int fw_phase_bin(unsigned long long v)
+{
+    if (v < (1ull << FW_PH_BIN_BITS)) return (int)v;
+    const int b = 63 - __builtin_clzll(v);
+    return ((b - FW_PH_BIN_BITS + 1) << FW_PH_BIN_BITS) + (int)((v >> (b - FW_PH_BIN_BITS)) & ((1u << FW_PH_BIN_BITS) - 1));
+}
+
+/* The middle of bin k's range of times. */
+static double fw_phase_bin_value(int k)
+{
+    if (k < (1 << FW_PH_BIN_BITS)) return k;
+    const int e = (k >> FW_PH_BIN_BITS) - 1, f = k & ((1 << FW_PH_BIN_BITS) - 1);
+    return ((double)((1 << FW_PH_BIN_BITS) + f) + 0.5) * (double)(1ull << e);
+}
+
+static double fw_phase_median(int ph)
+{
+    unsigned long long n = 0, seen = 0;
+    for (int k = 0; k < FW_PH_BINS; k++) n += fw_phase_hist[ph][k];
+    for (int k = 0; k < FW_PH_BINS; k++)
+        if ((seen += fw_phase_hist[ph][k]) * 2 >= n && n > 0) return fw_phase_bin_value(k);
+    return 0;
+}
 
 static void fw_phase_report(void)
 {
@@ -57,11 +93,11 @@ static void fw_phase_report(void)
     double all = 0;
     for (int i = 0; i < FW_PH_COUNT; i++) all += (double)fw_phase_total[i];
     if (fw_phase_blocks == 0 || all <= 0) return;
-    fprintf(stderr, "phase clock, chunk driver, %s %s: %llu blocks, %s a block\n", fw_phase_isa, fw_phase_prec,
-            fw_phase_blocks, FW_CLOCK_UNIT);
+    fprintf(stderr, "phase clock, chunk driver, %s %s: %llu blocks, %s a block (mean, share of the mean, median)\n",
+            fw_phase_isa, fw_phase_prec, fw_phase_blocks, FW_CLOCK_UNIT);
     for (int i = 0; i < FW_PH_COUNT; i++)
-        fprintf(stderr, "  %-12s %9.0f  %5.1f%%\n", name[i], (double)fw_phase_total[i] / (double)fw_phase_blocks,
-                100.0 * (double)fw_phase_total[i] / all);
+        fprintf(stderr, "  %-12s %9.0f  %5.1f%%  %9.0f\n", name[i], (double)fw_phase_total[i] / (double)fw_phase_blocks,
+                100.0 * (double)fw_phase_total[i] / all, fw_phase_median(i));
 }
 
 /* At a block's start; isa and prec name the instance. */
@@ -80,11 +116,21 @@ static void fw_phase_report(void)
     do {                                                                             \
         const unsigned long long fw_now_ = fw_clock_now();                           \
         __atomic_fetch_add(&fw_phase_total[ph], fw_now_ - fw_phase_last, __ATOMIC_RELAXED); \
+        fw_phase_block[ph] += fw_now_ - fw_phase_last;                               \
         fw_phase_last = fw_now_;                                                     \
+    } while (0)
+/* After a block's last phase: its times into the histograms. */
+#define FW_PHASE_BLOCK_END()                                                         \
+    do {                                                                             \
+        for (int fw_i_ = 0; fw_i_ < FW_PH_COUNT; fw_i_++) {                          \
+            __atomic_fetch_add(&fw_phase_hist[fw_i_][fw_phase_bin(fw_phase_block[fw_i_])], 1, __ATOMIC_RELAXED); \
+            fw_phase_block[fw_i_] = 0;                                               \
+        }                                                                            \
     } while (0)
 #else
 #define FW_PHASE_START(isa, prec) ((void)0)
 #define FW_PHASE_END(ph) ((void)0)
+#define FW_PHASE_BLOCK_END() ((void)0)
 #endif
 
 #endif
