@@ -43,12 +43,23 @@ _Static_assert(FW_LINE <= 64, "falcon_work_get aligns to 64 bytes");
 
 /* Software prefetch of a row of the caller's [B][T][H][D] tensors: the rows
  * of one head are H*D apart, a stride the hardware prefetchers do not
- * follow across pages. rw: 0 read, 1 write. */
+ * follow across pages. rw: 0 read, 1 write. Four lines an iteration: a
+ * chunk block issues about four thousand of these, and the plain loop's
+ * add, compare and branch per line made them about six instructions each
+ * (callgrind, Falcon-1 fp32 n = m = 128, C = 64: 5.9k fewer a block
+ * unrolled; on Zen 3 the next block's prefetch phase fell from 5.3-6.0%
+ * of the products' time to 4.8-4.9%, three alternating runs). */
 #define FW_PREFETCH_ROW(ptr, bytes, rw, loc)                                    \
     do {                                                                         \
         const uintptr_t fw_a = (uintptr_t)(ptr), fw_e = fw_a + (size_t)(bytes); \
-        for (uintptr_t fw_o = fw_a & ~(uintptr_t)(FW_LINE - 1); fw_o < fw_e;     \
-             fw_o += FW_LINE)                                                    \
+        uintptr_t fw_o = fw_a & ~(uintptr_t)(FW_LINE - 1);                       \
+        for (; fw_o + 3 * FW_LINE < fw_e; fw_o += 4 * FW_LINE) {                 \
+            __builtin_prefetch((const void *)fw_o, (rw), (loc));                 \
+            __builtin_prefetch((const void *)(fw_o + FW_LINE), (rw), (loc));     \
+            __builtin_prefetch((const void *)(fw_o + 2 * FW_LINE), (rw), (loc)); \
+            __builtin_prefetch((const void *)(fw_o + 3 * FW_LINE), (rw), (loc)); \
+        }                                                                        \
+        for (; fw_o < fw_e; fw_o += FW_LINE)                                     \
             __builtin_prefetch((const void *)fw_o, (rw), (loc));                 \
     } while (0)
 
