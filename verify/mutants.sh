@@ -94,6 +94,8 @@ mutants=(
 "state-memory-not-zeroed|src/state.c|s/if (s->S \&\& zero_memory) memset/if (s->S \&\& zero_memory \&\& heads < 0) memset/|decay::near_reset_then_slow"
 "system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 "readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
+# The phase clock's median read as the slowest block's time.
+"phase-clock-median-is-max|kernels/framework/phase-clock.h|s/(seen += fw_phase_hist\[ph\]\[k\]) \* 2 >= n/(seen += fw_phase_hist[ph][k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
 # The validation pass's scan: one vector of each step never looked at.
 # The scan's clean-up of the vector registers before its baseline tail.
 "scan-leaves-upper-dirty|src/finite-scan.c|s/    _mm256_zeroupper(); \/\* before the baseline tail: see SCAN_CLEAN_UPPER \*\//    (void)0;/|finite_scan::leaves_the_upper_halves_clean"
