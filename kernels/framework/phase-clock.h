@@ -17,8 +17,8 @@
  * alternating runs. Each block's phase times go into a histogram of 64
  * bins per doubling (the median to about 1%) when the block ends
  * (FW_PHASE_BLOCK_END).
- * Threads add into shared totals atomically; the mark and the block's
- * times are per thread. Nothing here changes a result.
+ * The mark and the block's times are per thread; a block's end adds them
+ * into the shared totals atomically. Nothing here changes a result.
  */
 #ifndef FALCON_PHASE_CLOCK_H
 #define FALCON_PHASE_CLOCK_H
@@ -115,14 +115,14 @@ static void fw_phase_report(void)
 #define FW_PHASE_END(ph)                                                             \
     do {                                                                             \
         const unsigned long long fw_now_ = fw_clock_now();                           \
-        __atomic_fetch_add(&fw_phase_total[ph], fw_now_ - fw_phase_last, __ATOMIC_RELAXED); \
         fw_phase_block[ph] += fw_now_ - fw_phase_last;                               \
         fw_phase_last = fw_now_;                                                     \
     } while (0)
-/* After a block's last phase: its times into the histograms. */
+/* After a block's last phase: its times into the totals and histograms. */
 #define FW_PHASE_BLOCK_END()                                                         \
     do {                                                                             \
         for (int fw_i_ = 0; fw_i_ < FW_PH_COUNT; fw_i_++) {                          \
+            __atomic_fetch_add(&fw_phase_total[fw_i_], fw_phase_block[fw_i_], __ATOMIC_RELAXED); \
             __atomic_fetch_add(&fw_phase_hist[fw_i_][fw_phase_bin(fw_phase_block[fw_i_])], 1, __ATOMIC_RELAXED); \
             fw_phase_block[fw_i_] = 0;                                               \
         }                                                                            \
