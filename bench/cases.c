@@ -33,6 +33,10 @@
  *                      would take at the probed triad bandwidth (1 thread,
  *                      or all): the memory's floor under validation_fraction
  *                      for inputs beyond the caches
+ *   driver_fraction, kernel_fraction  (chunk and masked-parallel forms on
+ *                      the CPU) the blocked driver's own loops and its
+ *                      micro-kernel calls, as shares of a call
+ *                      (phase_counters below)
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
@@ -73,6 +77,7 @@
 #include "probe.h"
 #include "clock.h"
 #include "../verify/gate.h" /* the decay regimes (gate_decay_alpha) */
+#include "../kernels/framework/phase-clock.h"
 
 /* The base point every one-axis sweep varies around. */
 enum { BASE_T = 4096, BASE_N = 128, BASE_C = 64, BASE_H = 8, WINDOW = 4 };
@@ -94,6 +99,7 @@ static struct {
     int probe_asked; /* 0: --no-probe; 1 with !probe_ok: it ran and failed */
     fb_probe probe;
     int ncpu;
+    int phases; /* --phases: print each profiled call's phases */
 } g;
 
 /* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
@@ -148,6 +154,61 @@ static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
     if (c->decay >= 0) inputs_set_decay(&cur, (gate_decay)c->decay);
     cur_decay = c->decay;
     return &cur;
+}
+
+/* ---- where a chunk call's time goes ---- */
+
+static double median_of_3(const double *v, int n)
+{
+    if (n < 3) return n == 2 ? (v[0] + v[1]) / 2 : v[0];
+    const double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+    return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+}
+
+static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned long long call)
+{
+    fprintf(stderr, "phases of %s (%s %s): %llu blocks, %s a block; the call %llu\n", c->name, s->isa, s->prec,
+            s->blocks, FW_CLOCK_UNIT, call);
+    fprintf(stderr, "  %-12s %10s %10s %8s\n", "phase", "mean", "median", "of call");
+    for (int p = 0; p < FW_PH_COUNT; p++)
+        fprintf(stderr, "  %-12s %10.0f %10.0f %7.2f%%%s\n", falcon_phase_names[p], s->mean[p], s->median[p],
+                100 * s->total[p] / ((double)call * c->workers), FW_PH_IS_DRIVER(p) ? "  driver" : "");
+}
+
+/* The blocked driver's phases (kernels/framework/phase-clock.h) as shares
+ * of a call: driver_fraction, its own loops (the copy of keys and queries,
+ * the next block's prefetches, the terms, the system's rows, the output
+ * rows); kernel_fraction, the phases that are micro-kernel calls (products,
+ * solve, W R, end state). Each the median of three untimed calls with the
+ * phase clock on (one for calls over a quarter of a second), the call
+ * timed by the same clock; with P threads over P times the call. The rest
+ * of a call is its validation, its setup and the state's load and store.
+ * The clock's reads cost about 0.3% of a block. */
+static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out, double per_call)
+{
+    double drv[3], ker[3];
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i > 0 && per_call > 0.25) break;
+        falcon_phase_summary s;
+        falcon_phase_clock_begin();
+        const unsigned long long t0 = falcon_phase_clock_now();
+        const falcon_status r = falcon_run(&c->cfg, fi, NULL, out);
+        const unsigned long long t1 = falcon_phase_clock_now();
+        falcon_phase_clock_end(&s);
+        if (r != FALCON_OK || s.blocks == 0 || t1 <= t0) return; /* no blocked driver ran (cuda, reference) */
+        double d = 0, k = 0;
+        for (int p = 0; p < FW_PH_COUNT; p++) {
+            if (FW_PH_IS_DRIVER(p)) d += s.total[p];
+            else k += s.total[p];
+        }
+        const double span = (double)(t1 - t0) * c->workers;
+        drv[n] = d / span, ker[n] = k / span, n++;
+        if (g.phases) print_phases(c, &s, t1 - t0);
+    }
+    if (n == 0) return;
+    fb_state_set_counter(st, "driver_fraction", median_of_3(drv, n), FB_DEFAULT);
+    fb_state_set_counter(st, "kernel_fraction", median_of_3(ker, n), FB_DEFAULT);
 }
 
 /* ---- the benchmark body ---- */
@@ -213,6 +274,8 @@ static void body(fb_state *st, void *user)
         }
         fb_state_set_counter(st, "validation_fraction", med / per_call, FB_DEFAULT);
     }
+    if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL))
+        phase_counters(st, c, &fi, in->out, per_call);
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
@@ -674,6 +737,8 @@ void fb_usage(void)
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
            "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
+           "  --phases               print, for each chunk and masked-parallel case, the phases of the\n"
+           "                         calls its driver_fraction comes from (mean and median a block)\n"
            "  --out=FILE             the results as JSON in FILE, replaced only by a run that\n"
            "                         measured a case (checked first; a temporary beside it meanwhile)\n"
            "names: form/variant/backend/precision/T:T/n:n/m:m[/C:C][/W:W]/heads:H/threads:P/real_time\n"
@@ -695,6 +760,7 @@ int fb_setup(int *argc, char **argv)
         if (strncmp(a, "--sweep=", 8) == 0) sweep = a + 8;
         else if (strcmp(a, "--simde") == 0) simde = 1;
         else if (strcmp(a, "--no-probe") == 0) probe = 0;
+        else if (strcmp(a, "--phases") == 0) g.phases = 1;
         else if (strncmp(a, "--max-gflop=", 12) == 0) {
             char *end;
             g.max_gflop = strtod(a + 12, &end);

@@ -12,15 +12,18 @@
 # - a tiny run of one yardstick entry, with the probe: GFLOPS and a
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
 #   shape, and falcon-study bench-dat writing it to blas.dat;
-# - a tiny run of one chunk case: validation_fraction in (0, 1); with the
-#   probe (the decay entry), validation_floor in (0, 1);
+# - a tiny run of one chunk case: validation_fraction in (0, 1),
+#   driver_fraction and kernel_fraction > 0 with a sum <= 1 (the phase
+#   clock's phases lie inside the calls); with the probe (the decay entry),
+#   validation_floor in (0, 1);
 # - the micro-kernels' own entries (bench/ukernels.c): the six kernels in
 #   both precisions for every CPU backend of the chunk cases, and a tiny run
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
-# - the report's headline row, input-check and decay tables, from a fixture.
+# - the report's headline row, time (kernels, driver, input check) and decay
+#   tables, from a fixture.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -118,6 +121,12 @@ elif "$BENCH" --no-probe --benchmark_filter="^${case1%/real_time}/" --benchmark_
     vf=$(sed -n 's/^ *"validation_fraction": \([0-9.e+-]*\),*$/\1/p' case.json | head -1)
     if awk -v v="${vf:-0}" 'BEGIN { exit !(v > 0 && v < 1) }'; then ok "$case1: validation_fraction $vf"
     else bad validation "validation_fraction '$vf' not in (0, 1)"; fi
+    # the phase clock's shares: both there, and together inside the calls
+    df=$(sed -n 's/^ *"driver_fraction": \([0-9.e+-]*\),*$/\1/p' case.json | head -1)
+    kf=$(sed -n 's/^ *"kernel_fraction": \([0-9.e+-]*\),*$/\1/p' case.json | head -1)
+    if awk -v d="${df:-0}" -v k="${kf:-0}" 'BEGIN { exit !(d > 0 && k > 0 && d + k <= 1) }'
+    then ok "$case1: driver_fraction $df, kernel_fraction $kf (sum <= 1)"
+    else bad phases "driver_fraction '$df', kernel_fraction '$kf': not both > 0 with a sum <= 1"; fi
 else
     bad validation "exit status $?: $(tail -3 case.err | tr '\n' ' ')"
 fi
@@ -135,19 +144,22 @@ if [ -x "$BUILD/falcon-study" ]; then
 fi
 
 # The report (verify/tools/report.sh) from a fixture bench.json through
-# bench-dat: the headline row (no yardstick: "-"); the input-check table,
-# the headline shapes' validation share and its floor (a case without the
-# probe shows "-" for the floor, a chunk case at another C is left out);
+# bench-dat: the headline row (no yardstick: "-"); the time table, the
+# headline shapes' micro-kernel and driver shares (chunk only), validation
+# share and its floor (a case without the probe shows "-" for the floor, a
+# chunk case at another C is left out);
 # the decay table's tokens/s by regime and mild over the slower of extreme
 # and mix.
 if [ -x "$BUILD/falcon-study" ]; then
     # one key a line, as Google Benchmark writes them (report.sh reads them so)
-    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": 1000,\n"GFLOPS": 1,\n"peak_fraction": 0.1,\n"validation_fraction": %s%s\n}' \
+    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": 1000,\n"GFLOPS": 1,\n"peak_fraction": 0.1,\n"validation_fraction": %s%s%s\n}' \
         "$1" "$2" "${3:+,
-\"validation_floor\": $3}"; }
+\"validation_floor\": $3}" "${4:+,
+\"kernel_fraction\": $4,
+\"driver_fraction\": $5}"; }
     mkdir -p rep
     { echo '{"context": {}, "benchmarks": ['
-      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04; echo ,
+      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04 0.8 0.12; echo ,
       vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.07 0.06; echo ,
       vcase recurrent/falcon1/avx2/fp64/T:4096/n:64/m:64/heads:8/threads:1 0.09
       for r in none:100000 mild:90000 strong:80000 extreme:60000 mix:45000; do
@@ -158,12 +170,12 @@ if [ -x "$BUILD/falcon-study" ]; then
     if "$BUILD/falcon-study" bench-dat rep/bench.json --out rep/bench > rep.log 2>&1 &&
        sh "$REPORT_SH" rep 0 >> rep.log 2>&1 &&
        grep -qF '| avx2 | fp32 | chunk | 1000 | 1 | 10.0% | - |' rep/report.md &&
-       grep -qF '| chunk | avx2 | fp32 | 128 | 5.0% | 4.0% |' rep/report.md &&
-       grep -qF '| recurrent | avx2 | fp64 | 64 | 9.0% | - |' rep/report.md &&
+       grep -qF '| chunk | avx2 | fp32 | 128 | 80.0% | 12.0% | 5.0% | 4.0% |' rep/report.md &&
+       grep -qF '| recurrent | avx2 | fp64 | 64 | - | - | 9.0% | - |' rep/report.md &&
        ! grep -qF '| 7.0% |' rep/report.md &&
        grep -qF '| chunk | falcon1 | avx2 | fp32 | T:1024, n:64, m:64, C:64, heads:8, threads:1 | 100k | 90k | 80k | 60k | 45k | 2.00 |' rep/report.md
-    then ok "report: the headline row, the input-check table (share and floor; the chunk's C = 64 only), the decay table (mild over the slower of extreme and mix)"
-    else bad report "$(cat rep.log; grep -A6 "input check" rep/report.md 2>/dev/null | tr "\\n" " ")"; fi
+    then ok "report: the headline row, the time table (kernels, driver, input check and its floor; the chunk's C = 64 only), the decay table (mild over the slower of extreme and mix)"
+    else bad report "$(cat rep.log; grep -A8 "time goes" rep/report.md 2>/dev/null | tr "\\n" " ")"; fi
 fi
 
 # --out (what `make bench` writes through, bench/output.c): a symlink

@@ -149,28 +149,32 @@ decay_table() {
     echo
 }
 
-# The headline shapes' input check: the share of a call it takes
-# (validation_fraction) and the share one read of every input takes at the
-# probed bandwidth (validation_floor, bench/cases.c).
+# The headline shapes' time: the input check's share of a call
+# (validation_fraction), the share one read of every input takes at the
+# probed bandwidth (validation_floor), and for the chunk form the shares of
+# its micro-kernel calls and of the blocked driver's own loops
+# (kernel_fraction, driver_fraction; bench/cases.c).
 validation_table() {
-    rows=$( { bench_counters chunk validation_fraction validation_floor | sed 's/^/chunk /'
+    rows=$( { bench_counters chunk validation_fraction validation_floor kernel_fraction driver_fraction | sed 's/^/chunk /'
               bench_counters recurrent validation_fraction validation_floor | sed 's/^/recurrent /'; } |
-        awk 'function pct(x) { return (x == "-" || x == "nan" || x == "-nan") ? "-" : sprintf("%.1f%%", 100 * x) }
+        awk 'function pct(x) { return (x == "" || x == "-" || x == "nan" || x == "-nan") ? "-" : sprintf("%.1f%%", 100 * x) }
              { nf = split($2, f, "/"); c = f[7] ~ /^C:/ ? f[7] : ""
                if (f[1] != "falcon1" || f[4] != "T:4096" || f[nf - 1] != "heads:8" || f[nf] != "threads:1") next
                if ($1 == "chunk" && c != "C:64") next
                if ($3 == "-") next
                sub(/^n:/, "", f[5])
-               printf "| %s | %s | %s | %s | %s | %s |\n", $1, f[2], f[3], f[5], pct($3), pct($4) }' |
+               printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, f[2], f[3], f[5], pct($5), pct($6), pct($3), pct($4) }' |
         sort -t'|' -k2,2 -k3,3 -k4,4 -k5,5n)
     [ -n "$rows" ] || return 0
-    echo "The input check (Falcon-1, T = 4096, 8 heads, 1 thread; chunk C = 64): every input is read once"
-    echo "before anything is written, so its share of the call has a floor, the share that one read of the"
-    echo "inputs takes at the probed memory bandwidth (beyond the caches; \"-\" without the probe). A share near"
-    echo "its floor is the memory's: the floor grows with the call's speed and falls with the bandwidth."
+    echo "Where a call's time goes (Falcon-1, T = 4096, 8 heads, 1 thread; chunk C = 64). For the chunk"
+    echo "form, from its phase clock: the micro-kernels' calls (the products, the solve, W R, the end state)"
+    echo "and the driver's own loops around them (copies, prefetches, the system's rows, the output rows)."
+    echo "The input check reads every input once before anything is written, so its share has a floor: the"
+    echo "share one read of the inputs takes at the probed memory bandwidth (beyond the caches; \"-\" without"
+    echo "the probe). A share near its floor is the memory's: the floor grows with the call's speed."
     echo
-    echo "| form | backend | precision | n = m | share of the call | memory's floor |"
-    echo "|---|---|---|---|---|---|"
+    echo "| form | backend | precision | n = m | micro-kernels | driver's own loops | input check | memory's floor |"
+    echo "|---|---|---|---|---|---|---|---|"
     echo "$rows"
     echo
 }
