@@ -22,8 +22,8 @@
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
-# - the report's headline row, time (kernels, driver, input check) and decay
-#   tables, from a fixture.
+# - the report's headline row, time (kernels, driver, input check), decay and
+#   goals tables, from a fixture.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -152,15 +152,17 @@ fi
 # and mix.
 if [ -x "$BUILD/falcon-study" ]; then
     # one key a line, as Google Benchmark writes them (report.sh reads them so)
-    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": 1000,\n"GFLOPS": 1,\n"peak_fraction": 0.1,\n"validation_fraction": %s%s%s\n}' \
-        "$1" "$2" "${3:+,
+    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": %s,\n"GFLOPS": 1,\n"peak_fraction": %s,\n"validation_fraction": %s%s%s\n}' \
+        "$1" "${6:-1000}" "${7:-0.1}" "$2" "${3:+,
 \"validation_floor\": $3}" "${4:+,
 \"kernel_fraction\": $4,
 \"driver_fraction\": $5}"; }
     mkdir -p rep
     { echo '{"context": {}, "benchmarks": ['
       vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04 0.8 0.12; echo ,
-      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.07 0.06; echo ,
+      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.07 0.06 "" "" 1250; echo ,
+      vcase chunk/falcon1/scalar/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.03 "" "" "" 900 0.05; echo ,
+      vcase chunk/falcon1/scalar/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.03 "" "" "" 5000 0.05; echo ,
       vcase recurrent/falcon1/avx2/fp64/T:4096/n:64/m:64/heads:8/threads:1 0.09
       for r in none:100000 mild:90000 strong:80000 extreme:60000 mix:45000; do
           printf ',\n{\n"name": "decay/%s/chunk/falcon1/avx2/fp32/T:1024/n:64/m:64/C:64/heads:8/threads:1/real_time",\n"run_type": "iteration",\n"tokens_per_second": %s\n}' \
@@ -173,8 +175,14 @@ if [ -x "$BUILD/falcon-study" ]; then
        grep -qF '| chunk | avx2 | fp32 | 128 | 80.0% | 12.0% | 5.0% | 4.0% |' rep/report.md &&
        grep -qF '| recurrent | avx2 | fp64 | 64 | - | - | 9.0% | - |' rep/report.md &&
        ! grep -qF '| 7.0% |' rep/report.md &&
-       grep -qF '| chunk | falcon1 | avx2 | fp32 | T:1024, n:64, m:64, C:64, heads:8, threads:1 | 100k | 90k | 80k | 60k | 45k | 2.00 |' rep/report.md
-    then ok "report: the headline row, the time table (kernels, driver, input check and its floor; the chunk's C = 64 only), the decay table (mild over the slower of extreme and mix)"
+       grep -qF '| chunk | falcon1 | avx2 | fp32 | T:1024, n:64, m:64, C:64, heads:8, threads:1 | 100k | 90k | 80k | 60k | 45k | 2.00 |' rep/report.md &&
+       grep -qF '| chunk form, fraction of the FMA peak | Falcon-1, fp32, n = m = 128, C = 64 (avx2) | 10.0% | >= 60% | **not met** |' rep/report.md &&
+       grep -qF '| recurrent form, fraction of the FMA peak | Falcon-1, fp32, n = m = 64 | not measured | >= 45% | - |' rep/report.md &&
+       grep -qF "| the chunk driver's own loops | share of the chunk call above | 12.0% | <= 10% | **not met** |" rep/report.md &&
+       grep -qF '| the input check | share of the chunk call above | 5.0% | <= 4% | **not met** |' rep/report.md &&
+       grep -qF '| the default chunk size | tokens/s at C = 16 (auto) over the best C, 16 (1k); C = 64: 0.80 | 1.00 | >= 0.90 | met |' rep/report.md &&
+       grep -qF '| no decay cliff | mild over the slower of extreme and mix, the worst case: chunk, falcon1, avx2, fp32, T:1024, n:64, m:64, C:64, heads:8, threads:1 | 2.00 | <= 1.30 | **not met** |' rep/report.md
+    then ok "report: the headline row, the time table (kernels, driver, input check and its floor; the chunk's C = 64 only), the decay table (mild over the slower of extreme and mix), the goals table (met, not met, not measured)"
     else bad report "$(cat rep.log; grep -A8 "time goes" rep/report.md 2>/dev/null | tr "\\n" " ")"; fi
 fi
 

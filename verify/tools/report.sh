@@ -179,6 +179,75 @@ validation_table() {
     echo
 }
 
+# The performance goals (README, "Performance goals") against this run: the
+# headline chunk case on the CPU backend that runs it fastest, its driver
+# and input-check shares, the same case over the BLAS yardstick, the
+# recurrent case on its fastest backend, the default chunk size over the
+# sweep's best, and the worst decay case. A goal whose data the run lacks
+# (no probe, no yardstick, a filtered run) reads "not measured".
+goals_table() {
+    json=$dir/bench.json
+    [ -f "$json" ] || return 0
+    blas=$dir/bench/blas.dat
+    [ -f "$blas" ] || blas=/dev/null
+    rows=$( { bench_counters chunk peak_fraction driver_fraction validation_fraction tokens_per_second | sed 's/^/chunk /'
+              bench_counters recurrent peak_fraction | sed 's/^/recurrent /'
+              bench_counters decay tokens_per_second | sed 's/^/decay /'
+              for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
+                  [ -f "$f" ] || continue
+                  be=${f##*/chunk_falcon1_}; be=${be%_fp32_T4096_n128_h8_p1.dat}
+                  awk -v be="$be" '$1 == "#" && $2 == "auto_C" { print "autoc " be " " $3; exit }' "$f"
+              done; } |
+        awk -v blasf="$blas" '
+            function num(x) { return x != "" && x != "-" && x != "nan" && x != "-nan" }
+            function pct(x) { return sprintf("%.1f%%", 100 * x) }
+            function row(goal, what, val, target, met) {
+                printf "| %s | %s | %s | %s | %s |\n", goal, what, val, target, val == "not measured" ? "-" : (met ? "met" : "**not met**") }
+            BEGIN { while ((getline l < blasf) > 0) { split(l, b, " ")
+                        if (l !~ /^#/ && b[1] == "fp32" && b[2] == 128 && b[3] == 128 && b[4] == 64 && num(b[6])) yard = b[6] } }
+            $1 == "autoc" { autoc[$2] = $3; next }
+            $1 == "decay" { r = $2; sub(/\/.*/, "", r); c = $2; sub(/^[^\/]*\//, "", c); if (num($3)) tok[c, r] = $3
+                            if (!(c in dseen)) { dseen[c] = 1; dcase[nd++] = c }; next }
+            { nf = split($2, f, "/"); be = f[2]
+              if (f[1] != "falcon1" || f[3] != "fp32" || f[4] != "T:4096" || be == "cuda" || be ~ /simde/) next
+              if (f[nf - 1] != "heads:8" || f[nf] != "threads:1") next }
+            $1 == "chunk" && f[5] == "n:128" && f[7] ~ /^C:/ { c = substr(f[7], 3); if (num($6)) sweep[be, c] = $6
+                if (c == 64 && num($3) && (cbe == "" || $3 > cpk)) { cbe = be; cpk = $3; cdr = $4; cva = $5 } }
+            $1 == "recurrent" && f[5] == "n:64" && num($3) && (rbe == "" || $3 > rpk) { rbe = be; rpk = $3 }
+            END {
+                w = "Falcon-1, fp32, n = m = 128, C = 64"
+                if (cbe != "") row("chunk form, fraction of the FMA peak", w " (" cbe ")", pct(cpk), ">= 60%", cpk >= 0.60)
+                else row("chunk form, fraction of the FMA peak", w, "not measured", ">= 60%", 0)
+                if (cbe != "" && yard > 0) row("chunk form over the tuned BLAS", "the same over OpenBLAS on one block'"'"'s GEMMs (" pct(yard) ")", sprintf("%.2f", cpk / yard), "> 1", cpk > yard)
+                else row("chunk form over the tuned BLAS", "the same over OpenBLAS on one block'"'"'s GEMMs", "not measured", "> 1", 0)
+                if (rbe != "") row("recurrent form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 64 (" rbe ")", pct(rpk), ">= 45%", rpk >= 0.45)
+                else row("recurrent form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 64", "not measured", ">= 45%", 0)
+                if (num(cdr)) row("the chunk driver'"'"'s own loops", "share of the chunk call above", pct(cdr), "<= 10%", cdr <= 0.10)
+                else row("the chunk driver'"'"'s own loops", "share of the chunk call above", "not measured", "<= 10%", 0)
+                if (num(cva)) row("the input check", "share of the chunk call above", pct(cva), "<= 4%", cva <= 0.04)
+                else row("the input check", "share of the chunk call above", "not measured", "<= 4%", 0)
+                best = 0; bc = ""; a = cbe != "" ? autoc[cbe] : ""
+                for (k in sweep) { split(k, kk, SUBSEP); if (kk[1] == cbe && sweep[k] > best) { best = sweep[k]; bc = kk[2] } }
+                if (best > 0 && a != "" && ((cbe, a) in sweep))
+                    row("the default chunk size", sprintf("tokens/s at C = %s (auto) over the best C, %s (%.0fk); C = 64: %s", a, bc, best / 1000,
+                        ((cbe, 64) in sweep) ? sprintf("%.2f", sweep[cbe, 64] / best) : "-"), sprintf("%.2f", sweep[cbe, a] / best), ">= 0.90", sweep[cbe, a] >= 0.90 * best)
+                else row("the default chunk size", "tokens/s at C = auto over the best C of the sweep", "not measured", ">= 0.90", 0)
+                worst = 0
+                for (i = 0; i < nd; i++) { c = dcase[i]; s = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
+                    if (tok[c, "mild"] > 0 && s > 0 && tok[c, "mild"] / s > worst) { worst = tok[c, "mild"] / s; wc = c } }
+                if (worst > 0) { gsub(/\//, ", ", wc); row("no decay cliff", "mild over the slower of extreme and mix, the worst case: " wc, sprintf("%.2f", worst), "<= 1.30", worst <= 1.30) }
+                else row("no decay cliff", "mild over the slower of extreme and mix, every decay case", "not measured", "<= 1.30", 0)
+            }')
+    [ -n "$rows" ] || return 0
+    echo "The performance goals (README, \"Performance goals\") against this run: ratios from one run of this"
+    echo "machine, 1 thread, T = 4096, 8 heads. A fraction of the FMA peak needs the startup probe."
+    echo
+    echo "| goal | measured on | value | target | |"
+    echo "|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
 bench_section() {
     echo "## Throughput"
     echo
@@ -217,6 +286,7 @@ bench_section() {
         echo "No BLAS yardstick in this run${why:+ (falcon-bench: $why)}."
         echo
     fi
+    goals_table
     validation_table
     ukernel_table
     decay_table
