@@ -6,9 +6,10 @@
  * file to A, and the geometric mean of each ratio over the cases that every
  * file has (compare_many).
  *
- * Each file's protocol (repetitions, minimum time per repetition, sweep) is
- * read from the context falcon-bench writes (falcon_repetitions,
- * falcon_min_time, falcon_sweep; the repetitions from the entries of an
+ * Each file's protocol (repetitions, minimum time per repetition, whether
+ * the cases' repetitions were interleaved, sweep) is read from the context
+ * falcon-bench writes (falcon_repetitions, falcon_min_time,
+ * falcon_interleaved, falcon_sweep; the repetitions from the entries of an
  * older file), printed with the file, and a warning says when the files
  * differ in it: their "medians" are then not the same statistic.
  *
@@ -53,7 +54,7 @@ typedef struct bench_row {
 typedef struct bench_run {
     bench_row *rows;
     size_t count, cap;
-    char protocol[160]; /* "3 repetitions x 0.3 s, sweep default" */
+    char protocol[160]; /* "3 repetitions x 0.3 s, interleaved, sweep default" */
     char cpu[256];      /* the context's falcon_cpu_model and its family and model (falcon_cpu_id), or "" */
     size_t *slots;   /* open addressing: row index + 1, 0 when free */
     size_t nslots;   /* a power of two, at least twice count */
@@ -179,12 +180,16 @@ static void read_protocol(const falcon_json *ctx, int reps, bench_run *r)
     const char *rep = ctx ? falcon_json_get_string(ctx, "falcon_repetitions") : NULL;
     const char *min = ctx ? falcon_json_get_string(ctx, "falcon_min_time") : NULL;
     const char *sweep = ctx ? falcon_json_get_string(ctx, "falcon_sweep") : NULL;
+    const char *mixed = ctx ? falcon_json_get_string(ctx, "falcon_interleaved") : NULL;
     const char *cpu = ctx ? falcon_json_get_string(ctx, "falcon_cpu_model") : NULL;
     char nrep[32];
     snprintf(nrep, sizeof nrep, "%d", reps > 0 ? reps : 1);
     if (!rep) rep = nrep;
-    snprintf(r->protocol, sizeof r->protocol, "%s repetition%s x %s%s, sweep %s", rep, strcmp(rep, "1") ? "s" : "",
-             min ? min : "unrecorded minimum time", min ? " s" : "", sweep ? sweep : "unrecorded");
+    /* interleaved: each case's repetitions spread among the others' (a file
+     * that does not say ran them one case after another) */
+    snprintf(r->protocol, sizeof r->protocol, "%s repetition%s x %s%s%s, sweep %s", rep, strcmp(rep, "1") ? "s" : "",
+             min ? min : "unrecorded minimum time", min ? " s" : "", mixed && !strcmp(mixed, "true") ? ", interleaved" : "",
+             sweep ? sweep : "unrecorded");
     /* the identity up to its caches: a generic name alone ("Intel(R) Xeon(R)
      * Processor") does not tell two machines apart */
     const char *id = ctx ? falcon_json_get_string(ctx, "falcon_cpu_id") : NULL;

@@ -37,6 +37,18 @@ std::string flag_value(int argc, char **argv, const char *name, const char *dflt
     return e && *e ? e : dflt;
 }
 
+// A boolean flag as Google Benchmark reads one: bare ("--name"), or a value
+// whose truth it takes from the first letters ("true", "yes", "on", "1").
+bool flag_true(int argc, char **argv, const char *name)
+{
+    const std::string bare = std::string("--") + name;
+    for (int i = 1; i < argc; i++)
+        if (bare == argv[i]) return true;
+    std::string v = flag_value(argc, argv, name, "false");
+    for (char &c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v == "1" || v == "t" || v == "y" || v == "true" || v == "yes" || v == "on";
+}
+
 }  // namespace
 
 extern "C" int fb_register(const char *name, fb_fn fn, void *user)
@@ -75,10 +87,12 @@ int main(int argc, char **argv)
     // the same statistic (read before Initialize takes the flags away).
     const std::string reps = flag_value(argc, argv, "benchmark_repetitions", "1");
     const std::string min_time = flag_value(argc, argv, "benchmark_min_time", "0.5");
+    const bool interleaved = flag_true(argc, argv, "benchmark_enable_random_interleaving");
     if (int rc = fb_out_begin(&argc, &argv)) return rc;
     benchmark::Initialize(&argc, argv, help);  // takes the --benchmark_* flags
     benchmark::AddCustomContext("falcon_repetitions", reps);
     benchmark::AddCustomContext("falcon_min_time", min_time);
+    benchmark::AddCustomContext("falcon_interleaved", interleaved ? "true" : "false");
     int rc = fb_setup(&argc, argv);            // takes ours, registers, probes
     if (rc >= 0) return rc;
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -21,6 +21,12 @@ BENCH_REPS   ?= 3
 # Short minimum time per repetition: the sweep covers more cases, and 3
 # repetitions (medians) absorb a noisy machine better than longer single runs.
 BENCH_MIN_TIME ?= 0.3
+# Each case's repetitions spread at random among the other cases' (Google
+# Benchmark's random interleaving), so that a slow spell of a shared host
+# falls on many cases a little instead of on a few whole ones: the report
+# compares cases with each other (decay regimes, chunk sizes, threads).
+# BENCH_INTERLEAVE=false runs one case after another.
+BENCH_INTERLEAVE ?= true
 BENCH_ARGS   ?=
 
 # Build facts, as string macros: the benchmark report's context, and the
@@ -91,7 +97,8 @@ BENCH_INSTALL := $(BUILD)/falcon-bench
 # run that measured something (bench/output.c).
 bench: $(BUILD)/falcon-bench
 	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) \
-	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_display_aggregates_only=true $(BENCH_ARGS)
+	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
+	  --benchmark_display_aggregates_only=true $(BENCH_ARGS)
 else
 bench bench-build:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1

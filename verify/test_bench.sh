@@ -19,6 +19,8 @@
 # - the micro-kernels' own entries (bench/ukernels.c): the six kernels in
 #   both precisions for every CPU backend of the chunk cases, and a tiny run
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
+# - the context's falcon_interleaved: false by default, true with random
+#   interleaving (two cases, each with its median);
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
@@ -59,6 +61,17 @@ nuk=$(grep -c '^ukernel/\(update_read\|gemm_nn\|rank_update\|trsm_unit_lower\|ge
 if [ "$nbe" -gt 0 ] && [ "$nuk" -eq $((12 * nbe)) ]; then ok "ukernel/ entries: $nuk for $nbe CPU backends"
 else bad ukernels "$nuk ukernel/ entries for $nbe CPU backends (want 12 each)"; fi
 timed_entry ukernel/update_read/scalar/fp32/m:64/n:64/k:1/r:2 uk.json || true
+
+# The protocol's interleaving in the context (falcon compare reads it): false
+# by default; with Google Benchmark's random interleaving, true, and each
+# case still gets its own median among the other case's repetitions.
+two='^ukernel/(update_read/scalar/fp32/m:64/n:64/k:1/r:2|gemm_nt/scalar/fp32/M:1/N:2/K:64)/'
+if "$BENCH" --no-probe --benchmark_filter="$two" --benchmark_min_time=0.01 --benchmark_repetitions=2 \
+       --benchmark_enable_random_interleaving=true --benchmark_format=json > mixed.json 2> mixed.err &&
+   grep -q '"falcon_interleaved": "true"' mixed.json && grep -q '"falcon_interleaved": "false"' uk.json &&
+   [ "$(grep -c '"name": "ukernel/.*_median"' mixed.json)" -eq 2 ]
+then ok "the context records the interleaving (true with the flag, false without); a median for each case"
+else bad interleaving "$(grep -h falcon_interleaved mixed.json uk.json | tr '\n' ' '; tail -2 mixed.err)"; fi
 
 # The decay entries: 5 regimes x 2 forms x 2 variants a CPU backend, each
 # regime naming a case the plain sweep has the shape of.

@@ -136,12 +136,15 @@ if command -v script >/dev/null; then
 fi
 
 # ---- falcon compare ----
-# bench FILE REPS MIN_TIME TOK1 TOK2: a Google Benchmark result of two cases
-# (medians TOK1, TOK2 tokens/s), its protocol in the context.
+# bench FILE REPS MIN_TIME TOK1 TOK2 [INTERLEAVED]: a Google Benchmark result
+# of two cases (medians TOK1, TOK2 tokens/s), its protocol in the context
+# (falcon_interleaved only where INTERLEAVED is given, as in older files).
 bench() {
+    local il=""
+    [ -z "${6:-}" ] || il="\"falcon_interleaved\": \"$6\","
     cat > "$1" <<EOF
 {"context": {"falcon_repetitions": "$2", "falcon_min_time": "$3", "falcon_sweep": "default",
-             "falcon_cpu_model": "cpu of $1"},
+             $il "falcon_cpu_model": "cpu of $1"},
  "benchmarks": [
   {"name": "x/one_median", "run_name": "x/one", "run_type": "aggregate", "aggregate_name": "median",
    "repetitions": $2, "tokens_per_second": $4, "cpu_time": 1, "time_unit": "ms"},
@@ -164,6 +167,18 @@ if grep -q '^falcon: warning: the files were measured with different protocols (
     ok "compare, different protocols: warns on stderr and in the table"
 else
     bad "compare, different protocols" "$(cat cmp.err cmp.txt | head -5)"
+fi
+# Interleaved repetitions are another protocol; "false" reads as a file
+# that does not say.
+bench d.json 3 0.3 1000 4000 true
+bench e.json 3 0.3 1000 4000 false
+"$FALCON" compare a.json d.json > cmp.txt 2> cmp.err
+"$FALCON" compare a.json e.json > cmp2.txt 2> cmp2.err
+if grep -q '^falcon: warning: .*(A: 3 repetitions x 0.3 s, sweep default; B: 3 repetitions x 0.3 s, interleaved, sweep default)' cmp.err &&
+   [ ! -s cmp2.err ]; then
+    ok "compare, interleaved against one case after another: warns; false is the same protocol as unrecorded"
+else
+    bad "compare, interleaved" "$(cat cmp.err cmp2.err | head -5)"
 fi
 
 rc=0; "$FALCON" compare a.json b.json c.json --out machines.dat > cmp.txt 2> cmp.err || rc=$?
