@@ -122,21 +122,29 @@ ukernel_table() {
     echo
 }
 
-# The decay entries (decay/<regime>/<case>, bench/cases.c): each case's
-# tokens/s under the study's five regimes, and the near-reset regimes' cost
-# against mild.
-decay_table() {
-    rows=$(bench_counters decay tokens_per_second |
-        awk 'function k(x) { return x == "" ? "-" : sprintf("%.0fk", x / 1000) }
-             { r = $1; sub(/\/.*/, "", r); c = $1; sub(/^[^\/]*\//, "", c); if ($2 != "-") tok[c, r] = $2
+# The decay entries (decay/<regime>/<case>, bench/cases.c): one line a
+# case, "case none mild strong extreme mix ratio", its tokens/s under the
+# study's five regimes and the near-reset regimes' cost, mild over the slower
+# of extreme and mix ("-" where the run lacks one). The decay table and the
+# goals table read it.
+decay_rates() {
+    bench_counters decay tokens_per_second |
+        awk '{ r = $1; sub(/\/.*/, "", r); c = $1; sub(/^[^\/]*\//, "", c); if ($2 != "-") tok[c, r] = $2
                if (!(c in seen)) { seen[c] = 1; order[m++] = c } }
-             END { for (i = 0; i < m; i++) { c = order[i]; split(c, f, "/"); shape = c
-                     sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+             END { for (i = 0; i < m; i++) { c = order[i]; line = c
+                     split("none mild strong extreme mix", reg, " ")
+                     for (j = 1; j <= 5; j++) line = line " " ((c, reg[j]) in tok ? tok[c, reg[j]] : "-")
                      worst = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
-                     ratio = (tok[c, "mild"] > 0 && worst > 0) ? sprintf("%.2f", tok[c, "mild"] / worst) : "-"
-                     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
-                            k(tok[c, "none"]), k(tok[c, "mild"]), k(tok[c, "strong"]), k(tok[c, "extreme"]),
-                            k(tok[c, "mix"]), ratio } }')
+                     print line " " ((tok[c, "mild"] > 0 && worst > 0) ? tok[c, "mild"] / worst : "-") } }'
+}
+
+decay_table() {
+    rows=$(decay_rates |
+        awk 'function k(x) { return x == "-" ? "-" : sprintf("%.0fk", x / 1000) }
+             { c = $1; split(c, f, "/"); shape = c
+               sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+               printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
+                      k($2), k($3), k($4), k($5), k($6), $7 == "-" ? "-" : sprintf("%.2f", $7) }')
     [ -n "$rows" ] || return 0
     echo "Decay regimes (the \`decay/\` entries): the same case under the stability study's five regimes,"
     echo "tokens/s. The last column is mild's rate over the slower of extreme and mix: a near-reset decay's"
@@ -192,7 +200,7 @@ goals_table() {
     [ -f "$blas" ] || blas=/dev/null
     rows=$( { bench_counters chunk peak_fraction driver_fraction validation_fraction tokens_per_second | sed 's/^/chunk /'
               bench_counters recurrent peak_fraction | sed 's/^/recurrent /'
-              bench_counters decay tokens_per_second | sed 's/^/decay /'
+              decay_rates | awk '{ print "decay", $1, $7 }'
               for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
                   [ -f "$f" ] || continue
                   be=${f##*/chunk_falcon1_}; be=${be%_fp32_T4096_n128_h8_p1.dat}
@@ -201,13 +209,13 @@ goals_table() {
         awk -v blasf="$blas" '
             function num(x) { return x != "" && x != "-" && x != "nan" && x != "-nan" }
             function pct(x) { return sprintf("%.1f%%", 100 * x) }
-            function row(goal, what, val, target, met) {
-                printf "| %s | %s | %s | %s | %s |\n", goal, what, val, target, val == "not measured" ? "-" : (met ? "met" : "**not met**") }
+            # one goal: its value and verdict where the run measured it (have)
+            function row(goal, what, have, val, target, met) {
+                printf "| %s | %s | %s | %s | %s |\n", goal, what, have ? val : "not measured", target, !have ? "-" : (met ? "met" : "**not met**") }
             BEGIN { while ((getline l < blasf) > 0) { split(l, b, " ")
                         if (l !~ /^#/ && b[1] == "fp32" && b[2] == 128 && b[3] == 128 && b[4] == 64 && num(b[6])) yard = b[6] } }
             $1 == "autoc" { autoc[$2] = $3; next }
-            $1 == "decay" { r = $2; sub(/\/.*/, "", r); c = $2; sub(/^[^\/]*\//, "", c); if (num($3)) tok[c, r] = $3
-                            if (!(c in dseen)) { dseen[c] = 1; dcase[nd++] = c }; next }
+            $1 == "decay" { if (num($3) && $3 + 0 > worst) { worst = $3 + 0; wc = $2 }; next }
             { nf = split($2, f, "/"); be = f[2]
               if (f[1] != "falcon1" || f[3] != "fp32" || f[4] != "T:4096" || be == "cuda" || be ~ /simde/) next
               if (f[nf - 1] != "heads:8" || f[nf] != "threads:1") next }
@@ -215,31 +223,26 @@ goals_table() {
                 if (c == 64 && num($3) && (cbe == "" || $3 > cpk)) { cbe = be; cpk = $3; cdr = $4; cva = $5 } }
             $1 == "recurrent" && f[5] == "n:64" && num($3) && (rbe == "" || $3 > rpk) { rbe = be; rpk = $3 }
             END {
-                w = "Falcon-1, fp32, n = m = 128, C = 64"
-                if (cbe != "") row("chunk form, fraction of the FMA peak", w " (" cbe ")", pct(cpk), ">= 60%", cpk >= 0.60)
-                else row("chunk form, fraction of the FMA peak", w, "not measured", ">= 60%", 0)
-                if (cbe != "" && yard > 0) row("chunk form over the tuned BLAS", "the same over OpenBLAS on one block'"'"'s GEMMs (" pct(yard) ")", sprintf("%.2f", cpk / yard), "> 1", cpk > yard)
-                else row("chunk form over the tuned BLAS", "the same over OpenBLAS on one block'"'"'s GEMMs", "not measured", "> 1", 0)
-                if (rbe != "") row("recurrent form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 64 (" rbe ")", pct(rpk), ">= 45%", rpk >= 0.45)
-                else row("recurrent form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 64", "not measured", ">= 45%", 0)
-                if (num(cdr)) row("the chunk driver'"'"'s own loops", "share of the chunk call above", pct(cdr), "<= 10%", cdr <= 0.10)
-                else row("the chunk driver'"'"'s own loops", "share of the chunk call above", "not measured", "<= 10%", 0)
-                if (num(cva)) row("the input check", "share of the chunk call above", pct(cva), "<= 4%", cva <= 0.04)
-                else row("the input check", "share of the chunk call above", "not measured", "<= 4%", 0)
+                row("chunk form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 128, C = 64" (cbe != "" ? " (" cbe ")" : ""),
+                    cbe != "", pct(cpk), ">= 60%", cpk >= 0.60)
+                row("chunk form over the tuned BLAS", "the same over OpenBLAS on one block'"'"'s GEMMs" (yard > 0 ? " (" pct(yard) ")" : ""),
+                    cbe != "" && yard > 0, sprintf("%.2f", yard > 0 ? cpk / yard : 0), "> 1", cpk > yard)
+                row("recurrent form, fraction of the FMA peak", "Falcon-1, fp32, n = m = 64" (rbe != "" ? " (" rbe ")" : ""),
+                    rbe != "", pct(rpk), ">= 45%", rpk >= 0.45)
+                row("the chunk driver'"'"'s own loops", "share of the chunk call above", num(cdr), pct(cdr), "<= 10%", cdr <= 0.10)
+                row("the input check", "share of the chunk call above", num(cva), pct(cva), "<= 4%", cva <= 0.04)
                 # the sweep of the chunk case'"'"'s backend, else the fullest one
                 # (the default sweep runs the chunk sizes on the best backend only)
                 sb = cbe; if (!(cbe in autoc) || nc[cbe] < 2) for (k in autoc) if (nc[k] >= 2 && (sb == cbe || nc[k] > nc[sb])) sb = k
                 best = 0; bc = ""; a = sb in autoc ? autoc[sb] : ""
                 for (k in sweep) { split(k, kk, SUBSEP); if (kk[1] == sb && sweep[k] > best) { best = sweep[k]; bc = kk[2] } }
-                if (best > 0 && a != "" && ((sb, a) in sweep))
-                    row("the default chunk size", sprintf("%s: tokens/s at C = %s (auto) over the best C, %s (%.0fk); C = 64: %s", sb, a, bc, best / 1000,
-                        ((sb, 64) in sweep) ? sprintf("%.2f", sweep[sb, 64] / best) : "-"), sprintf("%.2f", sweep[sb, a] / best), ">= 0.90", sweep[sb, a] >= 0.90 * best)
-                else row("the default chunk size", "tokens/s at C = auto over the best C of the sweep", "not measured", ">= 0.90", 0)
-                worst = 0
-                for (i = 0; i < nd; i++) { c = dcase[i]; s = tok[c, "extreme"] < tok[c, "mix"] ? tok[c, "extreme"] : tok[c, "mix"]
-                    if (tok[c, "mild"] > 0 && s > 0 && tok[c, "mild"] / s > worst) { worst = tok[c, "mild"] / s; wc = c } }
-                if (worst > 0) { gsub(/\//, ", ", wc); row("no decay cliff", "mild over the slower of extreme and mix, the worst case: " wc, sprintf("%.2f", worst), "<= 1.30", worst <= 1.30) }
-                else row("no decay cliff", "mild over the slower of extreme and mix, every decay case", "not measured", "<= 1.30", 0)
+                swept = best > 0 && a != "" && ((sb, a) in sweep)
+                row("the default chunk size", swept ? sprintf("%s: tokens/s at C = %s (auto) over the best C, %s (%.0fk); C = 64: %s", sb, a, bc, best / 1000,
+                        ((sb, 64) in sweep) ? sprintf("%.2f", sweep[sb, 64] / best) : "-") : "tokens/s at C = auto over the best C of the sweep",
+                    swept, sprintf("%.2f", swept ? sweep[sb, a] / best : 0), ">= 0.90", swept && sweep[sb, a] >= 0.90 * best)
+                gsub(/\//, ", ", wc)
+                row("no decay cliff", "mild over the slower of extreme and mix, " (worst > 0 ? "the worst case: " wc : "every decay case"),
+                    worst > 0, sprintf("%.2f", worst), "<= 1.30", worst <= 1.30)
             }')
     [ -n "$rows" ] || return 0
     echo "The performance goals (README, \"Performance goals\") against this run: ratios from one run of this"
