@@ -78,8 +78,8 @@ static int operands(const ukcase *c, operand *o)
     case UK_GEMM_NN: /* A[M][K], B[K][N], C[M][N] */
         o[0] = (operand){d[0], d[2]}, o[1] = (operand){d[2], d[1]}, o[2] = (operand){d[0], d[1]};
         return 3;
-    case UK_RANK_UPDATE: /* S[m][n], E[k][m], Z[k][n] */
-        o[0] = (operand){d[0], d[1]}, o[1] = (operand){d[2], d[0]}, o[2] = (operand){d[2], d[1]};
+    case UK_RANK_UPDATE: /* S[m][n], E[m][k], Z[k][n] */
+        o[0] = (operand){d[0], d[1]}, o[1] = (operand){d[0], d[2]}, o[2] = (operand){d[2], d[1]};
         return 3;
     case UK_TRSM: /* L[P][P], X[P][m], the right-hand side kept */
         o[0] = (operand){d[0], d[0]}, o[1] = (operand){d[0], d[1]}, o[2] = (operand){d[0], d[1]};

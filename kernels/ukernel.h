@@ -19,7 +19,8 @@
         /* C[M][N] = beta*C + A[M][K] * B[K][N] (beta = 0: C is not read) */            \
         void (*gemm_nn)(int64_t M, int64_t N, int64_t K, const R *A, int64_t lda,      \
                         const R *B, int64_t ldb, R beta, R *C, int64_t ldc);           \
-        /* S[m][n] = a*S + E[k][m]^T Z[k][n]: decay plus rank-k write */                \
+        /* S[m][n] = a*S + E[m][k] Z[k][n]: decay plus rank-k write (E's row r */      \
+        /* holds the k coefficients of S's row r: the chunk block's Z^T)        */      \
         void (*rank_update)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
                             const R *E, int64_t lde, const R *Z, int64_t ldz);         \
         /* X[P][m] <- (I + L)^{-1} X, L[P][P] strictly lower (diagonal, upper unread) */ \

@@ -26,7 +26,7 @@
  * 3.1 and 8.1), with gamma(k) = k u / (1 - k u), whatever the order of the
  * sums and with or without FMA:
  *   gemm: |C - C*| <= gamma(K + 2) (|beta| |C0| + sum_k |A_ik| |B_kj|);
- *   rank_update: |S - S*| <= gamma(k + 2) (|a| |S0| + sum_i |E_ir| |Z_ic|);
+ *   rank_update: |S - S*| <= gamma(k + 2) (|a| |S0| + sum_i |E_ri| |Z_ic|);
  *   trsm: (I + L + dT) X = X0 with |dT| <= gamma(P) |I + L|, so
  *         |X - X*| <= gamma(P) |(I + L)^-1| |I + L| |X|;
  *   update_read: S as rank_update, and P = X S from the S it stored:
@@ -295,16 +295,18 @@ static void gemm_nn_shape(int f32, const int64_t dim[3], int64_t idx, const tabl
     gemm_shape(f32, dim, idx, t, nt, fails, 0);
 }
 
-/* The expected S' = a S0 + E^T Z of rank_update (and update_read) in long
- * double, and its bound, for each of the m x n cells. */
-static void rank_update_want(int f32, int64_t m, int64_t n, int64_t k, double a, const mat *E, const mat *Z,
-                             const mat *S0, long double *want, long double *bound)
+/* The expected S' = a S0 + E Z of rank_update (E [m][k]), or a S0 + E^T Z
+ * of update_read (E [k][m]: e_rows_k), in long double, and its bound, for
+ * each of the m x n cells. */
+static void rank_update_want(int f32, int64_t m, int64_t n, int64_t k, double a, const mat *E, int e_rows_k,
+                             const mat *Z, const mat *S0, long double *want, long double *bound)
 {
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < n; c++) {
             long double s = (long double)a * mat_get(S0, r, c), s_abs = fabsl(s);
             for (int64_t i = 0; i < k; i++) {
-                const long double p = (long double)mat_get(E, i, r) * mat_get(Z, i, c);
+                const double e = e_rows_k ? mat_get(E, i, r) : mat_get(E, r, i);
+                const long double p = (long double)e * mat_get(Z, i, c);
                 s += p;
                 s_abs += fabsl(p);
             }
@@ -313,13 +315,13 @@ static void rank_update_want(int f32, int64_t m, int64_t n, int64_t k, double a,
         }
 }
 
-/* ---- rank_update: S[m][n] = a S + E[k][m]^T Z[k][n] ---- */
+/* ---- rank_update: S[m][n] = a S + E[m][k] Z[k][n] ---- */
 static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const table *t, int nt,
                               int64_t *fails)
 {
     const int64_t m = dim[0], n = dim[1], k = dim[2];
     const double a = idx % 2 ? 1.0 : 0.625;
-    mat E = mat_new(f32, k, m, idx % 4, offset_of(f32, idx, 3));
+    mat E = mat_new(f32, m, k > 0 ? k : 1, idx % 4, offset_of(f32, idx, 3));
     mat Z = mat_new(f32, k, n, (idx / 4) % 4, offset_of(f32, idx, 7));
     mat S0 = mat_new(f32, m, n, (idx + 2) % 4, offset_of(f32, idx, 13));
     mat_fill(&E, 1);
@@ -328,7 +330,7 @@ static void rank_update_shape(int f32, const int64_t dim[3], int64_t idx, const 
     long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n));
     cr_assert(want);
     long double *bound = want + m * n;
-    rank_update_want(f32, m, n, k, a, &E, &Z, &S0, want, bound);
+    rank_update_want(f32, m, n, k, a, &E, 0, &Z, &S0, want, bound);
     mat_save(&E);
     mat_save(&Z);
     for (int ti = 0; ti < nt; ti++) {
@@ -418,18 +420,20 @@ static void trsm_shape(int f32, const int64_t dim[3], int64_t idx, const table *
 }
 
 /* update_read on (S, P), and on (S2, P2) the same write by rank_update
- * followed by update_read with nothing to write: the two must agree bit
- * for bit (the recurrent form starts calls and time blocks that way). */
+ * (its coefficients Et = E^T) followed by update_read with nothing to
+ * write: the two must agree bit for bit (the recurrent form starts calls
+ * and time blocks that way). */
 static void update_read_both_ways(int f32, const table *t, int64_t m, int64_t n, int64_t k, double a, int64_t r,
-                                  const mat *E, const mat *Z, const mat *X, mat *S, mat *P, mat *S2, mat *P2)
+                                  const mat *E, const mat *Et, const mat *Z, const mat *X, mat *S, mat *P, mat *S2,
+                                  mat *P2)
 {
     if (f32) {
         t->f32->update_read(m, n, k, (float)a, S->p, S->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P->p, P->ld);
-        t->f32->rank_update(m, n, k, (float)a, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld);
+        t->f32->rank_update(m, n, k, (float)a, S2->p, S2->ld, Et->p, Et->ld, Z->p, Z->ld);
         t->f32->update_read(m, n, 0, 1.0f, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P2->p, P2->ld);
     } else {
         t->f64->update_read(m, n, k, a, S->p, S->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P->p, P->ld);
-        t->f64->rank_update(m, n, k, a, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld);
+        t->f64->rank_update(m, n, k, a, S2->p, S2->ld, Et->p, Et->ld, Z->p, Z->ld);
         t->f64->update_read(m, n, 0, 1.0, S2->p, S2->ld, E->p, E->ld, Z->p, Z->ld, r, X->p, X->ld, P2->p, P2->ld);
     }
 }
@@ -452,10 +456,13 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     mat_fill(&X, 1);
     mat_fill(&S0, 1);
     mat_save(&P0); /* all NaN: P must not be read */
+    mat Et = mat_new(f32, m, k > 0 ? k : 1, (idx + 1) % 4, offset_of(f32, idx, 5));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t q = 0; q < m; q++) mat_set(&Et, q, i, mat_get(&E, i, q));
     long double *want = malloc(sizeof(long double) * (size_t)(2 * m * n + 2 * (r + 1) * n));
     cr_assert(want);
     long double *bound = want + m * n, *pw = bound + m * n, *pb = pw + (r + 1) * n;
-    rank_update_want(f32, m, n, k, a, &E, &Z, &S0, want, bound);
+    rank_update_want(f32, m, n, k, a, &E, 1, &Z, &S0, want, bound);
     mat_save(&E);
     mat_save(&Z);
     mat_save(&X);
@@ -463,7 +470,7 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     for (int ti = 0; ti < nt; ti++) {
         mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
         P.rows = P2.rows = r; /* the cells it must write */
-        update_read_both_ways(f32, &t[ti], m, n, k, a, r, &E, &Z, &X, &S, &P, &S2, &P2);
+        update_read_both_ways(f32, &t[ti], m, n, k, a, r, &E, &Et, &Z, &X, &S, &P, &S2, &P2);
         verdict v = {0};
         judge(&v, &S, want, bound);
         /* P against X times the S the kernel stored */
@@ -507,6 +514,7 @@ static void update_read_shape(int f32, const int64_t dim[3], int64_t idx, const 
     mat_free(&firstP);
     free(want);
     mat_free(&E);
+    mat_free(&Et);
     mat_free(&Z);
     mat_free(&X);
     mat_free(&S0);
@@ -579,8 +587,11 @@ static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64
     mat_fill(&X, 1);
     for (int64_t i = 0; i < m; i++)
         for (int64_t c = 0; c < n; c++) mat_set(&S0, i, c, c % 2 ? draw() : -0.0);
+    mat Et = mat_new(f32, m, k, 2, 1);
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t c = 0; c < m; c++) mat_set(&Et, c, i, mat_get(&E, i, c));
     mat S = mat_clone(&S0), P = mat_clone(&P0), S2 = mat_clone(&S0), P2 = mat_clone(&P0);
-    update_read_both_ways(f32, t, m, n, k, a, r, &E, &Z, &X, &S, &P, &S2, &P2);
+    update_read_both_ways(f32, t, m, n, k, a, r, &E, &Et, &Z, &X, &S, &P, &S2, &P2);
     verdict v = {0};
     for (int64_t i = 0; i < m; i++)
         for (int64_t c = 0; c < n; c += 4) {
@@ -594,7 +605,7 @@ static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64
     char what[120];
     snprintf(what, sizeof what, "update_read at S = -0, k=%lld a=%g", (long long)k, a);
     report(fails, &v, what, t, f32);
-    mat_free(&E), mat_free(&Z), mat_free(&X), mat_free(&S0), mat_free(&P0);
+    mat_free(&E), mat_free(&Et), mat_free(&Z), mat_free(&X), mat_free(&S0), mat_free(&P0);
     mat_free(&S), mat_free(&P), mat_free(&S2), mat_free(&P2);
 }
 

@@ -17,7 +17,9 @@
  * call each, and x_l . z_l (the normaliser) is the diagonal of Kz. Both
  * are axpy-form GEMMs (gemm_nn): the memory is kept transposed, St = S^T
  * (examples.inc.c), and each block packs Zt = Z^T once; the end-of-block
- * write is then St = F[L][0] St + Z^T Rg, a rank update of St.
+ * write is then St = F[L][0] St + Z^T Rg, a rank update of St whose
+ * coefficients are Zt's rows (rank_update takes E [m][k]), so that the
+ * keys are not read again after the products.
  *
  * The masked-parallel form is this function with a single block spanning
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
@@ -560,7 +562,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             for (int64_t c = 0; c < m; c++) rp[c] = 0 + d * rp[c];
         }
         if (drop) RS(round_operand)(R, P, m, ldm, drop);
-        uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg + dl * ldn, ldn, R, ldm);
+        uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt + dl, ldg, R, ldm);
     } else {
         for (int64_t g = 0; g < G; g++)
             for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
@@ -571,7 +573,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
         if (drop) RS(round_operand)(Rg, G, m, ldm, drop);
-        uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zg, ldn, Rg, ldm);
+        uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt, ldg, Rg, ldm);
     }
     FW_PHASE_END(FW_PH_END_STATE);
     pf->slice = pf->end - pf->u; /* what is left */

@@ -1,4 +1,4 @@
-/* S = a*S + E^T Z: the decay and the rank-k write fused into one pass over
+/* S = a*S + E Z (E [m][k]): the decay and the rank-k write fused into one pass over
  * the memory, row by row: the row scaled by a, then each term added in
  * order. Without an FMA instruction the product a*S is rounded on its own,
  * and a near-reset decay would make it subnormal (a microcode assist on
@@ -11,9 +11,10 @@
 #define SCALAR_TINY_DECAY 0x1p-500
 #endif
 
-/* Row r of S (s, n elements) updated in place. */
-static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, const REAL *E, int64_t lde,
-                           const REAL *Z, int64_t ldz)
+/* Row r of S (s, n elements) updated in place; term i's coefficient is
+ * E[r * ers + i * eks] (rank_update: E [m][k]; update_read: E [k][m]). */
+static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, const REAL *E, int64_t ers,
+                           int64_t eks, const REAL *Z, int64_t ldz)
 {
     if (a < SCALAR_TINY_DECAY) { /* four elements at a time, as axpy_row */
         int64_t c = 0;
@@ -21,7 +22,7 @@ static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, con
             RS(wide) t0 = (RS(wide))a * s[c], t1 = (RS(wide))a * s[c + 1], t2 = (RS(wide))a * s[c + 2],
                      t3 = (RS(wide))a * s[c + 3];
             for (int64_t i = 0; i < k; i++) {
-                const RS(wide) e = E[i * lde + r];
+                const RS(wide) e = E[r * ers + i * eks];
                 const REAL *z = Z + i * ldz + c;
                 t0 += e * z[0], t1 += e * z[1], t2 += e * z[2], t3 += e * z[3];
             }
@@ -29,14 +30,14 @@ static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, con
         }
         for (; c < n; c++) {
             RS(wide) t = (RS(wide))a * s[c];
-            for (int64_t i = 0; i < k; i++) t += (RS(wide))E[i * lde + r] * Z[i * ldz + c];
+            for (int64_t i = 0; i < k; i++) t += (RS(wide))E[r * ers + i * eks] * Z[i * ldz + c];
             s[c] = (REAL)t;
         }
         return;
     }
     if (a != 1) RS(scale_row)(n, a, s);
     for (int64_t i = 0; i < k; i++) {
-        const REAL e = E[i * lde + r];
+        const REAL e = E[r * ers + i * eks];
         const REAL *z = Z + i * ldz;
         if (RS(tiny)(e))
             RS(axpy_row_wide)(n, e, z, s);
@@ -49,5 +50,5 @@ static void RS(update_row)(int64_t r, int64_t n, int64_t k, REAL a, REAL *s, con
 static void RS(rank_update_scalar)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
                                    const REAL *E, int64_t lde, const REAL *Z, int64_t ldz)
 {
-    for (int64_t r = 0; r < m; r++) RS(update_row)(r, n, k, a, S + r * lds, E, lde, Z, ldz);
+    for (int64_t r = 0; r < m; r++) RS(update_row)(r, n, k, a, S + r * lds, E, lde, 1, Z, ldz);
 }

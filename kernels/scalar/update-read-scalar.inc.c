@@ -10,7 +10,7 @@ static void RS(update_read_scalar)(int64_t m, int64_t n, int64_t k, REAL a, REAL
         for (int64_t c = 0; c < n; c++) P[i * ldp + c] = 0;
     for (int64_t row = 0; row < m; row++) {
         REAL *s = S + row * lds;
-        if (k > 0 || a != 1) RS(update_row)(row, n, k, a, s, E, lde, Z, ldz);
+        if (k > 0 || a != 1) RS(update_row)(row, n, k, a, s, E, 1, lde, Z, ldz);
         for (int64_t i = 0; i < r; i++) {
             RS(axpy_row)(n, X[i * ldx + row], s, P + i * ldp);
         }

@@ -1,9 +1,9 @@
-/* S = a*S + E^T Z, SIMD: decay and rank-k write fused in one pass over S.
+/* S = a*S + E Z (E [m][k]), SIMD: decay and rank-k write fused in one pass over S.
  * k <= 2 (the recurrent step, windows of 1 or 2) streams S two rows at a
  * time: per vector of S one load, the scale, k products with Z's vectors
  * (loaded once for both rows) and one aligned store. Larger k (the chunk
  * form's end-of-block update) is a GEMM: the register tiles of axpy.inc.c
- * with coefficient E[k][r] for row r. Either way each element is the sum
+ * with coefficient E[r][k] for row r. Either way each element is the sum
  * of the k terms from the last to the first (k <= 2: the last one's
  * product, then one FMA; larger k: from 0, one FMA per k, as axpy.inc.c;
  * update_read's pass does the same, update-read.inc.c says why), then S
@@ -38,8 +38,8 @@ VINLINE void VNAME(ru_stream_rows)(const int rows, const int kk, const int scale
     vreal e0[2], e1[2];
 #pragma GCC unroll 2
     for (int r = 0; r < rows; r++) {
-        e0[r] = v_set1(E[r0 + r]);
-        e1[r] = v_set1(kk > 1 ? E[lde + r0 + r] : 0);
+        e0[r] = v_set1(E[(r0 + r) * lde]);
+        e1[r] = v_set1(kk > 1 ? E[(r0 + r) * lde + 1] : 0);
     }
     if (n < VL) {
         const vmask tm = v_mask(n);
@@ -98,7 +98,7 @@ VINLINE void VNAME(ru_stream_aligned)(const int kk, const int scale, int64_t m, 
     const REAL *z1 = Z + ldz;
     for (int64_t r = 0; r < m; r++) {
         REAL *s = S + r * lds;
-        const vreal e0[1] = {v_set1(E[r])}, e1[1] = {v_set1(kk > 1 ? E[lde + r] : 0)};
+        const vreal e0[1] = {v_set1(E[r * lde])}, e1[1] = {v_set1(kk > 1 ? E[r * lde + 1] : 0)};
 #pragma GCC unroll 4
         for (int64_t j = 0; j < n; j += VL) {
             vreal x = v_loadu(s + j);
@@ -137,7 +137,7 @@ static void VNAME(rank_update)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S,
         return;
     }
     const VNAME(ax_args) g = {
-        .P = E, .rs = 1, .cs = lde, .B = Z, .ldb = ldz, .C = S, .ldc = lds,
+        .P = E, .rs = lde, .cs = 1, .B = Z, .ldb = ldz, .C = S, .ldc = lds,
         .read_c = 1, .do_scale = a != 1, .scale = a,
     };
     VNAME(axpy)(&g, 0, m, n, k > 0 ? k : 0);
