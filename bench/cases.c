@@ -177,9 +177,10 @@ static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned
 
 /* The blocked driver's phases (kernels/framework/phase-clock.h) as shares
  * of a call: driver_fraction, its own loops (the copy of keys and queries,
- * the next block's prefetches, the terms, the system's rows, the output
- * rows); kernel_fraction, the phases that are micro-kernel calls (products,
- * solve, W R, end state). Each the median of three untimed calls with the
+ * the next block's prefetches, the packing of Z^T, the terms, the
+ * system's rows, the output rows); kernel_fraction, the phases that are
+ * micro-kernel calls (products, solve, W R, end state). Each the median
+ * of three untimed calls with the
  * phase clock on (one for calls over a quarter of a second), the call
  * timed by the same clock; with P threads over P times the call. The rest
  * of a call is its validation, its setup and the state's load and store.

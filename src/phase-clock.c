@@ -11,8 +11,8 @@
 
 int falcon_phase_clock_switch;
 
-const char *const falcon_phase_names[FW_PH_COUNT] = {"copy",  "prefetch",    "products", "terms",    "system",
-                                                     "solve", "out product", "out rows", "end state"};
+const char *const falcon_phase_names[FW_PH_COUNT] = {"copy",   "prefetch", "pack",        "products", "terms",
+                                                     "system", "solve",    "out product", "out rows", "end state"};
 
 static struct {
     unsigned long long total[FW_PH_COUNT], blocks;

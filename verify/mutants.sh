@@ -84,6 +84,13 @@ mutants=(
 "output-rows-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/            ck\[r\] += v - v;/            (void)ck;/|limits::large_values_fp32"
 "output-rows-unchecked-recurrent-window|kernels/framework/recurrent.inc.c|s/        RS(finite_add)(ck, o, m);/        (void)o;/|validation::an_output_overflow_alone_is_reported_in_a_window"
 "output-rows-unchecked-blocked|kernels/framework/blocked.inc.c|s/ck\[c\] += v - v;/ck[c] += 0;/|limits::large_values_fp32"
+# Direct operands (blocked.inc.c): the products read the caller's key
+# and query rows; a key scaled for its normaliser packs them first, and a
+# prefix alignment's keys are the rows one step back. The end-of-block
+# write takes its coefficients from Zt, E [m][k] (rank-update.inc.c).
+"keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, Xa + r \* ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
+"keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
+"rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).

@@ -19,7 +19,8 @@
  * (examples.inc.c), and each block packs Zt = Z^T once; the end-of-block
  * write is then St = F[L][0] St + Z^T Rg, a rank update of St whose
  * coefficients are Zt's rows (rank_update takes E [m][k]), so that the
- * keys are not read again after the products.
+ * keys are not read again after the products: they may stay where the
+ * caller keeps them ("direct operands" below).
  *
  * The masked-parallel form is this function with a single block spanning
  * the whole call (capped, see falcon_parallel_block in src/run.c): the same
@@ -304,6 +305,37 @@ static void RS(kq_product)(const RS(falcon_uk) *uk, int64_t M, int64_t G, int64_
     }
 }
 
+/* ---- direct operands ----
+ * With the identity feature map and no operand rounding, the products
+ * read the keys and queries where the caller keeps them (rows ldk apart)
+ * instead of a packed copy. Zen 4, fp32, n = m = 128, C = 64, 8 heads
+ * (TSC ticks a block, medians): the copy of the block's 2L rows took 11k
+ * of 265k, the longest of the driver's own loops; without it the products
+ * took the same 138k, and the transposition of Z (the pack phase), which
+ * now reads the keys first, 6k instead of about 2k. The end-of-block write
+ * reads the keys through Zt, so the caller's rows are not needed again
+ * after the products. The keys are
+ * direct when the block's examples are consecutive rows of k (not carried
+ * from the state's history, not the previous call's key of a prefix
+ * alignment); a key scaled for its normaliser (falcon_math.h) makes the
+ * block pack them after all. The same products, element for element. */
+static int RS(keys_direct)(const example_src *s, int64_t g_lo, int64_t G, const REAL **yrow, const REAL **X)
+{
+    const RS(falcon_head) *h = s->h;
+    int64_t row0 = 0;
+    for (int64_t g = 0; g < G; g++) {
+        const int64_t e = g_lo + g;
+        if (e < s->ex.carried) return 0;
+        const int64_t t = falcon_step_of_example(&s->ex, e), row = h->prefix ? t - 1 : t;
+        if (g == 0) row0 = row;
+        if (row < 0 || row != row0 + g) return 0;
+        const REAL *key;
+        RS(example_get)(s, e, &key, &yrow[g]);
+    }
+    *X = h->k + row0 * h->ldk;
+    return 1;
+}
+
 /* Steps [c0, c0 + Lc) of one head: the block's system, outputs and end
  * state (the equations at the top of this file). */
 static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, blk_prefetch *pf)
@@ -330,10 +362,21 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     }
     FW_PHASE_START(uk->name, sizeof(REAL) == 4 ? "fp32" : "fp64");
     RS(kq_limits)(srcp, c0, Lc, g_lo, G, w->lim);
-    /* [X; Q]: the examples' keys (rows 0..G-1), then the queries. */
+    /* The keys X (the examples') and queries Q as the products read them:
+     * the caller's rows where phi is the identity and no operand is
+     * rounded (see "direct operands" above), else packed in [X; Q]. */
     REAL *Xg = XQ, *Qf = XQ + G * ldn;
-    const REAL *Zg = h->gain ? Zbuf : Xg;
-    for (int64_t g = 0; g < G; g++) {
+    const int direct = h->phi == FALCON_MATH_PHI_IDENTITY && !h->operand_drop;
+    const REAL *Xa = Xg, *Qa = direct ? h->q + c0 * h->ldk : Qf;
+    int64_t ldx = ldn;
+    const int64_t ldq = direct ? h->ldk : ldn;
+    if (direct && !h->gain && G > 0 && RS(keys_direct)(srcp, g_lo, G, yrow, &Xa)) {
+        ldx = h->ldk;
+        for (int64_t g = 0; g < G; g++) xs[g] = xt[g] = 1;
+    }
+    const REAL *Zg = h->gain ? Zbuf : Xa;
+    int64_t ldz = h->gain ? ldn : ldx;
+    for (int64_t g = 0; Xa == Xg && g < G; g++) {
         const REAL *key;
         if (FW_ROW_AHEAD && g + FW_ROW_AHEAD < G) {
             const REAL *ka, *va;
@@ -348,7 +391,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             xt[g] = RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
         }
     }
-    for (int64_t j = 0; j < Lc; j++) {
+    for (int64_t j = 0; !direct && j < Lc; j++) {
         if (FW_ROW_AHEAD && j + FW_ROW_AHEAD < Lc)
             FW_PREFETCH_ROW(h->q + (c0 + j + FW_ROW_AHEAD) * h->ldk, sizeof(REAL) * (size_t)n, 0, 3);
         RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
@@ -378,22 +421,34 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             RS(round_operand)(XQ, G + Lc, n, ldn, drop);
             if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);
         }
-        RS(transpose)(Zt, ldg, Zg, ldn, G, n);
+        FW_PHASE_END(FW_PH_PRODUCTS); /* the rounding above, and a second pass's rescaling */
+        RS(transpose)(Zt, ldg, Zg, ldz, G, n);
+        FW_PHASE_END(FW_PH_PACK);
         if (h->regression) {
-            RS(kq_product)(uk, G + Lc, G, n, XQ, ldn, Zt, ldg, KQ, w->lim);
-            uk->gemm_nn(G + Lc, m, n, XQ, ldn, Sread, ldm, 0, US, ldm);
+            /* packed: one call over [X; Q] each */
+            const int64_t rows = Qa == Xa + G * ldx && ldq == ldx ? G + Lc : G;
+            RS(kq_product)(uk, rows, G, n, Xa, ldx, Zt, ldg, KQ, w->lim);
+            uk->gemm_nn(rows, m, n, Xa, ldx, Sread, ldm, 0, US, ldm);
+            if (rows == G) {
+                RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
+                uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
+            }
             for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
         } else {
-            RS(kq_product)(uk, Lc, G, n, Qf, ldn, Zt, ldg, Qz, w->lim + G);
-            uk->gemm_nn(Lc, m, n, Qf, ldn, Sread, ldm, 0, S0q, ldm);
+            RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
+            uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
             for (int64_t g = 0; g < G; g++)
-                uk->gemm_nt(1, 1, n, Xg + g * ldn, ldn, Zg + g * ldn, ldn, 0, xz + g, 1);
+                uk->gemm_nt(1, 1, n, Xa + g * ldx, ldx, Zg + g * ldz, ldz, 0, xz + g, 1);
         }
         /* (Falcon-2/2A: z' = g * x' / xt, xt from the gains' scale, and
          * times z's own scale if x'.z' is out of range still.) */
         int rescaled = 0;
         for (int64_t g = 0; pass == 0 && g < G; g++) {
             if (RS(falcon_xz_in_range)(xz[g])) continue;
+            if (Xa != Xg) { /* the keys are scaled in place: packed from here on */
+                for (int64_t r = 0; r < G; r++) memcpy(Xg + r * ldn, Xa + r * ldx, sizeof(REAL) * (size_t)n);
+                Xa = Zg = Xg, ldx = ldz = ldn;
+            }
             REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
             if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
             if (!h->gain) continue;

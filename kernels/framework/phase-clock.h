@@ -19,8 +19,9 @@
 #define FALCON_PHASE_CLOCK_H
 
 enum {
-    FW_PH_COPY,         /* the block's keys and queries featurized into [X; Q] */
+    FW_PH_COPY,         /* the block's keys and queries featurized into [X; Q] (or found in place) */
     FW_PH_PREFETCH,     /* the next (head, block)'s rows, between phases */
+    FW_PH_PACK,         /* Zt = Z^T packed: with direct operands, the keys' first read */
     FW_PH_PRODUCTS,     /* [X; Q] Z^T and [X; Q] S^T (and rescaled keys) */
     FW_PH_TERMS,        /* terms, eta per step */
     FW_PH_SYSTEM,       /* decay rows, residuals, the system A and W */
@@ -32,10 +33,11 @@ enum {
 };
 
 /* 1 for the phases that are the driver's own loops, 0 for those that are
- * micro-kernel calls (the products' phase also holds the transposition of
- * Z, and the end state's the scaling of R before the rank update). */
-#define FW_PH_IS_DRIVER(ph) \
-    ((ph) == FW_PH_COPY || (ph) == FW_PH_PREFETCH || (ph) == FW_PH_TERMS || (ph) == FW_PH_SYSTEM || (ph) == FW_PH_OUT_ROWS)
+ * micro-kernel calls (the end state's also holds the scaling of R before
+ * the rank update, a pass over L rows). */
+#define FW_PH_IS_DRIVER(ph)                                                                        \
+    ((ph) == FW_PH_COPY || (ph) == FW_PH_PREFETCH || (ph) == FW_PH_PACK || (ph) == FW_PH_TERMS || \
+     (ph) == FW_PH_SYSTEM || (ph) == FW_PH_OUT_ROWS)
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
