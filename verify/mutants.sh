@@ -91,6 +91,7 @@ mutants=(
 "keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, Xa + r \* ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
+"transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
 "memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).
