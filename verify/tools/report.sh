@@ -176,7 +176,7 @@ validation_table() {
     [ -n "$rows" ] || return 0
     echo "Where a call's time goes (Falcon-1, T = 4096, 8 heads, 1 thread; chunk C = 64). For the chunk"
     echo "form, from its phase clock: the micro-kernels' calls (the products, the solve, W R, the end state)"
-    echo "and the driver's own loops around them (copies, prefetches, the system's rows, the output rows)."
+    echo "and the driver's own loops around them (copies, prefetches, the packing of Z^T, the system's rows, the output rows)."
     echo "The input check reads every input once before anything is written, so its share has a floor: the"
     echo "share one read of the inputs takes at the probed memory bandwidth (beyond the caches; \"-\" without"
     echo "the probe). A share near its floor is the memory's: the floor grows with the call's speed."
