@@ -126,13 +126,19 @@ FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
  * decay of the memory a block starts from, times its first alpha, can
  * fall below, and then a memory entry above 2^52 that it would still leave
  * normal is lost (the subnormal product kept fewer than 52 bits of it). */
+/* One entry's step, for a loop that does more with each new entry (the
+ * chunk driver converts them as they are made); keep from
+ * falcon_decay_keep(alpha). */
+FALCON_HD double falcon_decay_keep(double alpha) { return 0x1p-1022 / alpha; } /* r * alpha >= the smallest normal */
+FALCON_HD double falcon_decay_entry(double r, double keep, double alpha)
+{
+    return (r < keep ? 0.0 : r) * alpha; /* select, then multiply */
+}
+
 FALCON_HD void falcon_decay_row_advance(double *row, int64_t i, double alpha)
 {
-    const double keep = 0x1p-1022 / alpha; /* row[j] * alpha >= the smallest normal */
-    for (int64_t j = 0; j < i; j++) {
-        const double r = row[j] < keep ? 0.0 : row[j]; /* select, then multiply */
-        row[j] = r * alpha;
-    }
+    const double keep = falcon_decay_keep(alpha);
+    for (int64_t j = 0; j < i; j++) row[j] = falcon_decay_entry(row[j], keep, alpha);
     row[i] = 1.0;
 }
 
