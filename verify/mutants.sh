@@ -35,12 +35,12 @@ cp -a "$tree/build" "$scratch/build.clean"
 mutants=(
 "prefix-as-same|src/run_cpu.inc.c|s/\.prefix = cfg->align == FALCON_ALIGN_PREFIX,/.prefix = 0,/|decay::near_reset_then_slow"
 "decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/rec_step st = {h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1,/rec_step st = {(h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1,/|decay::near_reset_then_slow"
-"decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j != 3 ? /|decay::near_reset_then_slow"
+"decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j != 3 ? /|decay::near_reset_then_slow"
 "eta-without-eps|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ (xz_sum))/|decay::near_reset_then_slow"
 "eta-with-norm-not-square|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + sqrt(xz_sum)))/|decay::near_reset_then_slow"
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/|decay::near_reset_then_slow"
 "chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&srcp->ex, e_first);/g_lo = falcon_window_first(\&srcp->ex, e_first) + (c0 > 0);/|decay::near_reset_then_slow"
-"chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0);/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0);/|decay::near_reset_then_slow"
+"chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0;/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0;/|decay::near_reset_then_slow"
 # The chunk form computes [Kz; Qz] only up to the columns its system and
 # outputs read (kq_limits): one column short and they read what was not computed.
 "kq-limit-window-short|kernels/framework/blocked.inc.c|s/if (limK\[l\] < before) limK\[l\] = before;/if (limK[l] < before - 1) limK[l] = before - 1;/|gate::3_FP64"
@@ -73,7 +73,7 @@ mutants=(
 # that is not zero must still decay it and read it.
 "empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.a;/const REAL a = st.k == 0 ? 1 : st.a;/|limits::near_resets_on_a_large_memory_fp32"
 "empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/RS(rec_read_start)(m, a, pq, o)/RS(rec_read_start)(m, 1, pq, o)/|limits::step_without_example_on_a_set_memory"
-"first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/falcon_decay_row_advance(row, i, h->alpha ? /falcon_decay_row_advance(row, i, h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
+"first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
 # Head groups of the drivers: the cap, and a last group that is not full;
 # the fused write-and-read kernel's column tail.
 "recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//|limits::batches_beyond_the_head_group"
@@ -92,6 +92,7 @@ mutants=(
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
+"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
 "memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).
