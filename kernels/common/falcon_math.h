@@ -125,10 +125,10 @@ FALCON_HD int64_t falcon_examples_after(const falcon_examples *ex, int64_t T)
  * between two steps of a block above 2^-996 (blocked.inc.c); only the
  * decay of the memory a block starts from, times its first alpha, can
  * fall below, and then a memory entry above 2^52 that it would still leave
- * normal is lost (the subnormal product kept fewer than 52 bits of it). */
-/* One entry's step, for a loop that does more with each new entry (the
- * chunk driver converts them as they are made); keep from
- * falcon_decay_keep(alpha). */
+ * normal is lost (the subnormal product kept fewer than 52 bits of it).
+ * falcon_decay_entry is one entry's step (keep from falcon_decay_keep), for
+ * a loop that does more with each new entry: the chunk driver converts
+ * them as they are made. */
 FALCON_HD double falcon_decay_keep(double alpha) { return 0x1p-1022 / alpha; } /* r * alpha >= the smallest normal */
 FALCON_HD double falcon_decay_entry(double r, double keep, double alpha)
 {

@@ -521,12 +521,13 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         const int64_t j = i - 1;
         const double alpha = h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0;
         if (affine && first[i] > 0 && first[i] == i - dj) {
-            /* The row advanced and converted in one loop: read back, the
-             * row's new entries came one double off the vector stores
-             * that wrote them (no store forwarding), and the conversion
-             * alone took 0.6% of the call in a sampled profile (Zen 4,
-             * fp32, n = m = 128, C = 64); fused, the system's rows took
-             * about 0.4k TSC ticks a block less (7.2-7.5k against
+            /* Term p at step dj + p, so fq[p] = row[dj + 1 + p], the last
+             * one row[i] = 1. The row advanced and converted in one loop:
+             * read back, the row's new entries came one double off the
+             * vector stores that wrote them (no store forwarding), and the
+             * conversion alone took 0.6% of the call in a sampled profile
+             * (Zen 4, fp32, n = m = 128, C = 64); fused, the system's rows
+             * took about 0.4k TSC ticks a block less (7.2-7.5k against
              * 7.5-7.9k in two alternating runs' quiet blocks). */
             const double keep = falcon_decay_keep(alpha);
             for (int64_t q = 0; q <= dj; q++) row[q] = falcon_decay_entry(row[q], keep, alpha);
@@ -538,11 +539,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             }
             row[i] = 1.0;
             fq[first[i] - 1] = 1;
-        } else if (affine) {
-            falcon_decay_row_advance(row, i, alpha);
-            const double *restrict rj = row + dj + 1;
-            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)rj[p];
-        } else {
+        } else { /* term p's step is term_j[p] (affine, with no term yet: nothing to convert) */
             falcon_decay_row_advance(row, i, alpha);
             for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
         }
