@@ -56,8 +56,8 @@
  * timed at startup by the thread's CPU clock as the probe is, are in the
  * context (falcon_blas_achievable, falcon_blas_square).
  *
- * Sweeps (--sweep=default|full, or FALCON_BENCH_SWEEP): see register_default
- * and register_full. avx512-simde (AVX-512 kernels emulated on AVX2 through
+ * Sweeps (--sweep=default|full|goals, or FALCON_BENCH_SWEEP): see
+ * register_default, register_full and register_goals. avx512-simde (AVX-512 kernels emulated on AVX2 through
  * SIMDe: a correctness tool, slow) is left out unless --simde or
  * FALCON_BENCH_SIMDE=1.
  */
@@ -397,6 +397,9 @@ static const falcon_form forms[] = {FALCON_FORM_RECURRENT, FALCON_FORM_CHUNK, FA
 static const falcon_variant variants[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_1A, FALCON_2A, FALCON_3A};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The chunk sizes swept on the best backend, besides BASE_C. */
+static const int64_t sweep_Cs[] = {16, 32, 128, 256};
+
 /*
  * Default (3 to 5 minutes with `make bench` on 2 cores: 3 repetitions, min time 0.3 s):
  *   every CPU backend x {recurrent, chunk} x {falcon1, falcon3} x n = m in
@@ -428,7 +431,7 @@ static int register_default(void)
             rc |= add(cpu_backends[b], v ? FALCON_3 : FALCON_1, FALCON_FORM_PARALLEL, FALCON_FP32, 512, 64,
                       BASE_C, BASE_H, 1);
     static const falcon_variant others[] = {FALCON_2, FALCON_1A, FALCON_2A, FALCON_3A};
-    static const int64_t Ts[] = {256, 1024, 16384, 65536}, ns[] = {32, 256}, Cs[] = {16, 32, 128, 256};
+    static const int64_t Ts[] = {256, 1024, 16384, 65536}, ns[] = {32, 256};
     for (int f = 0; f < 2; f++) {
         for (size_t v = 0; v < N_OF(others); v++)
             rc |= add(best_cpu, others[v], forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
@@ -440,13 +443,36 @@ static int register_default(void)
             for (int t = 1; t <= g.ncpu; t = t < g.ncpu ? g.ncpu : t + 1)
                 rc |= add(best_cpu, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, H, t);
     }
-    for (size_t i = 0; i < N_OF(Cs); i++)
-        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, Cs[i], BASE_H, 1);
+    for (size_t i = 0; i < N_OF(sweep_Cs); i++)
+        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, sweep_Cs[i], BASE_H, 1);
     if (best == FALCON_BACKEND_CUDA)
         for (int f = 0; f < 3; f++)
             rc |= add(best, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
     for (int f = 0; f < 2; f++)
         rc |= add(FALCON_BACKEND_MPFR, FALCON_1, forms[f], FALCON_FP64, 64, 16, 16, 1, 1);
+    for (int b = 0; b < ncpu_backends; b++) rc |= add_regimes(cpu_backends[b], FALCON_FP32);
+    return rc;
+}
+
+/*
+ * Goals (`make goals`, a few minutes): the cases the performance goals are
+ * read from (README, "Performance goals"; the report's goals table), one
+ * thread, fp32, 8 heads, T = 4096: on every CPU backend Falcon-1 chunk
+ * n = m = 128, C = 64 and recurrent n = m = 64, and its decay entries; on the
+ * best backend the chunk sizes of the default sweep; the yardstick of each
+ * chunk shape (register_blas). No micro-kernel entries.
+ */
+static int register_goals(void)
+{
+    int rc = 0;
+    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO);
+    const falcon_backend best_cpu = best == FALCON_BACKEND_CUDA ? cpu_backends[ncpu_backends - 1] : best;
+    for (int b = 0; b < ncpu_backends; b++) {
+        rc |= add(cpu_backends[b], FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
+        rc |= add(cpu_backends[b], FALCON_1, FALCON_FORM_RECURRENT, FALCON_FP32, BASE_T, 64, BASE_C, BASE_H, 1);
+    }
+    for (size_t i = 0; i < N_OF(sweep_Cs); i++)
+        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, sweep_Cs[i], BASE_H, 1);
     for (int b = 0; b < ncpu_backends; b++) rc |= add_regimes(cpu_backends[b], FALCON_FP32);
     return rc;
 }
@@ -731,9 +757,11 @@ static void add_context(const char *sweep, int simde)
 void fb_usage(void)
 {
     printf("\nfalcon-bench flags (besides Google Benchmark's above):\n"
-           "  --sweep=default|full   the registered set (env FALCON_BENCH_SWEEP); default about 5 min\n"
-           "                         under `make bench`, full: every backend x variant x form x precision\n"
-           "                         over T x n, C, heads x threads (many hours; use --benchmark_filter)\n"
+           "  --sweep=default|full|goals  the registered set (env FALCON_BENCH_SWEEP); default about 5\n"
+           "                         min under `make bench`, full: every backend x variant x form x\n"
+           "                         precision over T x n, C, heads x threads (many hours; use\n"
+           "                         --benchmark_filter), goals: the cases of the performance goals\n"
+           "                         (`make goals`, a few minutes)\n"
            "  --simde                include the avx512-simde backend (emulated AVX-512; env\n"
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
@@ -777,8 +805,8 @@ int fb_setup(int *argc, char **argv)
     *argc = out;
     argv[out] = NULL;
     if (out > 1) return -1; /* the shim reports the unknown flags; no probe first */
-    if (strcmp(sweep, "default") != 0 && strcmp(sweep, "full") != 0) {
-        fprintf(stderr, "falcon-bench: --sweep must be default or full, got '%s'\n", sweep);
+    if (strcmp(sweep, "default") != 0 && strcmp(sweep, "full") != 0 && strcmp(sweep, "goals") != 0) {
+        fprintf(stderr, "falcon-bench: --sweep must be default, full or goals, got '%s'\n", sweep);
         return 2;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -798,10 +826,10 @@ int fb_setup(int *argc, char **argv)
                             "measurement): no peak or roofline counters in this run\n");
     }
     add_context(sweep, simde);
-    const int full = strcmp(sweep, "full") == 0;
-    if ((full ? register_full() : register_default()) || register_blas() ||
-        fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
-                             g.probe_ok ? g.probe.f64_best : 0)) {
+    const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
+    if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
+        (!goals && fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
+                                        g.probe_ok ? g.probe.f64_best : 0))) {
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
         return 2;
     }

@@ -3,6 +3,8 @@
 #                              (about 5 min on 2 cores) into $(BENCH_OUT)
 #   make bench BENCH_ARGS=...  more flags: --sweep=full, --simde,
 #                              --benchmark_filter=REGEX, ... (falcon-bench --help)
+#   make goals                 only the cases of the performance goals (a few
+#                              minutes), into $(GOALS_DIR), and their table
 #   make scaling               P threads against 1, next to what the host gives
 #                              P processes (SCALING_ARGS: falcon-scaling --help)
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
@@ -28,6 +30,8 @@ BENCH_MIN_TIME ?= 0.3
 # BENCH_INTERLEAVE=false runs one case after another.
 BENCH_INTERLEAVE ?= true
 BENCH_ARGS   ?=
+# make goals: its folder (bench.json, the converted bench/ and goals.md).
+GOALS_DIR    ?= report/goals
 
 # Build facts, as string macros: the benchmark report's context, and the
 # build identity the study's stream results carry (mk/study.mk links
@@ -56,7 +60,7 @@ bench-stamp-force:
 $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.stamp
 	$(CC) $(CFLAGS) $(bench_info) -c $< -o $@
 
-.PHONY: bench bench-build
+.PHONY: bench bench-build goals
 ifneq ($(wildcard $(BENCH_HEADER)),)
 BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
 # The decay entries take their regimes from the gate (gate_decay_alpha).
@@ -99,8 +103,19 @@ bench: $(BUILD)/falcon-bench
 	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) \
 	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
 	  --benchmark_display_aggregates_only=true $(BENCH_ARGS)
+
+# The performance goals on this machine (README, "Performance goals"): their
+# cases only (--sweep=goals), repetitions interleaved as in `make bench`, then
+# the report's goals and time tables, printed and in $(GOALS_DIR)/goals.md.
+goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study
+	@mkdir -p $(GOALS_DIR)
+	$(BUILD)/falcon-bench --sweep=goals --out=$(GOALS_DIR)/bench.json --benchmark_repetitions=$(BENCH_REPS) \
+	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
+	  --benchmark_display_aggregates_only=true $(BENCH_ARGS)
+	$(BUILD)/falcon-study bench-dat $(GOALS_DIR)/bench.json --out $(GOALS_DIR)/bench
+	sh verify/tools/report.sh --goals $(GOALS_DIR)
 else
-bench bench-build:
+bench bench-build goals:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1
 endif
 

@@ -24,8 +24,9 @@
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
+# - --sweep=goals lists the goals' cases and nothing else;
 # - the report's headline row, time (kernels, driver, input check), decay and
-#   goals tables, from a fixture.
+#   goals tables, from a fixture, and report.sh --goals (make goals).
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -84,6 +85,35 @@ if timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4
     if awk -v v="${vfl:-0}" 'BEGIN { exit !(v > 0 && v < 1) }'; then ok "decay entry: validation_floor $vfl"
     else bad validation_floor "'$vfl' not in (0, 1)"; fi
 fi
+
+# --sweep=goals (make goals): on every CPU backend of the default sweep the
+# goals' chunk and recurrent cases and the decay entries, the chunk sizes of
+# the default sweep on the best backend, the yardstick of the C = 64 shape
+# where the default sweep has one, and nothing else (no micro-kernels).
+"$BENCH" --no-probe --sweep=goals --benchmark_list_tests > goals.txt 2> goals.err ||
+    bad "--sweep=goals" "exit status $?: $(head -2 goals.err)"
+gbe=$(awk -F/ '$1 == "chunk" && $3 != "cuda" && $3 != "mpfr" { print $3 }' list.txt | sort -u)
+gmiss=
+for be in $gbe; do
+    for c in "chunk/falcon1/$be/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1" \
+             "recurrent/falcon1/$be/fp32/T:4096/n:64/m:64/heads:8/threads:1"; do
+        grep -qx "$c/real_time" goals.txt || gmiss="$gmiss $c"
+    done
+done
+grep -x '^\(chunk/falcon1/[a-z0-9-]*/fp32/T:4096/n:128/m:128/C:\(16\|32\|128\|256\)/heads:8/threads:1\)/real_time' list.txt |
+    sed 's|/real_time$||' > csweep.txt
+while read -r c; do grep -qx "$c/real_time" goals.txt || gmiss="$gmiss $c"; done < csweep.txt
+if grep -q '^blas/sgemm/chunk-shapes/n:128/m:128/C:64/' list.txt; then
+    grep -q '^blas/sgemm/chunk-shapes/n:128/m:128/C:64/' goals.txt || gmiss="$gmiss blas/sgemm/n:128/m:128/C:64"
+fi
+gdc=$(grep -c '^decay/' goals.txt || true)
+gother=$(grep -v '^\(chunk/falcon1/[a-z0-9-]*/fp32/T:4096/n:128/m:128/C:[0-9]*/heads:8/threads:1\|recurrent/falcon1/[a-z0-9-]*/fp32/T:4096/n:64/m:64/heads:8/threads:1\|decay/.*\|blas/.*\)/real_time$' goals.txt | head -3 | tr '\n' ' ')
+if [ -z "$gmiss" ] && [ -s csweep.txt ] && [ "$gdc" -eq $((20 * nbe)) ] && [ -z "$gother" ]; then
+    ok "--sweep=goals: the goals' cases on $nbe CPU backends, $(wc -l < csweep.txt) chunk sizes, $gdc decay entries, nothing else"
+else bad "--sweep=goals" "missing:${gmiss:- none}; chunk sizes $(wc -l < csweep.txt); decay $gdc (want $((20 * nbe))); others: ${gother:-none}"; fi
+rc=0; "$BENCH" --no-probe --sweep=nope --benchmark_list_tests > /dev/null 2> nope.err || rc=$?
+[ $rc -eq 2 ] && grep -q 'default, full or goals' nope.err && ok "--sweep: an unknown set is refused (status 2)" ||
+    bad "--sweep=nope" "status $rc: $(cat nope.err)"
 
 "$BENCH" --help > help.txt 2>&1 || true
 yard=$(sed -n 's/^ *yardstick: //p' help.txt | head -1)
@@ -218,6 +248,18 @@ if [ -x "$BUILD/falcon-study" ]; then
        grep -qF '| no decay cliff | mild over the slower of extreme and mix, the worst case: recurrent, falcon1, scalar, fp32, T:1024, n:64, m:64, heads:8, threads:1 | 1.18 | <= 1.30 | met |' rep2/report.md
     then ok "report, goals table: the default chunk size from the backend with the sweep when the fastest one has none; a decay case within its goal"
     else bad "report, chunk sweep elsewhere" "$(cat rep2.log; grep -A9 'performance goals' rep2/report.md 2>/dev/null | tr "\\n" " ")"; fi
+    # report.sh --goals (make goals): the goals and time tables alone, into
+    # goals.md and printed; a folder without results fails and writes nothing.
+    if sh "$REPORT_SH" --goals rep > goals.out 2>&1 &&
+       grep -qF '| the input check | share of the chunk call above | 5.0% | <= 4% | **not met** |' rep/goals.md &&
+       grep -qF '| chunk | avx2 | fp32 | 128 | 80.0% | 12.0% | 5.0% | 4.0% |' rep/goals.md &&
+       ! grep -q '^## ' rep/goals.md && grep -qF '| no decay cliff |' goals.out && grep -q 'wrote rep/goals.md' goals.out
+    then ok "report.sh --goals: the goals and time tables alone, written and printed"
+    else bad "report.sh --goals" "$(head -c 600 goals.out)"; fi
+    mkdir -p empty
+    rc=0; sh "$REPORT_SH" --goals empty > empty.out 2>&1 || rc=$?
+    [ $rc -eq 1 ] && [ -z "$(ls -A empty)" ] && ok "report.sh --goals: no results: status 1, nothing written" ||
+        bad "report.sh --goals, empty" "status $rc, left: $(ls -A empty | tr '\n' ' ')"
 fi
 
 # --out (what `make bench` writes through, bench/output.c): a symlink

@@ -6,8 +6,12 @@
 # lines "step exit-status seconds", written by `make report`). Any piece may
 # be missing; the report says so. Pictures are linked by relative paths.
 # Usage: report.sh DIR GATE_STATUS
+#        report.sh --goals DIR   (make goals) only the goals and time tables of
+#                                DIR/bench.json, into DIR/goals.md and printed
+goals_only=0
+if [ "${1:-}" = --goals ]; then goals_only=1; shift; fi
 dir=$1
-status=$2
+status=${2:-}
 md=$dir/report.md
 
 img() { # img FILE CAPTION
@@ -433,6 +437,27 @@ learning_section() {
     echo "but on this stream no window does much better than W = 1."
     echo
 }
+
+if [ $goals_only = 1 ]; then
+    md=$dir/goals.md
+    {
+        echo "# Performance goals"
+        echo
+        echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+        echo
+        goals_table
+        validation_table
+    } > "$md.tmp-$$" || { rm -f "$md.tmp-$$"; echo "report.sh: cannot write $md" >&2; exit 2; }
+    if ! grep -q '^| goal |' "$md.tmp-$$"; then
+        rm -f "$md.tmp-$$"
+        echo "report.sh: no goals measured in $dir/bench.json" >&2
+        exit 1
+    fi
+    mv -f "$md.tmp-$$" "$md"
+    cat "$md"
+    echo "wrote $md"
+    exit 0
+fi
 
 {
     echo "# Falcon suite report"
