@@ -397,8 +397,23 @@ static const falcon_form forms[] = {FALCON_FORM_RECURRENT, FALCON_FORM_CHUNK, FA
 static const falcon_variant variants[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_1A, FALCON_2A, FALCON_3A};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The chunk sizes swept on the best backend, besides BASE_C. */
-static const int64_t sweep_Cs[] = {16, 32, 128, 256};
+/* The CPU backend auto resolves to (the last CPU one where auto is cuda). */
+static falcon_backend best_cpu_backend(void)
+{
+    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO);
+    return best == FALCON_BACKEND_CUDA ? cpu_backends[ncpu_backends - 1] : best;
+}
+
+/* The chunk-size sweep on backend b: Falcon-1 fp32 at C = 16, 32, 128, 256
+ * (C = BASE_C is the base point, registered with the other cases). */
+static int add_chunk_sweep(falcon_backend b)
+{
+    static const int64_t Cs[] = {16, 32, 128, 256};
+    int rc = 0;
+    for (size_t i = 0; i < N_OF(Cs); i++)
+        rc |= add(b, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, Cs[i], BASE_H, 1);
+    return rc;
+}
 
 /*
  * Default (3 to 5 minutes with `make bench` on 2 cores: 3 repetitions, min time 0.3 s):
@@ -417,8 +432,7 @@ static const int64_t sweep_Cs[] = {16, 32, 128, 256};
 static int register_default(void)
 {
     int rc = 0;
-    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO);
-    const falcon_backend best_cpu = best == FALCON_BACKEND_CUDA ? cpu_backends[ncpu_backends - 1] : best;
+    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO), best_cpu = best_cpu_backend();
     for (int b = 0; b < ncpu_backends; b++)
         for (int f = 0; f < 2; f++)
             for (int v = 0; v < 2; v++)
@@ -443,8 +457,7 @@ static int register_default(void)
             for (int t = 1; t <= g.ncpu; t = t < g.ncpu ? g.ncpu : t + 1)
                 rc |= add(best_cpu, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, H, t);
     }
-    for (size_t i = 0; i < N_OF(sweep_Cs); i++)
-        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, sweep_Cs[i], BASE_H, 1);
+    rc |= add_chunk_sweep(best_cpu);
     if (best == FALCON_BACKEND_CUDA)
         for (int f = 0; f < 3; f++)
             rc |= add(best, FALCON_1, forms[f], FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
@@ -465,14 +478,11 @@ static int register_default(void)
 static int register_goals(void)
 {
     int rc = 0;
-    const falcon_backend best = falcon_backend_resolve(FALCON_BACKEND_AUTO);
-    const falcon_backend best_cpu = best == FALCON_BACKEND_CUDA ? cpu_backends[ncpu_backends - 1] : best;
     for (int b = 0; b < ncpu_backends; b++) {
         rc |= add(cpu_backends[b], FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, BASE_C, BASE_H, 1);
         rc |= add(cpu_backends[b], FALCON_1, FALCON_FORM_RECURRENT, FALCON_FP32, BASE_T, 64, BASE_C, BASE_H, 1);
     }
-    for (size_t i = 0; i < N_OF(sweep_Cs); i++)
-        rc |= add(best_cpu, FALCON_1, FALCON_FORM_CHUNK, FALCON_FP32, BASE_T, BASE_N, sweep_Cs[i], BASE_H, 1);
+    rc |= add_chunk_sweep(best_cpu_backend());
     for (int b = 0; b < ncpu_backends; b++) rc |= add_regimes(cpu_backends[b], FALCON_FP32);
     return rc;
 }

@@ -104,11 +104,11 @@ bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench
 
 # --out: BENCH_OUT checked first, a temporary beside it, replaced only by a
-# run that measured something (bench/output.c).
+# run that measured something (bench/output.c). The protocol both targets share:
+BENCH_PROTOCOL = --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
+                 --benchmark_display_aggregates_only=true
 bench: $(BUILD)/falcon-bench
-	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) \
-	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
-	  --benchmark_display_aggregates_only=true $(BENCH_ARGS)
+	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) $(BENCH_PROTOCOL) $(BENCH_ARGS)
 
 # The performance goals on this machine (README, "Performance goals"): their
 # cases only (--sweep=goals), repetitions interleaved as in `make bench`, then
@@ -116,8 +116,7 @@ bench: $(BUILD)/falcon-bench
 goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study
 	@mkdir -p $(GOALS_DIR)
 	$(BUILD)/falcon-bench --sweep=goals --out=$(GOALS_DIR)/bench.json --benchmark_repetitions=$(GOALS_REPS) \
-	  --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_random_interleaving=$(BENCH_INTERLEAVE) \
-	  --benchmark_display_aggregates_only=true $(BENCH_ARGS)
+	  $(BENCH_PROTOCOL) $(BENCH_ARGS)
 	$(BUILD)/falcon-study bench-dat $(GOALS_DIR)/bench.json --out $(GOALS_DIR)/bench
 	sh verify/tools/report.sh --goals $(GOALS_DIR)
 else

@@ -14,6 +14,10 @@ dir=$1
 status=${2:-}
 md=$dir/report.md
 
+generated() {
+    echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+}
+
 img() { # img FILE CAPTION
     if [ -f "$dir/$1" ]; then printf '![%s](%s)\n\n' "$2" "$1"; else printf '_(%s: not drawn)_\n\n' "$1"; fi
 }
@@ -443,7 +447,7 @@ if [ $goals_only = 1 ]; then
     {
         echo "# Performance goals"
         echo
-        echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+        generated
         echo
         goals_table
         validation_table
@@ -462,7 +466,7 @@ fi
 {
     echo "# Falcon suite report"
     echo
-    echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    generated
     echo
     if [ -f "$dir/status" ]; then
         echo "| step | result | seconds |"
