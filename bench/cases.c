@@ -707,8 +707,8 @@ static void cpu_id(char *out, size_t len)
     cpuinfo_field("stepping", stepping, sizeof stepping);
     snprintf(out, len, "%s family %s model %s stepping %s; L1d %ld KiB, L2 %ld KiB, L3 %ld KiB (per core/instance)",
              vendor[0] ? vendor : "?", family[0] ? family : "?", model[0] ? model : "?",
-             stepping[0] ? stepping : "?", sysconf(_SC_LEVEL1_DCACHE_SIZE) / 1024, sysconf(_SC_LEVEL2_CACHE_SIZE) / 1024,
-             sysconf(_SC_LEVEL3_CACHE_SIZE) / 1024);
+             stepping[0] ? stepping : "?", (long)(fb_cache_bytes(1) / 1024), (long)(fb_cache_bytes(2) / 1024),
+             (long)(fb_cache_bytes(3) / 1024));
 }
 
 static void add_context(const char *sweep, int simde)

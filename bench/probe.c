@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -78,23 +79,47 @@ FMA_LOOP(loop_avx512_f64, AVX512, REP16, 16, __m512d, double, 8, _mm512_set1_pd,
          _mm512_add_pd, _mm512_storeu_pd)
 #endif
 
-/* The last-level cache of cpu0: sysfs (what this core shares), else
- * sysconf, else 32 MiB. */
+/* The size of cpu0's data or unified cache of `level` (1, 2, 3), in bytes:
+ * sysfs (what this core has or shares), else sysconf, else 0. sysfs first:
+ * on a KVM guest of a Zen 4 host glibc's sysconf put the L3 at 320 MiB
+ * while sysfs (and lscpu) said 32 MiB. */
+int64_t fb_cache_bytes(int level)
+{
+    for (int idx = 0; idx < 16; idx++) {
+        char path[80], type[32] = "", unit = 0;
+        int lv = 0;
+        long long size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        int got = fscanf(f, "%d", &lv);
+        fclose(f);
+        if (got != 1 || lv != level) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", idx);
+        if ((f = fopen(path, "r"))) {
+            got = fscanf(f, "%31s", type);
+            fclose(f);
+            if (got == 1 && !strcmp(type, "Instruction")) continue;
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        if (!(f = fopen(path, "r"))) continue;
+        got = fscanf(f, "%lld%c", &size, &unit);
+        fclose(f);
+        if (got >= 1 && size > 0) return size * (unit == 'K' ? 1024LL : unit == 'M' ? 1048576LL : 1LL);
+    }
+    const long s = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                                                                            : _SC_LEVEL3_CACHE_SIZE);
+    return s > 0 ? s : 0;
+}
+
+/* The last-level cache, else 32 MiB. */
 static int64_t llc_bytes(void)
 {
-    for (int idx = 3; idx >= 2; idx--) {
-        char path[80], unit = 0;
-        long long size = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        int got = fscanf(f, "%lld%c", &size, &unit);
-        fclose(f);
-        if (got >= 1 && size > 0)
-            return size * (unit == 'K' ? 1024LL : unit == 'M' ? 1048576LL : 1LL);
+    for (int level = 3; level >= 2; level--) {
+        const int64_t b = fb_cache_bytes(level);
+        if (b > 0) return b;
     }
-    long s = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return s > 0 ? s : 32LL << 20;
+    return 32LL << 20;
 }
 
 static volatile double probe_sink; /* keeps every loop's result live */

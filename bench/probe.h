@@ -8,6 +8,8 @@
 #ifndef FALCON_BENCH_PROBE_H
 #define FALCON_BENCH_PROBE_H
 
+#include <stdint.h>
+
 typedef struct fb_probe {
     /* FMA throughput of one core, GFLOPS (an FMA = 2 flops), per ISA; 0 when
      * the CPU lacks the ISA. "best" is the largest, and its ISA's name. */
@@ -22,6 +24,10 @@ typedef struct fb_probe {
      * counted), over three arrays of buffer_mib MiB each. */
     double bw_1, bw_all, buffer_mib;
 } fb_probe;
+
+/* The size of cpu0's level-`level` data or unified cache in bytes (sysfs,
+ * else sysconf; 0 when neither knows). */
+int64_t fb_cache_bytes(int level);
 
 /* Runs the probes (a few seconds). */
 void fb_probe_run(fb_probe *p);

@@ -21,6 +21,7 @@
 #   of one with the probe: GFLOPS and a peak_fraction in (0, 2);
 # - the context's falcon_interleaved: false by default, true with random
 #   interleaving (two cases, each with its median);
+# - the context's falcon_cpu_id gives the cache sizes sysfs gives cpu0;
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
@@ -73,6 +74,28 @@ if "$BENCH" --no-probe --benchmark_filter="$two" --benchmark_min_time=0.01 --ben
    [ "$(grep -c '"name": "ukernel/.*_median"' mixed.json)" -eq 2 ]
 then ok "the context records the interleaving (true with the flag, false without); a median for each case"
 else bad interleaving "$(grep -h falcon_interleaved mixed.json uk.json | tr '\n' ' '; tail -2 mixed.err)"; fi
+
+# The context's caches (falcon_cpu_id) are the ones sysfs gives cpu0 where it
+# has them (glibc's sysconf put a Zen 4 guest's L3 at 10 times lscpu's).
+sysfs_kib() { # LEVEL: cpu0's data or unified cache of that level in KiB, or nothing
+    for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+        [ "$(cat "$d/level" 2>/dev/null)" = "$1" ] && [ "$(cat "$d/type" 2>/dev/null)" != Instruction ] || continue
+        sed -n 's/^\([0-9]*\)K$/\1/p; s/^\([0-9]*\)M$/\1 * 1024/p' "$d/size" | head -1 | { read -r e && echo $((e)); }
+        return
+    done
+}
+id=$(sed -n 's/^ *"falcon_cpu_id": "\(.*\)",*$/\1/p' uk.json)
+cache_ok=1 cache_seen=
+for lv in 1 2 3; do
+    want=$(sysfs_kib $lv)
+    [ -n "$want" ] || continue
+    cache_seen="$cache_seen L$lv"
+    case $lv in 1) tag=L1d ;; *) tag=L$lv ;; esac
+    case "$id" in *"$tag $want KiB"*) ;; *) cache_ok=0 ;; esac
+done
+if [ -z "$cache_seen" ]; then ok "falcon_cpu_id: no cache sizes in sysfs to compare ($id)"
+elif [ $cache_ok = 1 ]; then ok "falcon_cpu_id's caches are sysfs's ($cache_seen): $id"
+else bad cpu_id "'$id' against sysfs L1d $(sysfs_kib 1), L2 $(sysfs_kib 2), L3 $(sysfs_kib 3) KiB"; fi
 
 # The decay entries: 5 regimes x 2 forms x 2 variants a CPU backend, each
 # regime naming a case the plain sweep has the shape of.
