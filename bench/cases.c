@@ -37,6 +37,10 @@
  *                      the CPU) the blocked driver's own loops and its
  *                      micro-kernel calls, as shares of a call
  *                      (phase_counters below)
+ *   phase_<phase>      (--sweep=goals, its chunk cases but the decay
+ *                      entries) each phase's share of a call, the two above
+ *                      phase by phase: phase_products, phase_end_state, ...
+ *                      (kernels/framework/phase-clock.h names them)
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
@@ -99,7 +103,8 @@ static struct {
     int probe_asked; /* 0: --no-probe; 1 with !probe_ok: it ran and failed */
     fb_probe probe;
     int ncpu;
-    int phases; /* --phases: print each profiled call's phases */
+    int phases;       /* --phases: print each profiled call's phases */
+    int phase_shares; /* the goals sweep: each phase's share of a call as a counter too */
 } g;
 
 /* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
@@ -187,7 +192,7 @@ static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned
  * The clock's reads cost about 0.3% of a block. */
 static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out, double per_call)
 {
-    double drv[3], ker[3];
+    double drv[3], ker[3], ph[FW_PH_COUNT][3];
     int n = 0;
     for (int i = 0; i < 3; i++) {
         if (i > 0 && per_call > 0.25) break;
@@ -204,12 +209,21 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
             else k += s.total[p];
         }
         const double span = (double)(t1 - t0) * c->workers;
+        for (int p = 0; p < FW_PH_COUNT; p++) ph[p][n] = s.total[p] / span;
         drv[n] = d / span, ker[n] = k / span, n++;
         if (g.phases) print_phases(c, &s, t1 - t0);
     }
     if (n == 0) return;
     fb_state_set_counter(st, "driver_fraction", median_of_3(drv, n), FB_DEFAULT);
     fb_state_set_counter(st, "kernel_fraction", median_of_3(ker, n), FB_DEFAULT);
+    if (!g.phase_shares || c->decay >= 0) return;
+    for (int p = 0; p < FW_PH_COUNT; p++) { /* phase_out_rows: the name's blank as _ */
+        char name[40];
+        snprintf(name, sizeof name, "phase_%s", falcon_phase_names[p]);
+        for (char *q = name; *q; q++)
+            if (*q == ' ') *q = '_';
+        fb_state_set_counter(st, name, median_of_3(ph[p], n), FB_DEFAULT);
+    }
 }
 
 /* ---- the benchmark body ---- */
@@ -771,7 +785,8 @@ void fb_usage(void)
            "                         min under `make bench`, full: every backend x variant x form x\n"
            "                         precision over T x n, C, heads x threads (many hours; use\n"
            "                         --benchmark_filter), goals: the cases of the performance goals\n"
-           "                         (`make goals`, a few minutes)\n"
+           "                         (`make goals`, a few minutes), the chunk cases with a counter\n"
+           "                         for each phase's share of a call (phase_products, ...)\n"
            "  --simde                include the avx512-simde backend (emulated AVX-512; env\n"
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
@@ -837,6 +852,7 @@ int fb_setup(int *argc, char **argv)
     }
     add_context(sweep, simde);
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
+    g.phase_shares = goals;
     if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
         (!goals && fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
                                         g.probe_ok ? g.probe.f64_best : 0))) {

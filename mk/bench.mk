@@ -112,7 +112,8 @@ bench: $(BUILD)/falcon-bench
 
 # The performance goals on this machine (README, "Performance goals"): their
 # cases only (--sweep=goals), repetitions interleaved as in `make bench`, then
-# the report's goals and time tables, printed and in $(GOALS_DIR)/goals.md.
+# the report's goals, time, phase, chunk-size and decay tables, printed and in
+# $(GOALS_DIR)/goals.md.
 goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study
 	@mkdir -p $(GOALS_DIR)
 	$(BUILD)/falcon-bench --sweep=goals --out=$(GOALS_DIR)/bench.json --benchmark_repetitions=$(GOALS_REPS) \

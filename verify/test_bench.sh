@@ -25,9 +25,12 @@
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
-# - --sweep=goals lists the goals' cases and nothing else;
+# - --sweep=goals lists the goals' cases and nothing else; its chunk cases
+#   give each phase's share of a call, its decay entries and the default
+#   sweep's cases do not;
 # - the report's headline row, time (kernels, driver, input check), decay and
-#   goals tables, from a fixture, and report.sh --goals (make goals).
+#   goals tables, from a fixture, and report.sh --goals (make goals) with
+#   the phase, chunk-size and decay tables.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -197,6 +200,28 @@ else
     bad validation "exit status $?: $(tail -3 case.err | tr '\n' ' ')"
 fi
 
+# The goals sweep's chunk cases also give each phase's share of a call
+# (phase_<phase>, the 10 of kernels/framework/phase-clock.h, together the
+# driver's and the kernels' shares up to their medians' differences); its
+# decay entries and the default sweep's cases do not.
+gcase=$(grep '^chunk/falcon1/[a-z0-9]*/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1/' goals.txt | tail -1 || true) # a SIMD backend's: faster
+dcase=$(grep -m1 '^decay/mild/chunk/falcon1/[a-z0-9]*/fp32/' goals.txt || true)
+if [ -n "$gcase" ] && [ -n "$dcase" ] &&
+   "$BENCH" --no-probe --sweep=goals --benchmark_filter="^(${gcase%/real_time}|${dcase%/real_time})/" \
+       --benchmark_min_time=0.01 --benchmark_format=json > gph.json 2> gph.err; then
+    nph=$(grep -c '"phase_[a-z_]*":' gph.json || true)
+    sums=$(awk '/"name": "chunk\// { on = 1 } /"name": "decay\// { on = 0 }
+                on && /"phase_[a-z_]*":/ { v = $2; sub(/,$/, "", v); ph += v }
+                on && /"(driver|kernel)_fraction":/ { v = $2; sub(/,$/, "", v); dk += v }
+                END { printf "%.4f %.4f", ph, dk }' gph.json)
+    if [ "$nph" -eq 10 ] && ! grep -q '"phase_' case.json &&
+       awk -v s="$sums" 'BEGIN { split(s, f, " "); d = f[1] - f[2]; exit !(f[1] > 0.5 && f[1] <= 1.01 && d < 0.05 && d > -0.05) }'
+    then ok "--sweep=goals: the chunk case's 10 phase shares (sum, driver + kernel: $sums), none on its decay entry or in the default sweep"
+    else bad "phase shares" "$nph phase counters (want 10 on $gcase only); sums '$sums'; default sweep: $(grep -c '"phase_' case.json)"; fi
+else
+    bad "phase shares" "no goals chunk or decay case, or the run failed: $(tail -2 gph.err 2>/dev/null | tr '\n' ' ')"
+fi
+
 # The chunk sweep names the library's default chunk size (falcon_chunk_auto:
 # 16 for n = m = 128, W = 1), which the plot marks, not the base point C = 64.
 if [ -x "$BUILD/falcon-study" ]; then
@@ -218,14 +243,26 @@ fi
 # and mix.
 if [ -x "$BUILD/falcon-study" ]; then
     # one key a line, as Google Benchmark writes them (report.sh reads them so)
-    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": %s,\n"GFLOPS": 1,\n"peak_fraction": %s,\n"validation_fraction": %s%s%s\n}' \
+    vcase() { printf '{\n"name": "%s/real_time",\n"run_type": "iteration",\n"tokens_per_second": %s,\n"GFLOPS": 1,\n"peak_fraction": %s,\n"validation_fraction": %s%s%s%s\n}' \
         "$1" "${6:-1000}" "${7:-0.1}" "$2" "${3:+,
 \"validation_floor\": $3}" "${4:+,
 \"kernel_fraction\": $4,
-\"driver_fraction\": $5}"; }
+\"driver_fraction\": $5}" "${8:+,
+$8}"; }
+    # the phases of a call whose kernels take 0.8 and driver 0.12 (goals sweep)
+    phases='"phase_products": 0.5,
+"phase_end_state": 0.2,
+"phase_out_product": 0.05,
+"phase_solve": 0.05,
+"phase_pack": 0.03,
+"phase_system": 0.03,
+"phase_out_rows": 0.03,
+"phase_prefetch": 0.02,
+"phase_terms": 0.005,
+"phase_copy": 0.005'
     mkdir -p rep
     { echo '{"context": {}, "benchmarks": ['
-      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04 0.8 0.12; echo ,
+      vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.05 0.04 0.8 0.12 1000 0.1 "$phases"; echo ,
       vcase chunk/falcon1/avx2/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.07 0.06 "" "" 1250; echo ,
       vcase chunk/falcon1/scalar/fp32/T:4096/n:128/m:128/C:64/heads:8/threads:1 0.03 "" "" "" 900 0.05; echo ,
       vcase chunk/falcon1/scalar/fp32/T:4096/n:128/m:128/C:16/heads:8/threads:1 0.03 "" "" "" 5000 0.05; echo ,
@@ -276,8 +313,13 @@ if [ -x "$BUILD/falcon-study" ]; then
     if sh "$REPORT_SH" --goals rep > goals.out 2>&1 &&
        grep -qF '| the input check | share of the chunk call above | 5.0% | <= 4% | **not met** |' rep/goals.md &&
        grep -qF '| chunk | avx2 | fp32 | 128 | 80.0% | 12.0% | 5.0% | 4.0% |' rep/goals.md &&
+       grep -qF '| avx2 | 50.0% | 20.0% | 5.0% | 5.0% | 3.0% | 3.0% | 3.0% | 2.0% | 0.5% | 0.5% | 5.0% | 3.0% |' rep/goals.md &&
+       ! grep -q '^| scalar | [0-9.]*% |' rep/goals.md &&
+       grep -qF '| avx2 | 16 (auto) | 1k | 1.00 | 10.0% |' rep/goals.md && grep -qF '| avx2 | 64 | 1k | 0.80 | 10.0% |' rep/goals.md &&
+       grep -qF '| scalar | 16 (auto) | 5k | 1.00 | 5.0% |' rep/goals.md &&
+       grep -qF '| chunk | falcon1 | avx2 | fp32 | T:1024, n:64, m:64, C:64, heads:8, threads:1 | 100k | 90k | 80k | 60k | 45k | 2.00 |' rep/goals.md &&
        ! grep -q '^## ' rep/goals.md && grep -qF '| no decay cliff |' goals.out && grep -q 'wrote rep/goals.md' goals.out
-    then ok "report.sh --goals: the goals and time tables alone, written and printed"
+    then ok "report.sh --goals: the goals, time, phase, chunk-size and decay tables alone, written and printed"
     else bad "report.sh --goals" "$(head -c 600 goals.out)"; fi
     mkdir -p empty
     rc=0; sh "$REPORT_SH" --goals empty > empty.out 2>&1 || rc=$?

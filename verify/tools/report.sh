@@ -7,7 +7,8 @@
 # be missing; the report says so. Pictures are linked by relative paths.
 # Usage: report.sh DIR GATE_STATUS
 #        report.sh --goals DIR   (make goals) only the goals and time tables of
-#                                DIR/bench.json, into DIR/goals.md and printed
+#                                DIR/bench.json, the phases, the chunk sizes and
+#                                the decay regimes, into DIR/goals.md and printed
 goals_only=0
 if [ "${1:-}" = --goals ]; then goals_only=1; shift; fi
 dir=$1
@@ -152,7 +153,8 @@ decay_table() {
              { c = $1; split(c, f, "/"); shape = c
                sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
                printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[2], f[3], f[4], shape,
-                      k($2), k($3), k($4), k($5), k($6), $7 == "-" ? "-" : sprintf("%.2f", $7) }')
+                      k($2), k($3), k($4), k($5), k($6), $7 == "-" ? "-" : sprintf("%.2f", $7) }' |
+        sort -t'|' -k2,2 -k3,3 -k4,4 -k6,6)
     [ -n "$rows" ] || return 0
     echo "Decay regimes (the \`decay/\` entries): the same case under the stability study's five regimes,"
     echo "tokens/s. The last column is mild's rate over the slower of extreme and mix: a near-reset decay's"
@@ -191,6 +193,59 @@ validation_table() {
     echo
     echo "| form | backend | precision | n = m | micro-kernels | driver's own loops | input check | memory's floor |"
     echo "|---|---|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
+# The headline chunk case's phases (the phase_<phase> counters of
+# --sweep=goals, bench/cases.c), one row a CPU backend: the micro-kernels'
+# calls, then the driver's own loops, then the input check, and what is left
+# of the call (its setup and the state's load and store, the clock's reads).
+phase_table() {
+    ph="phase_products phase_end_state phase_out_product phase_solve phase_pack phase_system phase_out_rows phase_prefetch phase_terms phase_copy"
+    rows=$(bench_counters chunk validation_fraction $ph |
+        awk 'function pct(x) { return (x == "" || x == "-" || x == "nan" || x == "-nan") ? "-" : sprintf("%.1f%%", 100 * x) }
+             { nf = split($1, f, "/")
+               if (f[1] != "falcon1" || f[3] != "fp32" || f[4] != "T:4096" || f[5] != "n:128" || f[7] != "C:64") next
+               if (f[nf - 1] != "heads:8" || f[nf] != "threads:1" || $3 == "-") next
+               line = "| " f[2]; rest = 1
+               for (i = 3; i <= NF; i++) { line = line " | " pct($i); rest -= $i }
+               print line " | " pct($2) " | " pct(rest - $2) " |" }' | sort)
+    [ -n "$rows" ] || return 0
+    echo "The chunk call phase by phase (Falcon-1, fp32, n = m = 128, C = 64; shares of a call from its phase"
+    echo "clock, \`falcon-bench --phases\` prints them a block at a time): the micro-kernels' calls (the"
+    echo "products [X; Q] Z^T and [X; Q] S^T, the end state's rank update, W R, the triangular solve), the"
+    echo "driver's own loops (the packing of Z^T, the system's rows, the output rows, the next block's"
+    echo "prefetches, the terms, the copy), the input check, and the rest of the call."
+    echo
+    echo "| backend | products | end state | W R | solve | pack | system | out rows | prefetch | terms | copy | input check | rest |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+}
+
+# The chunk-size sweep of the headline chunk case (bench/C/*.dat, written by
+# falcon-study bench-dat): tokens/s at each C measured, its ratio to the
+# best, and the library's default (auto) marked.
+chunk_sweep_table() {
+    rows=$(for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
+               [ -f "$f" ] || continue
+               be=${f##*/chunk_falcon1_}; be=${be%_fp32_T4096_n128_h8_p1.dat}
+               awk -v be="$be" 'BEGIN { n = 0 }
+                    $1 == "#" && $2 == "auto_C" { auto = $3; next }
+                    !/^#/ && $2 > 0 { c[n] = $1; tok[n] = $2; pf[n] = $4; if ($2 > best) best = $2; n++ }
+                    END { if (n < 2) exit
+                          for (i = 0; i < n; i++)
+                              printf "| %s | %s%s | %.0fk | %.2f | %s |\n", be, c[i], c[i] == auto ? " (auto)" : "", tok[i] / 1000,
+                                     tok[i] / best, (pf[i] == "" || pf[i] == "nan" || pf[i] == "-nan") ? "-" : sprintf("%.1f%%", 100 * pf[i]) }' "$f"
+           done)
+    [ -n "$rows" ] || return 0
+    echo "The chunk size (Falcon-1, fp32, n = m = 128, T = 4096, 8 heads, 1 thread): tokens/s at each C,"
+    echo "over the best C of the sweep, and the nominal fraction of the peak (a dense flop count, so it"
+    echo "grows with C while the work done does not). \"auto\" is the library's default for this shape."
+    echo
+    echo "| backend | C | tokens/s | over the best C | fraction of FMA peak |"
+    echo "|---|---|---|---|---|"
     echo "$rows"
     echo
 }
@@ -302,6 +357,8 @@ bench_section() {
     fi
     goals_table
     validation_table
+    phase_table
+    chunk_sweep_table
     ukernel_table
     decay_table
     scaling_table "$cases"
@@ -451,6 +508,9 @@ if [ $goals_only = 1 ]; then
         echo
         goals_table
         validation_table
+        phase_table
+        chunk_sweep_table
+        decay_table
     } > "$md.tmp-$$" || { rm -f "$md.tmp-$$"; echo "report.sh: cannot write $md" >&2; exit 2; }
     if ! grep -q '^| goal |' "$md.tmp-$$"; then
         rm -f "$md.tmp-$$"
