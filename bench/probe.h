@@ -23,6 +23,9 @@ typedef struct fb_probe {
     /* STREAM triad a = b + s c, GB/s (24 bytes per element, no write-allocate
      * counted), over three arrays of buffer_mib MiB each. */
     double bw_1, bw_all, buffer_mib;
+    /* A streaming read of the same three arrays, GB/s (one read stream a
+     * thread, as the input check reads): the check's floor. */
+    double read_1, read_all;
 } fb_probe;
 
 /* The size of cpu0's level-`level` data or unified cache in bytes (sysfs,

@@ -11,7 +11,8 @@
 #   without it, no blas/ entry;
 # - a tiny run of one yardstick entry, with the probe: GFLOPS and a
 #   peak_fraction in (0, 2), the context's falcon_blas_achievable naming its
-#   shape, and falcon-study bench-dat writing it to blas.dat;
+#   shape and its probed streaming read (falcon_read_gbs_*), and
+#   falcon-study bench-dat writing it to blas.dat;
 # - a tiny run of one chunk case: validation_fraction in (0, 1),
 #   driver_fraction and kernel_fraction > 0 with a sum <= 1 (the phase
 #   clock's phases lie inside the calls); with the probe (the decay entry),
@@ -173,6 +174,12 @@ if timed_entry blas/sgemm/chunk-shapes/n:64/m:64/C:64 run.json; then
     else
         bad context "$(grep falcon_blas run.json | head -3 | tr '\n' ' ')"
     fi
+    # the streaming read the input check's floor is taken at, next to the triad
+    rd=$(sed -n 's/^ *"falcon_read_gbs_1_thread": "\([0-9.e+]*\)",*$/\1/p' run.json)
+    if awk -v r="${rd:-0}" 'BEGIN { exit !(r > 0) }' && grep -q '"falcon_read_gbs_all_threads": "[0-9.e+]* (' run.json &&
+       grep -q '"falcon_triad_gbs_1_thread": "[0-9]' run.json
+    then ok "the context's probed streaming read: $rd GB/s on 1 thread (the check's floor), next to the triad"
+    else bad "read probe" "$(grep -h 'falcon_read\|falcon_triad' run.json | tr '\n' ' ')"; fi
     if [ -x "$BUILD/falcon-study" ]; then
         if "$BUILD/falcon-study" bench-dat run.json --out dat > dat.log 2>&1 &&
            awk '$1 == "fp32" && $2 == 64 && $3 == 64 && $4 == 64 && $5 > 0 && $6 > 0 { found = 1 } END { exit !found }' dat/blas.dat
