@@ -70,10 +70,11 @@ static __attribute__((unused)) int cpu_avx512_half_width_read(void)
 #endif
 }
 
-/* Read once: every call asks (the table of its precision), and CPUID
- * traps to the hypervisor in a virtual machine: 8 us of a 51 us call of
- * one step for 8 heads in the Zen 5 VM measured. */
-static __attribute__((unused)) int cpu_avx512_half_width(void)
+/* Read once: every call asks (the table of its precision, and the input
+ * check's choice of scan, finite-scan.c), and CPUID traps to the
+ * hypervisor in a virtual machine: 8 us of a 51 us call of one step for 8
+ * heads in the Zen 5 VM measured. */
+int falcon_cpu_avx512_half_width(void)
 {
     static atomic_int memo = -1;
     int v = atomic_load_explicit(&memo, memory_order_relaxed);
@@ -113,7 +114,7 @@ static const falcon_backend_info registry[] = {
 #ifdef FALCON_HAVE_AVX512
     [FALCON_BACKEND_AVX512] = {.name = "avx512", .usable = cpu_has_avx512, .what = "avx512f (native)",
                                .lacking = "avx512f (compiled in; this CPU lacks it)", .auto_rank = 3,
-                               CPU(avx512, falcon_fw_avx512), .half_width = cpu_avx512_half_width,
+                               CPU(avx512, falcon_fw_avx512), .half_width = falcon_cpu_avx512_half_width,
                                CPU_HALF(avx512, falcon_fw_avx512),
                                .what_half = "avx512f (native; a 256-bit datapath: the recurrent "
                                             "update in 2-vector column blocks)"},
@@ -131,7 +132,7 @@ static const falcon_backend_info registry[] = {
     [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde", .usable = cpu_has_avx2,
                                      .what = "avx512f kernels emulated by SIMDe on avx2",
                                      .lacking = "avx512-simde (needs avx2; this CPU lacks it)",
-                                     CPU(avx512emu, falcon_fw), .half_width = cpu_avx512_half_width,
+                                     CPU(avx512emu, falcon_fw), .half_width = falcon_cpu_avx512_half_width,
                                      CPU_HALF(avx512emu, falcon_fw)},
 #else
     [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde"},

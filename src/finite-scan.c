@@ -4,14 +4,15 @@
  * (validate.c, run.c), so it runs at the speed of the memory: a
  * non-finite float is one whose exponent field is all ones, so the scan
  * is an AND and a compare per element and an OR into an accumulator,
- * with no branch. Four independent accumulators over 128-byte steps and a
- * software prefetch a little ahead (AVX2: 512 bytes, AVX-512: 1 KiB) keep
- * enough loads in flight; an AVX2 version (chosen at run time) reads 32
- * bytes a load, the baseline 16 (SSE2, which the compiler vectorizes the
- * same loop for), and an AVX-512 one 64: from L1 and L2, where the inputs
- * of a short call sit, it reads twice what the AVX2 one does (117 against
- * 67 GB/s measured on Sapphire Rapids over 256 KiB); from L3 and DRAM the
- * three are equal. Large arrays are shared by the call's threads in
+ * with no branch. Four independent accumulators over 128-byte steps (and,
+ * in the AVX-512 body, a software prefetch 1 KiB ahead) keep enough loads
+ * in flight; an AVX2 version (chosen at run time) reads 32 bytes a load,
+ * the baseline 16 (SSE2, which the compiler vectorizes the same loop for),
+ * and an AVX-512 one 64: from L1 and L2, where the inputs of a short call
+ * sit, it reads twice what the AVX2 one does (117 against 67 GB/s measured
+ * on Sapphire Rapids over 256 KiB); from L3 and DRAM the three are about
+ * equal, and on a 256-bit AVX-512 datapath the AVX2 one reads DRAM faster
+ * (SCAN_PICK). Large arrays are shared by the call's threads in
  * dynamic pieces, so that a thread the host slows down does not hold the
  * others up; the answer is the same however they are shared.
  */
@@ -62,19 +63,20 @@ VECTORIZED static int scan_f64(const uint64_t *p, int64_t count)
  * 32 floats (or 16 doubles) a step in four accumulators; the tail goes
  * to the portable loop. lane: 32 or 64 bits.
  *
- * SCAN_AVX2_AHEAD. The software prefetch runs 512 bytes ahead. 1 KiB
- * ahead took Sapphire Rapids' DRAM read from 10 to 12.5 GB/s when this was
- * its scan (it now runs the AVX-512 one); on Zen 3, where this is the
- * scan, 1 KiB ahead read 16-17 GB/s over 50 MB against 19-20 with 512
- * bytes or with none (the hardware prefetchers keep up; an earlier line
- * into L1 only evicts what they brought). */
+ * SCAN_AVX2_AHEAD. No software prefetch: the hardware prefetchers keep up
+ * with one stream. On Zen 3, where this is the scan, a prefetch 512 bytes
+ * ahead (into L1) read 19-20 GB/s over 50 MB, the same as none, and 1 KiB
+ * ahead 16-17; on Zen 4, right after a chunk call, 512 bytes ahead read the
+ * inputs in 2.29-2.61 ms against 1.97-2.11 with none (48 MiB, medians of
+ * 21, three runs; 1 KiB ahead into L2 2.05-2.15). 1 KiB ahead took
+ * Sapphire Rapids' DRAM read from 10 to 12.5 GB/s when this was its scan
+ * (it now runs the AVX-512 one, whose prefetch stays). */
 #define SCAN_AVX2_BODY(CMPEQ, EXP_SET1, PER)                                          \
     const __m256i e = EXP_SET1;                                                       \
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;                   \
     int64_t i = 0;                                                                    \
     for (; i + 4 * PER <= count; i += 4 * PER) {                                      \
         const __m256i *v = (const __m256i *)(p + i);                                  \
-        __builtin_prefetch((const char *)v + 512); /* see SCAN_AVX2_AHEAD */          \
         a0 = _mm256_or_si256(a0, CMPEQ(_mm256_and_si256(_mm256_loadu_si256(v), e), e));     \
         a1 = _mm256_or_si256(a1, CMPEQ(_mm256_and_si256(_mm256_loadu_si256(v + 1), e), e)); \
         a2 = _mm256_or_si256(a2, CMPEQ(_mm256_and_si256(_mm256_loadu_si256(v + 2), e), e)); \
@@ -171,6 +173,21 @@ int falcon_finite_scan_isa(void)
 #endif
 }
 
+/* SCAN_PICK. The widest body, but the AVX2 one where AVX-512 runs on a
+ * 256-bit datapath: on Zen 4, in the benchmark (fp32 chunk, n = m = 128,
+ * C = 64, 8 heads, T = 4096: 48 MiB of inputs read right after a call),
+ * the AVX2 scan took 0.89-0.96 of the AVX-512 one's time (median 0.92,
+ * eight alternating rounds; the check's share of the call from 4.1-4.5%
+ * to 3.8-4.3%). A test program put the difference in the load width, not
+ * the prefetch: the AVX-512 body read the same with its prefetch or
+ * without. From L1 and L2 the wider loads win on two-pipe cores (the
+ * header), which keep it. Read once (falcon_cpu_avx512_half_width). */
+int falcon_finite_scan_pick(void)
+{
+    const int isa = falcon_finite_scan_isa();
+    return isa == 2 && falcon_cpu_avx512_half_width() ? 1 : isa;
+}
+
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa)
 {
     const size_t size = prec != FALCON_FP64 ? 4 : 8;
@@ -195,5 +212,5 @@ int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, i
 
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads)
 {
-    return falcon_all_finite_isa(p, prec, count, threads, falcon_finite_scan_isa());
+    return falcon_all_finite_isa(p, prec, count, threads, falcon_finite_scan_pick());
 }

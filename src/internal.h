@@ -65,9 +65,15 @@ const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t 
  * large arrays); callers find and name the bad element only on a no. */
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
 /* The same with a chosen vector body (0 portable, 1 AVX2, 2 AVX-512; at
- * most falcon_finite_scan_isa(), the best this CPU runs), for the tests. */
+ * most falcon_finite_scan_isa(), the widest this CPU runs), for the tests;
+ * falcon_all_finite_fast takes falcon_finite_scan_pick()'s, which is the
+ * AVX2 one on a 256-bit AVX-512 datapath (finite-scan.c, SCAN_PICK). */
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
 int falcon_finite_scan_isa(void);
+int falcon_finite_scan_pick(void);
+/* backends.c: 1 on a CPU that runs AVX-512 as two 256-bit halves (AMD
+ * family 19h, Zen 4), read once. */
+int falcon_cpu_avx512_half_width(void);
 /* vzeroupper where the CPU has AVX: after code that may leave the upper
  * halves of the vector registers dirty (finite-scan.c, SCAN_CLEAN_UPPER). */
 void falcon_clean_upper(void);
