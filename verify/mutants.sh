@@ -135,6 +135,9 @@ mutants=(
 "fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/|validation::a_memory_an_fp64_run_left_is_checked"
 "mpfr-memory-kept-in-double|src/mpfr_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/|validation::a_memory_overflow_alone_is_reported"
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/|operands::rounding_at_the_edges"
+# An output's temporary registered for the signal clean-up only after it was
+# made (outputs.c, TEMP_FIRST): a signal delivered as mkostemp returns leaves it.
+"temp-registered-after-made|src/outputs.c|/reg_add(s->temp, REG_FILE); \/\* before it exists/{h;d};/s->fd = mkostemp(s->temp, O_CLOEXEC);/G|outputs::a_signal_while_temporaries_are_made_leaves_none"
 )
 
 # failed_tests OUTPUT: the suite::test names of the gate's [FAIL] lines in OUTPUT.
