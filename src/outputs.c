@@ -37,19 +37,22 @@
  * Signals: falcon_outputs_clean_on_signals() makes every catchable
  * terminating signal, and exit(), remove the temporaries of the transactions
  * in progress (the handler only calls unlink and rmdir on paths prepared
- * beforehand) and then terminate as the signal would;
+ * beforehand) and then terminate as the signal would; a signal that is
+ * ignored or already has a handler when it is called is left so (see
+ * TEMP_FIRST below for when a temporary is registered). SIGXFSZ is ignored
+ * instead, so that a write over the file-size limit fails with EFBIG and is
+ * reported like any other write error.
+ *
  * TEMP_FIRST: a temporary is registered before mkostemp or mkdtemp makes it,
  * its template's buffer being the path the handler reads. Registered after,
  * a signal that arrived during the call, delivered as it returned, found the
  * new file unregistered and left it (verify/test-outputs.c's
  * a_signal_while_temporaries_are_made_leaves_none, at its first or second
- * signal in each of eight runs; the study's SIGTERM test once in CI). Registered first,
- * the handler unlinks a name that is the template, a candidate that was never
- * made, or the temporary: only a file of the same "<target>.tmp-" and six
- * letters, made by someone else, could be mistaken for it; a signal that is
- * ignored or already has a handler when it is called is left so. SIGXFSZ is ignored
- * instead, so that a write over the file-size limit fails with EFBIG and is
- * reported like any other write error.
+ * signal in each of eight runs; the study's SIGTERM test once in CI).
+ * Registered first, the handler unlinks a name that is the template, a
+ * candidate that was never made, or the temporary: only a file of the same
+ * "<target>.tmp-" and six letters, made by someone else, could be mistaken
+ * for it.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -224,13 +224,21 @@ phase_table() {
     echo
 }
 
-# The chunk-size sweep of the headline chunk case (bench/C/*.dat, written by
-# falcon-study bench-dat): tokens/s at each C measured, its ratio to the
-# best, and the library's default (auto) marked.
+# The headline chunk case's chunk-size sweeps (bench/C/*.dat, written by
+# falcon-study bench-dat), one line each: "backend file". The goals table
+# reads their default C, the chunk-size table their rates.
+chunk_sweep_files() {
+    for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
+        [ -f "$f" ] || continue
+        be=${f##*/chunk_falcon1_}
+        echo "${be%_fp32_T4096_n128_h8_p1.dat} $f"
+    done
+}
+
+# The chunk-size sweep of the headline chunk case: tokens/s at each C
+# measured, its ratio to the best, and the library's default (auto) marked.
 chunk_sweep_table() {
-    rows=$(for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
-               [ -f "$f" ] || continue
-               be=${f##*/chunk_falcon1_}; be=${be%_fp32_T4096_n128_h8_p1.dat}
+    rows=$(chunk_sweep_files | while read -r be f; do
                awk -v be="$be" 'BEGIN { n = 0 }
                     $1 == "#" && $2 == "auto_C" { auto = $3; next }
                     !/^#/ && $2 > 0 { c[n] = $1; tok[n] = $2; pf[n] = $4; if ($2 > best) best = $2; n++ }
@@ -264,9 +272,7 @@ goals_table() {
     rows=$( { bench_counters chunk peak_fraction driver_fraction validation_fraction tokens_per_second | sed 's/^/chunk /'
               bench_counters recurrent peak_fraction | sed 's/^/recurrent /'
               decay_rates | awk '{ print "decay", $1, $7 }'
-              for f in "$dir"/bench/C/chunk_falcon1_*_fp32_T4096_n128_h8_p1.dat; do
-                  [ -f "$f" ] || continue
-                  be=${f##*/chunk_falcon1_}; be=${be%_fp32_T4096_n128_h8_p1.dat}
+              chunk_sweep_files | while read -r be f; do
                   awk -v be="$be" '$1 == "#" && $2 == "auto_C" { print "autoc " be " " $3; exit }' "$f"
               done; } |
         awk -v blasf="$blas" '
