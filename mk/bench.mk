@@ -7,6 +7,8 @@
 #                              minutes), into $(GOALS_DIR), and their table
 #   make scaling               P threads against 1, next to what the host gives
 #                              P processes (SCALING_ARGS: falcon-scaling --help)
+#   make peers                 libfalcon against PyTorch chunk-form code on the
+#                              same inputs (bench/peers.py) into $(PEERS_OUT)
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
 # only the compare objects are built. The yardstick next to the peak, the tuned
 # BLAS on the chunk block's GEMM shapes (bench/blas.c), needs OpenBLAS
@@ -124,6 +126,17 @@ else
 bench bench-build goals:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1
 endif
+
+# Peers: libfalcon against chunk-form code run by PyTorch on the same inputs
+# (bench/peers.py; needs torch, `make deps`), 1 and 2 threads, into
+# $(PEERS_OUT) (PEERS_ARGS: bench/peers.py --help).
+PEERS_OUT  ?= report/peers.json
+PEERS_ARGS ?=
+PEERS_PYTHON ?= /usr/bin/python3
+.PHONY: peers
+peers: $(BUILD)/libfalcon.so
+	@mkdir -p $(dir $(PEERS_OUT))
+	FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py --json $(PEERS_OUT) $(PEERS_ARGS)
 
 # Thread scaling next to the host's own ceiling (bench/scaling.c; plain C,
 # no Google Benchmark): `make scaling SCALING_ARGS="--form chunk"`.

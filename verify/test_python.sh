@@ -23,7 +23,11 @@
 #     a plain script): falcon.run against the command, falcon.reference
 #     against the numpy example, `assert falcon.check(...).passed`;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
-#     fla, graded in fp32; "skipped: torch not installed" without torch.
+#     fla, graded in fp32; "skipped: torch not installed" without torch;
+#   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
+#     says so; a peer with a seeded bug (no decay, no normaliser) fails the
+#     run (exit 1) and leaves the earlier --json file as it was; a thread
+#     count of 0 is bad usage (exit 2).
 # Environment: PYTHON, the interpreter (default /usr/bin/python3; it needs
 # numpy; pytest and torch are optional). The libraries are taken next to the
 # falcon binary (libfalcon.so, libfalcon-grade.so) unless FALCON_LIB /
@@ -250,6 +254,38 @@ else
             else bad "torch chunk example (fla layout) passes check --precision fp32" "status $rc"; fi
         fi
     fi
+    # bench/peers.py: the peers agree with libfalcon or the run fails, and
+    # a failed run leaves an earlier --json file as it was.
+    rc=0
+    "$PYTHON" "$ROOT/bench/peers.py" --quick --json peers.json >peers.txt 2>&1 || rc=$?
+    if [ $rc -ne 0 ]; then bad "bench/peers.py --quick" "status $rc: $(tail -n 5 peers.txt)"
+    elif msg=$("$PYTHON" - peers.json 2>&1 <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+(r,) = j["runs"]
+impl = r["implementations"]
+want = {"falcon-chunk-auto", "falcon-chunk-64", "falcon-recurrent", "naive-chunk", "torch-chunk"}
+assert set(impl) == want, sorted(impl)
+assert all(0 <= x["max_rel_diff"] <= j["tolerance"] for x in impl.values()), impl
+assert all(x["tokens_per_second"] > 0 for x in impl.values())
+assert len(r["speedups"]) == 6 and all(s > 0 for s in r["speedups"].values()), r["speedups"]
+print("%d implementations agree to %.1e" % (len(impl), max(x["max_rel_diff"] for x in impl.values())))
+PY
+    ); then ok "bench/peers.py --quick: $msg"
+    else bad "bench/peers.py --quick writes its JSON" "$msg"; fi
+    for bug in no-decay no-normaliser; do
+        cp peers.json before.json 2>/dev/null || echo '{}' >before.json
+        cp before.json peers.json
+        rc=0
+        "$PYTHON" "$ROOT/bench/peers.py" --quick --bug $bug --json peers.json >peers.txt 2>&1 || rc=$?
+        if [ $rc -eq 1 ] && grep -q DISAGREES peers.txt && cmp -s before.json peers.json; then
+            ok "bench/peers.py with a wrong peer (--bug $bug) fails, its --json file kept"
+        else bad "bench/peers.py --bug $bug" "status $rc (want 1, the file kept): $(tail -n 3 peers.txt)"; fi
+    done
+    rc=0
+    "$PYTHON" "$ROOT/bench/peers.py" --quick --threads 0 >peers.txt 2>&1 || rc=$?
+    if [ $rc -eq 2 ]; then ok "bench/peers.py --threads 0 is bad usage (exit 2)"
+    else bad "bench/peers.py --threads 0" "status $rc, want 2"; fi
 fi
 
 finish

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Peers: libfalcon's Falcon-1 against chunk-form code run by PyTorch on the
+same inputs, in one process, on the CPU.
+
+    python3 bench/peers.py                         # T = 4096, 8 heads, n = m = 128, 1 and 2 threads
+    python3 bench/peers.py --json report/peers.json
+    python3 bench/peers.py --quick                 # a small case: the harness and the agreement only
+
+The peers (computed in float32, decay exponents as PyTorch code keeps them):
+  naive-chunk   the naive chunk algorithm of the PyTorch linear-attention
+                libraries (the reference code beside their Triton kernels,
+                which users run on a CPU): per chunk of 64 steps the
+                inverse of the unit lower-triangular system is built row by
+                row by a Python loop over all chunks at once (a broadcast
+                product and a sum per row), then the WY products, then a
+                Python loop over the chunks carrying the state. Written here
+                from the algorithm, with the same tensor operations in the
+                same order, so that it costs what that code costs.
+  torch-chunk   examples/torch_falcon_chunk.py: the chunk form written in
+                PyTorch with a triangular solve per chunk (torch's own
+                solver and GEMMs), the plain-matmul script a user would write.
+Falcon-1 with a decay and same-step alignment is the gated delta rule with
+beta_t = eta_t = beta'_t / (eps + |k_t|^2) and g_t = log alpha_t: every
+implementation gets the same inputs (the benchmark's distribution: uniform
+q, k, v in [-1, 1), beta' in [0.5, 1), alpha in [0.99, 1), seeded) and its
+outputs must agree with libfalcon's chunk form to 1e-4 of their largest
+magnitude (fp32 chunk forms agree to about 1e-6 here; a missing decay, a
+missing normaliser or the other alignment differs by over 1e-2), else the
+run fails (exit 1): a peer that does other work has no speed to compare.
+
+Timing: each thread count P runs in child processes whose environment sets
+OMP_NUM_THREADS (torch's threads), OPENBLAS_NUM_THREADS and MKL_NUM_THREADS
+(the BLAS's) before numpy and torch load: torch.set_num_threads alone
+leaves OpenBLAS's own threads running, and a "1 thread" torch GEMM then
+uses every core. At P = 1 torch and its BLAS get one thread each; at P > 1
+the children run torch and BLAS at (P, 1), (1, P) and (P, P) threads and
+each implementation is taken at its fastest (libfalcon always at P
+threads of its own). One warm-up call each, then rounds that call every
+implementation once in turn; the table gives medians, and a speed-up is
+the ratio of two of them.
+`gflops_6nm` counts the least work any form does, 6 n m flops a token and
+head (the memory's product with the key and with the query, and its
+rank-one update), over the call's time.
+
+Exit status: 0 measured, 1 a peer disagreed, 2 bad usage, 77 torch or
+libfalcon missing ("skipped: ..."). --json FILE writes the results
+through a temporary renamed onto FILE at the end: a failed or stopped run
+leaves an earlier FILE as it was.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, os.pardir)
+TOLERANCE = 1e-4
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def inputs(T, H, n, seed):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    f = np.float32
+    q = rng.uniform(-1, 1, (1, T, H, n)).astype(f)
+    k = rng.uniform(-1, 1, (1, T, H, n)).astype(f)
+    v = rng.uniform(-1, 1, (1, T, H, n)).astype(f)
+    beta = rng.uniform(0.5, 1, (1, T, H)).astype(f)
+    alpha = rng.uniform(0.99, 1, (1, T, H)).astype(f)
+    return q, k, v, beta, alpha
+
+
+def naive_chunk(q, k, v, g, b, C=64):
+    """The naive chunk algorithm (see the module's text). q, k, v
+    [B,T,H,D] float32, g (log decay) and b (the rule's beta) [B,T,H]; T a
+    multiple of C. Returns the outputs [B,T,H,V] and the state [B,H,K,V]."""
+    import torch
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))           # [B,H,T,D]
+    g, b = g.transpose(1, 2), b.transpose(1, 2)                 # [B,H,T]
+    B, H, T, K = q.shape
+    V, N = v.shape[-1], T // C
+    q, k, v = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v))
+    b = b.reshape(B, H, N, C, 1)
+    gc = g.reshape(B, H, N, C).cumsum(-1)                       # decay from the chunk's start
+    kb, vb = k * b, v * b
+    decay = (gc.unsqueeze(-1) - gc.unsqueeze(-2)).tril().exp().tril()
+    upper_or_diag = torch.triu(torch.ones(C, C, dtype=torch.bool), 0)
+    t = -((kb @ k.transpose(-1, -2)) * decay).masked_fill(upper_or_diag, 0)
+    for i in range(1, C):                                       # row i of the inverse, from rows < i
+        t[..., i, :i] = t[..., i, :i].clone() + (t[..., i, :i, None].clone() * t[..., :i, :i].clone()).sum(-2)
+    t = t + torch.eye(C)
+    u = t @ vb
+    w = t @ (kb * gc.exp()[..., None])
+    S = q.new_zeros(B, H, K, V)
+    o = torch.zeros_like(v)
+    upper = torch.triu(torch.ones(C, C, dtype=torch.bool), 1)
+    for c in range(N):
+        qc, kc, gcc = q[:, :, c], k[:, :, c], gc[:, :, c]
+        inner = (qc @ kc.transpose(-1, -2) * decay[:, :, c]).masked_fill_(upper, 0)
+        resid = u[:, :, c] - w[:, :, c] @ S
+        o[:, :, c] = (qc * gcc[..., None].exp()) @ S + inner @ resid
+        S = S * gcc[..., -1, None, None].exp() + (kc * (gcc[..., -1, None] - gcc).exp()[..., None]).transpose(-1, -2) @ resid
+    return o.reshape(B, H, T, V).transpose(1, 2), S
+
+
+def child(a):
+    """One thread count: time every implementation, print one JSON line."""
+    try:
+        import numpy as np
+        import torch
+    except ImportError:
+        print("skipped: torch not installed")
+        return 77
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import falcon
+    from torch_falcon_chunk import chunk_falcon1
+    try:
+        falcon.lib_path()
+    except falcon.FalconError as e:
+        print("skipped: %s (build it first: make)" % e)
+        return 77
+    th = a.child
+    torch.set_num_threads(a.torch_threads or th)
+    T, H, n = a.T, a.heads, a.n
+    q, k, v, beta, alpha = inputs(T, H, n, a.seed)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    eps = 1e-6
+    rule_beta = torch.from_numpy(beta) / (eps + (tk * tk).sum(-1))     # eta_t
+    log_alpha = torch.from_numpy(np.log(alpha.astype(np.float64)))
+    g32 = log_alpha.float()
+    if a.bug == "no-decay":
+        g32 = torch.zeros_like(g32)
+    if a.bug == "no-normaliser":
+        rule_beta = torch.from_numpy(beta)
+    zero_h = torch.zeros(1, H, n, n)
+    no_prev = torch.zeros(1, H, n)
+    has_prev = torch.zeros(1, H, dtype=torch.bool)
+
+    def ours(form, chunk):
+        return lambda: falcon.run(q, k, v, beta, alpha, form=form, align="same", eps=eps,
+                                  chunk=chunk, threads=th)[0]
+
+    impls = [
+        ("falcon-chunk-auto", ours("chunk", "auto")),
+        ("falcon-chunk-64", ours("chunk", 64)),
+        ("falcon-recurrent", ours("recurrent", "auto")),
+        ("naive-chunk", lambda: naive_chunk(tq, tk, tv, g32, rule_beta, a.peer_chunk)[0].numpy()),
+        ("torch-chunk", lambda: chunk_falcon1(tq, tk, tv, torch.from_numpy(beta), log_alpha, zero_h, no_prev,
+                                              has_prev, align="same", eps=eps, chunk=a.peer_chunk)[0].numpy()),
+    ]
+    ref = impls[0][1]()
+    scale = float(np.abs(ref).max())
+    disagree = {}
+    for name, f in impls:                                                # the warm-up call checks
+        d = float(np.abs(f().astype(np.float64) - ref).max()) / scale
+        disagree[name] = d
+    times = {name: [] for name, _ in impls}
+    for _ in range(a.repeats):
+        for name, f in impls:
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    print(json.dumps({"threads": th, "T": T, "heads": H, "n": n, "m": n, "peer_chunk": a.peer_chunk,
+                      "torch": torch.__version__, "blas_core": blas_core() or "not OpenBLAS",
+                      "max_rel_diff": disagree, "times": times}))
+    return 0
+
+
+def median(xs):
+    s = sorted(xs)
+    h = len(s) // 2
+    return s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])
+
+
+def thread_configs(P):
+    """(torch's threads, BLAS threads) for P cores. At one thread, one;
+    else each peer's best of three: on Zen 4 at P = 2 the worked example
+    took 109 ms with torch at 1 and OpenBLAS at 2 threads, 123 ms at 2 and
+    1, and 659 ms at 2 and 2, whose four threads share two cores."""
+    return [(1, 1)] if P == 1 else [(P, 1), (1, P), (P, P)]
+
+
+def summarize(P, runs):
+    """runs: (config, the child's JSON) for each of thread_configs(P).
+    Each implementation at its best configuration (the median time); a
+    disagreement in any counts."""
+    r0 = runs[0][1]
+    work = 6.0 * r0["n"] * r0["m"] * r0["T"] * r0["heads"]
+    rows = {}
+    for name in r0["times"]:
+        best = min(runs, key=lambda cr: median(cr[1]["times"][name]))
+        t = median(best[1]["times"][name])
+        rows[name] = {"seconds": t, "tokens_per_second": r0["T"] * r0["heads"] / t, "gflops_6nm": work / t / 1e9,
+                      "max_rel_diff": max(r["max_rel_diff"][name] for _, r in runs),
+                      "torch_threads": best[0][0], "blas_threads": best[0][1]}
+    speedups = {}
+    for ours in ("falcon-chunk-auto", "falcon-chunk-64", "falcon-recurrent"):
+        for peer in ("naive-chunk", "torch-chunk"):
+            speedups["%s/%s" % (ours, peer)] = rows[peer]["seconds"] / rows[ours]["seconds"]
+    return {"threads": P, "T": r0["T"], "heads": r0["heads"], "n": r0["n"], "m": r0["m"],
+            "peer_chunk": r0["peer_chunk"], "torch": r0["torch"], "blas_core": r0["blas_core"],
+            "repeats": len(next(iter(r0["times"].values()))), "implementations": rows, "speedups": speedups}
+
+
+# OpenBLAS's cores without AVX2 (as bench/blas.c lists them): OpenBLAS
+# 0.3.21 takes some newer CPUs (a Xeon of model 207) for one of them and
+# runs SSE3 code there, which would make a slow peer of torch's GEMMs.
+PRE_AVX2 = {"prescott", "core2", "penryn", "dunnington", "nehalem", "sandybridge", "katmai", "coppermine",
+            "northwood", "banias", "atom", "generic", "barcelona", "opteron", "opteron_sse3", "bobcat",
+            "bulldozer"}
+
+
+def blas_core():
+    """The core OpenBLAS picked for the BLAS torch loads (libblas.so.3),
+    or None when that is not OpenBLAS."""
+    import ctypes
+    try:
+        f = ctypes.CDLL("libblas.so.3").openblas_get_corename
+    except (OSError, AttributeError):
+        return None
+    f.restype = ctypes.c_char_p
+    return f().decode()
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def blas_env():
+    """OPENBLAS_CORETYPE for the children, as falcon-bench sets it: only
+    where OpenBLAS picked a core without AVX2 on a CPU that has it, and
+    the environment names none."""
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return {}
+    core = blas_core()
+    if core is None or core.lower() not in PRE_AVX2:
+        return {}
+    fl = cpu_flags()
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= fl:
+        return {"OPENBLAS_CORETYPE": "SkylakeX"}
+    if {"avx2", "fma"} <= fl:
+        return {"OPENBLAS_CORETYPE": "Haswell"}
+    return {}
+
+
+def cpu_name():
+    """The CPU as /proc/cpuinfo names it (model name, family and model)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in info:
+                    info[key] = val.strip()
+    except OSError:
+        return "unknown"
+    return "%s (family %s model %s)" % (info.get("model name", "?"), info.get("cpu family", "?"),
+                                        info.get("model", "?"))
+
+
+def write_json(path, obj):
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".%s.tmp-%d" % (os.path.basename(path), os.getpid()))
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--T", type=int, default=4096)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--n", type=int, default=128, help="key and value size (n = m)")
+    ap.add_argument("--threads", help="comma-separated thread counts (default 1,2; --quick: 1)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--peer-chunk", type=int, default=64, help="the peers' chunk size (default 64)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", help="write the results here (replaced only by a run that measured)")
+    ap.add_argument("--quick", action="store_true", help="T = 128, 2 heads, n = 16, 1 repeat")
+    ap.add_argument("--bug", choices=("no-decay", "no-normaliser"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--torch-threads", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.T, a.heads, a.n, a.repeats = 128, 2, 16, 1
+    if a.threads is None:
+        a.threads = "1" if a.quick else "1,2"
+    try:
+        counts = [int(x) for x in a.threads.split(",")]
+    except ValueError:
+        counts = []
+    if (not counts or min(counts) < 1 or a.T < 1 or a.heads < 1 or a.n < 1 or a.repeats < 1
+            or a.peer_chunk < 1 or a.T % a.peer_chunk):
+        print("peers: error: need positive sizes, thread counts and repeats, and T a multiple of "
+              "--peer-chunk", file=sys.stderr)
+        return 2
+    if a.child:
+        return child(a)
+    if a.json and not os.path.isdir(os.path.dirname(os.path.abspath(a.json))):
+        print("peers: error: no directory for %s" % a.json, file=sys.stderr)
+        return 2
+    results, status = [], 0
+    fix = blas_env()
+    for th in counts:
+        runs = []
+        for tt, bt in thread_configs(th):
+            env = dict(os.environ, **fix, **{k: str(bt) for k in THREAD_VARS})
+            env["OMP_NUM_THREADS"] = str(tt)
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", str(th), "--torch-threads", str(tt),
+                   "--T", str(a.T), "--heads", str(a.heads), "--n", str(a.n), "--repeats", str(a.repeats),
+                   "--peer-chunk", str(a.peer_chunk), "--seed", str(a.seed)] + (["--bug", a.bug] if a.bug else [])
+            p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, universal_newlines=True)
+            if p.returncode == 77:
+                print(p.stdout.strip() or "skipped")
+                return 77
+            if p.returncode != 0:
+                print("peers: error: the %d-thread run failed (exit %d)" % (th, p.returncode), file=sys.stderr)
+                return 1
+            runs.append(((tt, bt), json.loads(p.stdout.strip().splitlines()[-1])))
+        r = summarize(th, runs)
+        results.append(r)
+        print("threads %d: T = %d, %d heads, n = m = %d, torch %s (OpenBLAS core %s), medians of %d, %s" %
+              (th, r["T"], r["heads"], r["n"], r["torch"], r["blas_core"], r["repeats"], cpu_name()))
+        print("  %-18s %10s %14s %11s %13s  %s" % ("implementation", "ms", "tokens/s", "gflops_6nm", "max_rel_diff",
+                                                  "threads (torch, BLAS)"))
+        for name, row in r["implementations"].items():
+            bad = row["max_rel_diff"] > TOLERANCE
+            status |= bad
+            print("  %-18s %10.2f %14.0f %11.1f %13.1e  %s%s" % (
+                name, row["seconds"] * 1e3, row["tokens_per_second"], row["gflops_6nm"], row["max_rel_diff"],
+                "%d, %d" % (row["torch_threads"], row["blas_threads"]) if name[:7] != "falcon-" else "-",
+                "  DISAGREES" if bad else ""))
+        for pair, s in r["speedups"].items():
+            print("  speed-up %-34s %6.2f" % (pair.replace("/", " over "), s))
+    if status:
+        print("peers: error: a peer's outputs differ from libfalcon's by over %g of their largest "
+              "magnitude: not the same work" % TOLERANCE, file=sys.stderr)
+        return 1
+    if a.json:
+        write_json(a.json, {"cpu": cpu_name(), "tolerance": TOLERANCE, "runs": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
