@@ -284,6 +284,40 @@ def write_json(path, obj):
             os.unlink(tmp)
 
 
+GOAL = 6.0  # the goals' lead over the naive chunk code at one thread (README, "Peers")
+
+
+def table(path):
+    """The markdown table of a --json file (make goals, verify/tools/report.sh)."""
+    with open(path) as f:
+        j = json.load(f)
+    out = ["Peers (`bench/peers.py`, %s): Falcon-1 with a decay, fp32, same-step alignment; tokens/s are "
+           "medians, `gflops_6nm` the least work (6 n m flops a token and head) over the time." % j["cpu"], "",
+           "| threads | implementation | tokens/s | gflops_6nm | over naive chunk | over torch chunk | torch, BLAS threads |",
+           "|---|---|---|---|---|---|---|"]
+    verdict = []
+    for r in j["runs"]:
+        imp = r["implementations"]
+        for name, row in imp.items():
+            ours = name.startswith("falcon-")
+            over = ["%.2fx" % r["speedups"]["%s/%s" % (name, peer)] if ours else "" for peer in ("naive-chunk",
+                                                                                                   "torch-chunk")]
+            out.append("| %d | %s | %.0fk | %.1f | %s | %s | %s |" % (
+                r["threads"], name, row["tokens_per_second"] / 1e3, row["gflops_6nm"], over[0], over[1],
+                "" if ours else "%d, %d" % (row["torch_threads"], row["blas_threads"])))
+        best = max(r["speedups"]["%s/naive-chunk" % n] for n in imp if n.startswith("falcon-"))
+        peer = imp["naive-chunk"]["gflops_6nm"]
+        verdict.append("%d thread%s: best %.2fx the naive chunk code (goal >= %gx at one thread: %s); the naive "
+                       "code at %.1f GFLOPS of the least work, so %gx needs %.0f GFLOPS" % (
+                           r["threads"], "" if r["threads"] == 1 else "s", best, GOAL,
+                           "met" if best >= GOAL else "not met", peer, GOAL, GOAL * peer)
+                       if r["threads"] == 1 else "%d threads: best %.2fx the naive chunk code" % (r["threads"], best))
+    out += ["", "T = %d, %d heads, n = m = %d; torch %s, OpenBLAS core %s. %s." % (
+        j["runs"][0]["T"], j["runs"][0]["heads"], j["runs"][0]["n"], j["runs"][0]["torch"],
+        j["runs"][0]["blas_core"], "; ".join(verdict)), ""]
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,10 +330,18 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the results here (replaced only by a run that measured)")
     ap.add_argument("--quick", action="store_true", help="T = 128, 2 heads, n = 16, 1 repeat")
+    ap.add_argument("--table", metavar="JSON", help="print the markdown table of an earlier --json file, and exit")
     ap.add_argument("--bug", choices=("no-decay", "no-normaliser"), help=argparse.SUPPRESS)
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--torch-threads", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.table:
+        try:
+            print(table(a.table))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print("peers: error: %s: not a bench/peers.py result (%s)" % (a.table, e), file=sys.stderr)
+            return 2
+        return 0
     if a.quick:
         a.T, a.heads, a.n, a.repeats = 128, 2, 16, 1
     if a.threads is None:

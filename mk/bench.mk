@@ -4,7 +4,8 @@
 #   make bench BENCH_ARGS=...  more flags: --sweep=full, --simde,
 #                              --benchmark_filter=REGEX, ... (falcon-bench --help)
 #   make goals                 only the cases of the performance goals (a few
-#                              minutes), into $(GOALS_DIR), and their table
+#                              minutes) and the peers, into $(GOALS_DIR), and
+#                              their tables
 #   make scaling               P threads against 1, next to what the host gives
 #                              P processes (SCALING_ARGS: falcon-scaling --help)
 #   make peers                 libfalcon against PyTorch chunk-form code on the
@@ -40,6 +41,10 @@ BENCH_ARGS   ?=
 # and 1.60 with 3 repetitions, 1.45 with 5 once.
 GOALS_DIR    ?= report/goals
 GOALS_REPS   ?= 5
+# The peers (bench/peers.py, `make peers` below) also run in `make goals`,
+# into $(GOALS_DIR)/peers.json, where torch is installed.
+PEERS_ARGS   ?=
+PEERS_PYTHON ?= /usr/bin/python3
 
 # Build facts, as string macros: the benchmark report's context, and the
 # build identity the study's stream results carry (mk/study.mk links
@@ -114,14 +119,16 @@ bench: $(BUILD)/falcon-bench
 
 # The performance goals on this machine (README, "Performance goals"): their
 # cases only (--sweep=goals), repetitions interleaved as in `make bench`, then
-# the report's goals, time, phase, chunk-size and decay tables, printed and in
-# $(GOALS_DIR)/goals.md.
-goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study
+# the peers, then the report's goals, time, phase, chunk-size, decay and
+# peers tables, printed and in $(GOALS_DIR)/goals.md.
+goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study $(BUILD)/libfalcon.so
 	@mkdir -p $(GOALS_DIR)
 	$(BUILD)/falcon-bench --sweep=goals --out=$(GOALS_DIR)/bench.json --benchmark_repetitions=$(GOALS_REPS) \
 	  $(BENCH_PROTOCOL) $(BENCH_ARGS)
 	$(BUILD)/falcon-study bench-dat $(GOALS_DIR)/bench.json --out $(GOALS_DIR)/bench
-	sh verify/tools/report.sh --goals $(GOALS_DIR)
+	@rc=0; FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py \
+	  --json $(GOALS_DIR)/peers.json $(PEERS_ARGS) || rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+	PEERS_PYTHON=$(PEERS_PYTHON) sh verify/tools/report.sh --goals $(GOALS_DIR)
 else
 bench bench-build goals:
 	@echo "make bench: Google Benchmark not found ($(BENCH_HEADER)); run 'make deps'" >&2; exit 1
@@ -131,8 +138,6 @@ endif
 # (bench/peers.py; needs torch, `make deps`), 1 and 2 threads, into
 # $(PEERS_OUT) (PEERS_ARGS: bench/peers.py --help).
 PEERS_OUT  ?= report/peers.json
-PEERS_ARGS ?=
-PEERS_PYTHON ?= /usr/bin/python3
 .PHONY: peers
 peers: $(BUILD)/libfalcon.so
 	@mkdir -p $(dir $(PEERS_OUT))

@@ -31,7 +31,8 @@
 #   sweep's cases do not;
 # - the report's headline row, time (kernels, driver, input check), decay and
 #   goals tables, from a fixture, and report.sh --goals (make goals) with
-#   the phase, chunk-size and decay tables.
+#   the phase, chunk-size and decay tables, and the peers' table from a
+#   peers.json newer than bench.json only.
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_bench.sh BUILD_DIR}" && pwd)
@@ -328,6 +329,25 @@ $8}"; }
        ! grep -q '^## ' rep/goals.md && grep -qF '| no decay cliff |' goals.out && grep -q 'wrote rep/goals.md' goals.out
     then ok "report.sh --goals: the goals, time, phase, chunk-size and decay tables alone, written and printed"
     else bad "report.sh --goals" "$(head -c 600 goals.out)"; fi
+    # The peers' table (bench/peers.py --table) from a peers.json newer than
+    # bench.json; an older one (an earlier run's) is left out.
+    peer_row() { printf '"%s": {"seconds": %s, "tokens_per_second": %s, "gflops_6nm": %s, "max_rel_diff": 1e-7, "torch_threads": 1, "blas_threads": 1}' "$@"; }
+    { echo '{"cpu": "Test CPU (family 1 model 2)", "tolerance": 1e-4, "runs": [{"threads": 1, "T": 4096, "heads": 8, "n": 128, "m": 128,'
+      echo '"peer_chunk": 64, "torch": "1.0", "blas_core": "Haswell", "repeats": 7, "implementations": {'
+      peer_row falcon-chunk-auto 0.04 800000 80.0; echo ,; peer_row falcon-chunk-64 0.05 650000 65.0; echo ,
+      peer_row falcon-recurrent 0.045 700000 70.0; echo ,; peer_row naive-chunk 0.2 160000 16.0; echo ,
+      peer_row torch-chunk 0.14 230000 23.0
+      echo '}, "speedups": {"falcon-chunk-auto/naive-chunk": 5.0, "falcon-chunk-auto/torch-chunk": 3.5,'
+      echo '"falcon-chunk-64/naive-chunk": 4.0, "falcon-chunk-64/torch-chunk": 2.8, "falcon-recurrent/naive-chunk": 4.44,'
+      echo '"falcon-recurrent/torch-chunk": 3.11}}]}'; } > rep/peers.json
+    touch -d '1 minute ago' rep/bench.json
+    if sh "$REPORT_SH" --goals rep > goals.out 2>&1 &&
+       grep -qF '| 1 | falcon-chunk-auto | 800k | 80.0 | 5.00x | 3.50x |  |' rep/goals.md &&
+       grep -qF '| 1 | naive-chunk | 160k | 16.0 |  |  | 1, 1 |' rep/goals.md &&
+       grep -qF '1 thread: best 5.00x the naive chunk code (goal >= 6x at one thread: not met)' rep/goals.md &&
+       touch rep/bench.json && sh "$REPORT_SH" --goals rep > goals.out 2>&1 && ! grep -q 'naive-chunk' rep/goals.md
+    then ok "report.sh --goals: the peers' table from a newer peers.json, none from an older one"
+    else bad "report.sh --goals, peers" "$(grep -i peers rep/goals.md goals.out | head -c 600)"; fi
     mkdir -p empty
     rc=0; sh "$REPORT_SH" --goals empty > empty.out 2>&1 || rc=$?
     [ $rc -eq 1 ] && [ -z "$(ls -A empty)" ] && ok "report.sh --goals: no results: status 1, nothing written" ||

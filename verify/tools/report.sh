@@ -7,8 +7,10 @@
 # be missing; the report says so. Pictures are linked by relative paths.
 # Usage: report.sh DIR GATE_STATUS
 #        report.sh --goals DIR   (make goals) only the goals and time tables of
-#                                DIR/bench.json, the phases, the chunk sizes and
-#                                the decay regimes, into DIR/goals.md and printed
+#                                DIR/bench.json, the phases, the chunk sizes,
+#                                the decay regimes and the peers (DIR/peers.json
+#                                when newer than bench.json), into DIR/goals.md
+#                                and printed
 goals_only=0
 if [ "${1:-}" = --goals ]; then goals_only=1; shift; fi
 dir=$1
@@ -264,6 +266,16 @@ chunk_sweep_table() {
 # recurrent case on its fastest backend, the default chunk size over the
 # sweep's best, and the worst decay case. A goal whose data the run lacks
 # (no probe, no yardstick, a filtered run) reads "not measured".
+# The peers (bench/peers.py renders its own JSON), when make goals measured
+# them after the benchmark: a peers.json older than bench.json is an earlier
+# run's and is left out.
+peers_table() {
+    [ -f "$dir/peers.json" ] && [ "$dir/peers.json" -nt "$dir/bench.json" ] || return 0
+    root=$(cd "$(dirname "$0")/../.." && pwd)
+    "${PEERS_PYTHON:-python3}" "$root/bench/peers.py" --table "$dir/peers.json" || echo "_(peers.json unreadable)_"
+    echo
+}
+
 goals_table() {
     json=$dir/bench.json
     [ -f "$json" ] || return 0
@@ -517,6 +529,7 @@ if [ $goals_only = 1 ]; then
         phase_table
         chunk_sweep_table
         decay_table
+        peers_table
     } > "$md.tmp-$$" || { rm -f "$md.tmp-$$"; echo "report.sh: cannot write $md" >&2; exit 2; }
     if ! grep -q '^| goal |' "$md.tmp-$$"; then
         rm -f "$md.tmp-$$"
