@@ -19,6 +19,11 @@ The peers (computed in float32, decay exponents as PyTorch code keeps them):
   torch-chunk   examples/torch_falcon_chunk.py: the chunk form written in
                 PyTorch with a triangular solve per chunk (torch's own
                 solver and GEMMs), the plain-matmul script a user would write.
+  ggml-recurrent  with --ggml DIR: ggml's CPU gated_delta_net op (the
+                recurrence llama.cpp runs for gated DeltaNet layers) from a
+                prebuilt ggml in DIR (libggml-base.so and libggml-cpu-*.so,
+                as the npm package @node-llama-cpp/linux-x64 ships them),
+                called through ctypes (class Ggml). Not measured without it.
 Falcon-1 with a decay and same-step alignment is the gated delta rule with
 beta_t = eta_t = beta'_t / (eps + |k_t|^2) and g_t = log alpha_t: every
 implementation gets the same inputs (the benchmark's distribution: uniform
@@ -57,6 +62,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, os.pardir)
 TOLERANCE = 1e-4
+PEERS = ("naive-chunk", "torch-chunk", "ggml-recurrent")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -105,6 +111,84 @@ def naive_chunk(q, k, v, g, b, C=64):
     return o.reshape(B, H, T, V).transpose(1, 2), S
 
 
+class Ggml:
+    """ggml's CPU gated_delta_net op (llama.cpp's gated DeltaNet, a
+    recurrence), through ctypes on a prebuilt ggml: DIR holds
+    libggml-base.so and one or more libggml-cpu-*.so (the CPU variant with
+    the highest ggml_backend_score is taken, as ggml's loader does). The op
+    computes, per head, S = exp(g) S, d = beta (v - S^T k), S += k d^T,
+    o = S^T q / sqrt(n), with the state stored as libfalcon's S [m][n]:
+    Falcon-1 with a decay and same-step alignment once beta = eta, with its
+    outputs times sqrt(n). The graph is built once; a call is one
+    ggml_graph_compute_with_ctx on P threads of ggml's own."""
+
+    def __init__(self, d, q, k, v, g, b, threads):
+        import ctypes
+        import glob
+        import numpy as np
+        P = ctypes.c_void_p
+        self.ct, self.threads = ctypes, threads
+        base = ctypes.CDLL(os.path.join(d, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
+        best = None
+        for path in sorted(glob.glob(os.path.join(d, "libggml-cpu*.so"))):
+            try:
+                lib = ctypes.CDLL(path)
+                lib.ggml_backend_score.restype = ctypes.c_int
+                score = lib.ggml_backend_score()
+            except (OSError, AttributeError):
+                continue
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, path, lib)
+        if best is None:
+            raise OSError("no usable libggml-cpu*.so in %s" % d)
+        self.variant = os.path.basename(best[1])
+        cpu = best[2]
+
+        class Params(ctypes.Structure):
+            _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
+        base.ggml_init.restype, base.ggml_init.argtypes = P, [Params]
+        base.ggml_new_tensor_4d.restype = P
+        base.ggml_new_tensor_4d.argtypes = [P, ctypes.c_int] + [ctypes.c_int64] * 4
+        base.ggml_gated_delta_net.restype, base.ggml_gated_delta_net.argtypes = P, [P] * 7
+        base.ggml_new_graph.restype, base.ggml_new_graph.argtypes = P, [P]
+        base.ggml_build_forward_expand.argtypes = [P, P]
+        base.ggml_get_data.restype, base.ggml_get_data.argtypes = P, [P]
+        base.ggml_free.argtypes = [P]
+        cpu.ggml_cpu_init()
+        cpu.ggml_graph_compute_with_ctx.restype = ctypes.c_int
+        cpu.ggml_graph_compute_with_ctx.argtypes = [P, P, ctypes.c_int]
+        _, T, H, n = q.shape
+        m = v.shape[-1]
+        # the tensors, the result (outputs and state), and room for each
+        # call's work buffer, which ggml_graph_compute_with_ctx takes anew
+        size = 2 * q.nbytes + 2 * v.nbytes + 2 * g.nbytes + 2 * 4 * H * n * m + (128 << 20)
+        self.ctx = base.ggml_init(Params(size, None, False))
+        if not self.ctx:
+            raise OSError("ggml_init failed")
+        self.base, self.cpu = base, cpu
+
+        def tensor(arr, ne):
+            t = base.ggml_new_tensor_4d(self.ctx, 0, *ne)  # GGML_TYPE_F32
+            ctypes.memmove(base.ggml_get_data(t), np.ascontiguousarray(arr, np.float32).ctypes.data, 4 * arr.size)
+            return t
+        args = [tensor(q, (n, H, T, 1)), tensor(k, (n, H, T, 1)), tensor(v, (m, H, T, 1)),
+                tensor(g, (1, H, T, 1)), tensor(b, (1, H, T, 1)), tensor(np.zeros(H * m * n, np.float32),
+                                                                          (n, m, H, 1))]
+        res = base.ggml_gated_delta_net(self.ctx, *args)
+        if not res:
+            raise OSError("ggml_gated_delta_net refused the shapes")
+        self.graph = base.ggml_new_graph(self.ctx)
+        base.ggml_build_forward_expand(self.graph, res)
+        buf = ctypes.cast(base.ggml_get_data(res), ctypes.POINTER(ctypes.c_float))
+        self.out = np.ctypeslib.as_array(buf, shape=(T * H * m,)).reshape(1, T, H, m)
+        self.scale = float(np.sqrt(n))
+
+    def __call__(self):
+        if self.cpu.ggml_graph_compute_with_ctx(self.ctx, self.graph, self.threads) != 0:
+            raise RuntimeError("ggml_graph_compute_with_ctx failed")
+        return self.out
+
+
 def child(a):
     """One thread count: time every implementation, print one JSON line."""
     try:
@@ -143,6 +227,13 @@ def child(a):
         return lambda: falcon.run(q, k, v, beta, alpha, form=form, align="same", eps=eps,
                                   chunk=chunk, threads=th)[0]
 
+    ggml, scales = None, {}
+    if a.ggml:
+        eta = rule_beta.numpy()
+        try:
+            ggml = Ggml(a.ggml, q, k, v, g32.numpy(), eta, th)
+        except (OSError, AttributeError) as e:  # no such library, or no such op in it
+            print("peers: ggml: not measured: %s" % e, file=sys.stderr)
     impls = [
         ("falcon-chunk-auto", ours("chunk", "auto")),
         ("falcon-chunk-64", ours("chunk", 64)),
@@ -151,11 +242,14 @@ def child(a):
         ("torch-chunk", lambda: chunk_falcon1(tq, tk, tv, torch.from_numpy(beta), log_alpha, zero_h, no_prev,
                                               has_prev, align="same", eps=eps, chunk=a.peer_chunk)[0].numpy()),
     ]
+    if ggml:
+        impls.append(("ggml-recurrent", ggml))
+        scales["ggml-recurrent"] = ggml.scale
     ref = impls[0][1]()
     scale = float(np.abs(ref).max())
     disagree = {}
     for name, f in impls:                                                # the warm-up call checks
-        d = float(np.abs(f().astype(np.float64) - ref).max()) / scale
+        d = float(np.abs(f().astype(np.float64) * scales.get(name, 1) - ref).max()) / scale
         disagree[name] = d
     times = {name: [] for name, _ in impls}
     for _ in range(a.repeats):
@@ -165,6 +259,7 @@ def child(a):
             times[name].append(time.perf_counter() - t0)
     print(json.dumps({"threads": th, "T": T, "heads": H, "n": n, "m": n, "peer_chunk": a.peer_chunk,
                       "torch": torch.__version__, "blas_core": blas_core() or "not OpenBLAS",
+                      "ggml": ggml.variant if ggml else None,
                       "max_rel_diff": disagree, "times": times}))
     return 0
 
@@ -173,6 +268,15 @@ def median(xs):
     s = sorted(xs)
     h = len(s) // 2
     return s[h] if len(s) % 2 else 0.5 * (s[h - 1] + s[h])
+
+
+def threads_used(name, row, P):
+    """What the threads column says of an implementation."""
+    if name.startswith("falcon-"):
+        return "-"
+    if name.startswith("ggml-"):
+        return "ggml's %d" % P
+    return "%d, %d" % (row["torch_threads"], row["blas_threads"])
 
 
 def thread_configs(P):
@@ -198,10 +302,11 @@ def summarize(P, runs):
                       "torch_threads": best[0][0], "blas_threads": best[0][1]}
     speedups = {}
     for ours in ("falcon-chunk-auto", "falcon-chunk-64", "falcon-recurrent"):
-        for peer in ("naive-chunk", "torch-chunk"):
+        for peer in [p for p in PEERS if p in rows]:
             speedups["%s/%s" % (ours, peer)] = rows[peer]["seconds"] / rows[ours]["seconds"]
     return {"threads": P, "T": r0["T"], "heads": r0["heads"], "n": r0["n"], "m": r0["m"],
             "peer_chunk": r0["peer_chunk"], "torch": r0["torch"], "blas_core": r0["blas_core"],
+            "ggml": r0.get("ggml"),
             "repeats": len(next(iter(r0["times"].values()))), "implementations": rows, "speedups": speedups}
 
 
@@ -284,37 +389,45 @@ def write_json(path, obj):
             os.unlink(tmp)
 
 
-GOAL = 6.0  # the goals' lead over the naive chunk code at one thread (README, "Peers")
+GOAL = 6.0       # the goals' lead over the naive chunk code at one thread (README, "Peers")
+GGML_GOAL = 3.0  # over ggml's gated_delta_net, both forms, 1 and 2 threads
 
 
 def table(path):
     """The markdown table of a --json file (make goals, verify/tools/report.sh)."""
     with open(path) as f:
         j = json.load(f)
+    peers = [p for p in PEERS if any(p in r["implementations"] for r in j["runs"])]
     out = ["Peers (`bench/peers.py`, %s): Falcon-1 with a decay, fp32, same-step alignment; tokens/s are "
            "medians, `gflops_6nm` the least work (6 n m flops a token and head) over the time." % j["cpu"], "",
-           "| threads | implementation | tokens/s | gflops_6nm | over naive chunk | over torch chunk | torch, BLAS threads |",
-           "|---|---|---|---|---|---|---|"]
+           "| threads | implementation | tokens/s | gflops_6nm | %s | threads (torch, BLAS) |" %
+           " | ".join("over " + p for p in peers),
+           "|---|---|---|---|%s---|" % ("---|" * len(peers))]
     verdict = []
     for r in j["runs"]:
         imp = r["implementations"]
         for name, row in imp.items():
             ours = name.startswith("falcon-")
-            over = ["%.2fx" % r["speedups"]["%s/%s" % (name, peer)] if ours else "" for peer in ("naive-chunk",
-                                                                                                   "torch-chunk")]
-            out.append("| %d | %s | %.0fk | %.1f | %s | %s | %s |" % (
-                r["threads"], name, row["tokens_per_second"] / 1e3, row["gflops_6nm"], over[0], over[1],
-                "" if ours else "%d, %d" % (row["torch_threads"], row["blas_threads"])))
-        best = max(r["speedups"]["%s/naive-chunk" % n] for n in imp if n.startswith("falcon-"))
-        peer = imp["naive-chunk"]["gflops_6nm"]
-        verdict.append("%d thread%s: best %.2fx the naive chunk code (goal >= %gx at one thread: %s); the naive "
-                       "code at %.1f GFLOPS of the least work, so %gx needs %.0f GFLOPS" % (
-                           r["threads"], "" if r["threads"] == 1 else "s", best, GOAL,
-                           "met" if best >= GOAL else "not met", peer, GOAL, GOAL * peer)
-                       if r["threads"] == 1 else "%d threads: best %.2fx the naive chunk code" % (r["threads"], best))
-    out += ["", "T = %d, %d heads, n = m = %d; torch %s, OpenBLAS core %s. %s." % (
-        j["runs"][0]["T"], j["runs"][0]["heads"], j["runs"][0]["n"], j["runs"][0]["torch"],
-        j["runs"][0]["blas_core"], "; ".join(verdict)), ""]
+            over = ["%.2fx" % r["speedups"]["%s/%s" % (name, p)] if ours and p in imp else "" for p in peers]
+            out.append("| %d | %s | %.0fk | %.1f | %s | %s |" % (
+                r["threads"], name, row["tokens_per_second"] / 1e3, row["gflops_6nm"], " | ".join(over),
+                "" if ours else threads_used(name, row, r["threads"])))
+        mine = [n for n in imp if n.startswith("falcon-")]
+        best = max(r["speedups"]["%s/naive-chunk" % n] for n in mine)
+        say = "%d thread%s: best %.2fx the naive chunk code" % (r["threads"], "" if r["threads"] == 1 else "s", best)
+        if r["threads"] == 1:
+            peer = imp["naive-chunk"]["gflops_6nm"]
+            say += " (goal >= %gx at one thread: %s; the naive code at %.1f GFLOPS of the least work, so %gx " \
+                   "needs %.0f GFLOPS)" % (GOAL, "met" if best >= GOAL else "not met", peer, GOAL, GOAL * peer)
+        if "ggml-recurrent" in imp:
+            low = min(r["speedups"]["%s/ggml-recurrent" % n] for n in ("falcon-chunk-auto", "falcon-recurrent"))
+            say += "; both forms at least %.2fx ggml's op (goal >= %gx: %s)" % (
+                low, GGML_GOAL, "met" if low >= GGML_GOAL else "not met")
+        verdict.append(say)
+    r0 = j["runs"][0]
+    out += ["", "T = %d, %d heads, n = m = %d; torch %s, OpenBLAS core %s%s. %s." % (
+        r0["T"], r0["heads"], r0["n"], r0["torch"], r0["blas_core"],
+        "; ggml %s" % r0["ggml"] if r0.get("ggml") else "; ggml not measured (--ggml DIR)", "; ".join(verdict)), ""]
     return "\n".join(out)
 
 
@@ -328,6 +441,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--peer-chunk", type=int, default=64, help="the peers' chunk size (default 64)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ggml", metavar="DIR", default=os.environ.get("FALCON_PEERS_GGML"),
+                    help="also ggml's gated_delta_net from DIR (libggml-base.so, libggml-cpu-*.so; "
+                         "default $FALCON_PEERS_GGML)")
     ap.add_argument("--json", help="write the results here (replaced only by a run that measured)")
     ap.add_argument("--quick", action="store_true", help="T = 128, 2 heads, n = 16, 1 repeat")
     ap.add_argument("--table", metavar="JSON", help="print the markdown table of an earlier --json file, and exit")
@@ -369,7 +485,8 @@ def main(argv=None):
             env["OMP_NUM_THREADS"] = str(tt)
             cmd = [sys.executable, os.path.abspath(__file__), "--child", str(th), "--torch-threads", str(tt),
                    "--T", str(a.T), "--heads", str(a.heads), "--n", str(a.n), "--repeats", str(a.repeats),
-                   "--peer-chunk", str(a.peer_chunk), "--seed", str(a.seed)] + (["--bug", a.bug] if a.bug else [])
+                   "--peer-chunk", str(a.peer_chunk), "--seed", str(a.seed)] + (["--bug", a.bug] if a.bug else []) + \
+                (["--ggml", a.ggml] if a.ggml else [])
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, universal_newlines=True)
             if p.returncode == 77:
                 print(p.stdout.strip() or "skipped")
@@ -389,7 +506,7 @@ def main(argv=None):
             status |= bad
             print("  %-18s %10.2f %14.0f %11.1f %13.1e  %s%s" % (
                 name, row["seconds"] * 1e3, row["tokens_per_second"], row["gflops_6nm"], row["max_rel_diff"],
-                "%d, %d" % (row["torch_threads"], row["blas_threads"]) if name[:7] != "falcon-" else "-",
+                threads_used(name, row, th),
                 "  DISAGREES" if bad else ""))
         for pair, s in r["speedups"].items():
             print("  speed-up %-34s %6.2f" % (pair.replace("/", " over "), s))

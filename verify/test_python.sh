@@ -26,7 +26,8 @@
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
 #     says so; a peer with a seeded bug (no decay, no normaliser) fails the
-#     run (exit 1) and leaves the earlier --json file as it was; a thread
+#     run (exit 1) and leaves the earlier --json file as it was; --ggml
+#     naming a folder without ggml measures the rest and says so; a thread
 #     count of 0 is bad usage (exit 2).
 # Environment: PYTHON, the interpreter (default /usr/bin/python3; it needs
 # numpy; pytest and torch are optional). The libraries are taken next to the
@@ -282,6 +283,11 @@ PY
             ok "bench/peers.py with a wrong peer (--bug $bug) fails, its --json file kept"
         else bad "bench/peers.py --bug $bug" "status $rc (want 1, the file kept): $(tail -n 3 peers.txt)"; fi
     done
+    rc=0
+    "$PYTHON" "$ROOT/bench/peers.py" --quick --ggml "$WORK/no-ggml-here" >peers.txt 2>&1 || rc=$?
+    if [ $rc -eq 0 ] && grep -q 'ggml: not measured' peers.txt && ! grep -q 'ggml-recurrent' peers.txt; then
+        ok "bench/peers.py --ggml with no ggml there: measured without it, and says so"
+    else bad "bench/peers.py --ggml DIR without ggml" "status $rc: $(tail -n 3 peers.txt)"; fi
     rc=0
     "$PYTHON" "$ROOT/bench/peers.py" --quick --threads 0 >peers.txt 2>&1 || rc=$?
     if [ $rc -eq 2 ]; then ok "bench/peers.py --threads 0 is bad usage (exit 2)"
