@@ -122,7 +122,7 @@ class Ggml:
     outputs times sqrt(n). The graph is built once; a call is one
     ggml_graph_compute_with_ctx on P threads of ggml's own."""
 
-    def __init__(self, d, q, k, v, g, b, threads):
+    def __init__(self, d, q, k, v, g, b, threads, calls):
         import ctypes
         import glob
         import numpy as np
@@ -161,7 +161,8 @@ class Ggml:
         m = v.shape[-1]
         # the tensors, the result (outputs and state), and room for each
         # call's work buffer, which ggml_graph_compute_with_ctx takes anew
-        size = 2 * q.nbytes + 2 * v.nbytes + 2 * g.nbytes + 2 * 4 * H * n * m + (128 << 20)
+        # from the context (66 KiB a call measured, n = m = 128, 1 thread)
+        size = 2 * q.nbytes + 2 * v.nbytes + 2 * g.nbytes + 2 * 4 * H * n * m + (64 << 20) + (calls << 20)
         self.ctx = base.ggml_init(Params(size, None, False))
         if not self.ctx:
             raise OSError("ggml_init failed")
@@ -231,7 +232,7 @@ def child(a):
     if a.ggml:
         eta = rule_beta.numpy()
         try:
-            ggml = Ggml(a.ggml, q, k, v, g32.numpy(), eta, th)
+            ggml = Ggml(a.ggml, q, k, v, g32.numpy(), eta, th, a.repeats + 2)
         except (OSError, AttributeError) as e:  # no such library, or no such op in it
             print("peers: ggml: not measured: %s" % e, file=sys.stderr)
     impls = [
