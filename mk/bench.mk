@@ -8,8 +8,9 @@
 #                              their tables
 #   make scaling               P threads against 1, next to what the host gives
 #                              P processes (SCALING_ARGS: falcon-scaling --help)
-#   make peers                 libfalcon against PyTorch chunk-form code on the
-#                              same inputs (bench/peers.py) into $(PEERS_OUT)
+#   make peers                 libfalcon against PyTorch chunk-form code and,
+#                              after `make ggml-peer`, ggml's op, on the same
+#                              inputs (bench/peers.py) into $(PEERS_OUT)
 # Needs Google Benchmark (Debian libbenchmark-dev, `make deps`); without it
 # only the compare objects are built. The yardstick next to the peak, the tuned
 # BLAS on the chunk block's GEMM shapes (bench/blas.c), needs OpenBLAS
@@ -42,9 +43,13 @@ BENCH_ARGS   ?=
 GOALS_DIR    ?= report/goals
 GOALS_REPS   ?= 5
 # The peers (bench/peers.py, `make peers` below) also run in `make goals`,
-# into $(GOALS_DIR)/peers.json, where torch is installed.
+# into $(GOALS_DIR)/peers.json, where torch is installed; ggml's op among
+# them once `make ggml-peer` has unpacked a prebuilt ggml (below).
 PEERS_ARGS   ?=
 PEERS_PYTHON ?= /usr/bin/python3
+GGML_PEER_PKG ?= @node-llama-cpp/linux-x64@3.22.1
+GGML_PEER_DIR ?= $(BUILD)/ggml-peer
+PEERS_GGML = $(if $(wildcard $(GGML_PEER_DIR)/libggml-base.so),--ggml $(GGML_PEER_DIR))
 
 # Build facts, as string macros: the benchmark report's context, and the
 # build identity the study's stream results carry (mk/study.mk links
@@ -127,7 +132,7 @@ goals: $(BUILD)/falcon-bench $(BUILD)/falcon-study $(BUILD)/libfalcon.so
 	  $(BENCH_PROTOCOL) $(BENCH_ARGS)
 	$(BUILD)/falcon-study bench-dat $(GOALS_DIR)/bench.json --out $(GOALS_DIR)/bench
 	@rc=0; FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py \
-	  --json $(GOALS_DIR)/peers.json $(PEERS_ARGS) || rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+	  --json $(GOALS_DIR)/peers.json $(PEERS_GGML) $(PEERS_ARGS) || rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 	PEERS_PYTHON=$(PEERS_PYTHON) sh verify/tools/report.sh --goals $(GOALS_DIR)
 else
 bench bench-build goals:
@@ -138,10 +143,24 @@ endif
 # (bench/peers.py; needs torch, `make deps`), 1 and 2 threads, into
 # $(PEERS_OUT) (PEERS_ARGS: bench/peers.py --help).
 PEERS_OUT  ?= report/peers.json
-.PHONY: peers
+.PHONY: peers ggml-peer
 peers: $(BUILD)/libfalcon.so
 	@mkdir -p $(dir $(PEERS_OUT))
-	FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py --json $(PEERS_OUT) $(PEERS_ARGS)
+	FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py --json $(PEERS_OUT) \
+	  $(PEERS_GGML) $(PEERS_ARGS)
+
+# ggml's CPU op for the peers: the prebuilt ggml (libggml-base.so and the
+# per-CPU libggml-cpu-*.so) that the npm package $(GGML_PEER_PKG) ships
+# for x86-64 Linux, unpacked into $(GGML_PEER_DIR) (npm from the registry;
+# the project itself never needs it). Unpacked beside it first, so that a
+# failed fetch leaves an earlier copy as it was.
+ggml-peer:
+	@rm -rf $(GGML_PEER_DIR).tmp && mkdir -p $(GGML_PEER_DIR).tmp
+	cd $(GGML_PEER_DIR).tmp && npm pack --silent $(GGML_PEER_PKG) >/dev/null && tar xzf ./*.tgz
+	test -f $(GGML_PEER_DIR).tmp/package/bins/linux-x64/libggml-base.so
+	rm -rf $(GGML_PEER_DIR) && mv $(GGML_PEER_DIR).tmp/package/bins/linux-x64 $(GGML_PEER_DIR)
+	rm -rf $(GGML_PEER_DIR).tmp
+	@echo "ggml for the peers in $(GGML_PEER_DIR): make peers / make goals measure it"
 
 # Thread scaling next to the host's own ceiling (bench/scaling.c; plain C,
 # no Google Benchmark): `make scaling SCALING_ARGS="--form chunk"`.
