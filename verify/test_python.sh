@@ -288,6 +288,32 @@ PY
     if [ $rc -eq 0 ] && grep -q 'ggml: not measured' peers.txt && ! grep -q 'ggml-recurrent' peers.txt; then
         ok "bench/peers.py --ggml with no ggml there: measured without it, and says so"
     else bad "bench/peers.py --ggml DIR without ggml" "status $rc: $(tail -n 3 peers.txt)"; fi
+    # OPENBLAS_CORETYPE as falcon-bench sets it: only over a core without
+    # AVX2 that OpenBLAS picked by itself, never over the environment's.
+    if msg=$("$PYTHON" - "$ROOT/bench" 2>&1 <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import peers
+os.environ.pop("OPENBLAS_CORETYPE", None)
+peers.blas_core = lambda: "Prescott"
+peers.cpu_flags = lambda: {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"}
+assert peers.blas_env() == {"OPENBLAS_CORETYPE": "SkylakeX"}, peers.blas_env()
+peers.cpu_flags = lambda: {"avx2", "fma"}
+assert peers.blas_env() == {"OPENBLAS_CORETYPE": "Haswell"}, peers.blas_env()
+peers.cpu_flags = lambda: {"sse3"}
+assert peers.blas_env() == {}, peers.blas_env()
+peers.cpu_flags = lambda: {"avx2", "fma"}
+peers.blas_core = lambda: "Zen"
+assert peers.blas_env() == {}, peers.blas_env()
+peers.blas_core = lambda: None
+assert peers.blas_env() == {}, peers.blas_env()
+peers.blas_core = lambda: "Prescott"
+os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+assert peers.blas_env() == {}, peers.blas_env()
+print("6 cases")
+PY
+    ); then ok "bench/peers.py sets OPENBLAS_CORETYPE only over OpenBLAS's own pre-AVX2 pick: $msg"
+    else bad "bench/peers.py, OPENBLAS_CORETYPE" "$msg"; fi
     rc=0
     "$PYTHON" "$ROOT/bench/peers.py" --quick --threads 0 >peers.txt 2>&1 || rc=$?
     if [ $rc -eq 2 ]; then ok "bench/peers.py --threads 0 is bad usage (exit 2)"
