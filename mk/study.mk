@@ -89,6 +89,12 @@ plots: $(BUILD)/falcon-study
 REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05
 REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
+# Then the peers (bench/peers.py, after the benchmark so that the report
+# takes them as this run's; a skip where torch is missing); 3 rounds in the
+# quick profile. REPORT_PEERS= leaves them out.
+REPORT_PEERS_quick := PEERS_ARGS=--repeats=3
+REPORT_PEERS_full  :=
+REPORT_PEERS ?= peers PEERS_OUT=$(REPORT_DIR)/peers.json $(REPORT_PEERS_$(PROFILE))
 
 # Every step runs even if an earlier one fails; each status and time goes to
 # $(REPORT_DIR)/status for report.sh, which marks failed steps in report.md;
@@ -110,6 +116,8 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	step gate $(LOG_TO) $(REPORT_DIR)/verify.txt $(BUILD)/falcon verify --profile $(PROFILE); \
 	if [ -n "$(REPORT_BENCH)" ]; then step bench $(MAKE) --no-print-directory $(REPORT_BENCH); \
 	else echo "bench - 0" >> $(REPORT_DIR)/status; fi; \
+	if [ -n "$(REPORT_PEERS)" ]; then step peers $(MAKE) --no-print-directory $(REPORT_PEERS); \
+	else echo "peers - 0" >> $(REPORT_DIR)/status; fi; \
 	step stability $(LOG_TO) $(REPORT_DIR)/stability.txt $(BUILD)/falcon-study stability --profile $(PROFILE) \
 	  --out $(REPORT_DIR)/stability; \
 	step learning $(LOG_TO) $(REPORT_DIR)/learning.txt $(BUILD)/falcon-study stability --learning \

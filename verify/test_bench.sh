@@ -348,8 +348,9 @@ $8}"; }
        grep -qF "| 1 | ggml-recurrent | 250k | 24.6 |  |  |  | ggml's 1 |" rep/goals.md &&
        grep -qF '1 thread: best 5.00x the naive chunk code (goal >= 6x at one thread: not met;' rep/goals.md &&
        grep -qF "both forms at least 2.89x ggml's op (goal >= 3x: not met)" rep/goals.md &&
+       sh "$REPORT_SH" rep 0 > rep.log 2>&1 && grep -qF '| 1 | naive-chunk | 160k | 16.0 |  |  |  | 1, 1 |' rep/report.md &&
        touch rep/bench.json && sh "$REPORT_SH" --goals rep > goals.out 2>&1 && ! grep -q 'naive-chunk' rep/goals.md
-    then ok "report.sh --goals: the peers' table from a newer peers.json, none from an older one"
+    then ok "report.sh (--goals and the full report): the peers' table from a newer peers.json, none from an older one"
     else bad "report.sh --goals, peers" "$(grep -i peers rep/goals.md goals.out | head -c 600)"; fi
     mkdir -p empty
     rc=0; sh "$REPORT_SH" --goals empty > empty.out 2>&1 || rc=$?

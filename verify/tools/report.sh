@@ -266,9 +266,9 @@ chunk_sweep_table() {
 # recurrent case on its fastest backend, the default chunk size over the
 # sweep's best, and the worst decay case. A goal whose data the run lacks
 # (no probe, no yardstick, a filtered run) reads "not measured".
-# The peers (bench/peers.py renders its own JSON), when make goals measured
-# them after the benchmark: a peers.json older than bench.json is an earlier
-# run's and is left out.
+# The peers (bench/peers.py renders its own JSON), when make goals or make
+# report measured them after the benchmark: a peers.json older than
+# bench.json is an earlier run's and is left out.
 peers_table() {
     [ -f "$dir/peers.json" ] && [ "$dir/peers.json" -nt "$dir/bench.json" ] || return 0
     root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -379,6 +379,7 @@ bench_section() {
     chunk_sweep_table
     ukernel_table
     decay_table
+    peers_table
     scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
