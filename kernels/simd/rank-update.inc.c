@@ -7,18 +7,24 @@
  * of the k terms from the last to the first (k <= 2: the last one's
  * product, then one FMA; larger k: from 0, one FMA per k, as axpy.inc.c;
  * update_read's pass does the same, update-read.inc.c says why), then S
- * added: fma(a, S, sum), or S + sum when a = 1 (decay_add, axpy.inc.c).
+ * added: fma(a, S, sum), or S + sum when a = 1 (decay_add, axpy.inc.c);
+ * but k = 1 with a = 1 is fma(e, z, S) (ru_plain, axpy.inc.c).
  * The decay's product a*S is never rounded on its own: a near-reset decay
  * (the smallest normal number) would make it subnormal, and x86 cores
  * take a microcode assist, about a hundred cycles, for each vector
  * operation with a subnormal result or multiplicand (measured on Sapphire
  * Rapids: 30 times slower). Inside the FMA the product is exact and the
  * sum is normal again. */
-/* One vector x of row r: the k terms (zA, zB: Z's vectors), then x. */
-#define RU_VEC(x, r, zA, zB)                                                           \
-    do {                                                                               \
-        const vreal p_ = kk > 1 ? v_fma(e0[r], zA, v_mul(e1[r], zB)) : v_mul(e0[r], zA); \
-        x = VNAME(decay_add)(scale, av, x, p_);                                        \
+/* One vector x of row r: the k terms (zA, zB: Z's vectors), then x. One
+ * term and no decay (a = 1) is one FMA, s + e z rounded once (ru_plain). */
+#define RU_VEC(x, r, zA, zB)                                                                   \
+    do {                                                                                       \
+        if (VNAME(ru_plain)(kk, scale)) {                                                      \
+            x = v_fma(e0[r], zA, x);                                                           \
+        } else {                                                                               \
+            const vreal p_ = kk > 1 ? v_fma(e0[r], zA, v_mul(e1[r], zB)) : v_mul(e0[r], zA); \
+            x = VNAME(decay_add)(scale, av, x, p_);                                            \
+        }                                                                                      \
     } while (0)
 
 /* Rows r0 .. r0+rows-1 (rows = 1 or 2, sharing the loads of Z). The stores

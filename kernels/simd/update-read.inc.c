@@ -9,7 +9,8 @@
  * or 2). Rows of P past UR_R are read after the pass by the axpy tiles
  * (axpy.inc.c), untrimmed, which add the same FMAs in the same order.
  * Each element of S: the k terms from the last to the first, then S
- * added (fma(a, S, terms), or S + terms), as rank_update; of P: 0, then
+ * added (fma(a, S, terms), or S + terms; one term without decay:
+ * fma(e, z, S), ru_plain in axpy.inc.c), as rank_update; of P: 0, then
  * one FMA per row of S in order, every row (the rows after the pass: from
  * the last row to the first, as the axpy tiles add). The terms, for
  * k <= 2 (the registers' path): the last one's product, then one FMA for
@@ -64,7 +65,10 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
             x[v] = masked && v == nv - 1 ? v_load_mask(s + v * VL, tm) : v_loadu(s + v * VL);
             p[v] = v_zero();
         }
-        if (kk <= 2) {
+        vreal e1 = v_zero(); /* ru_plain: the term's coefficient */
+        if (VNAME(ru_plain)(kk, scale)) {
+            e1 = v_set1(E[row]);
+        } else if (kk <= 2) {
 #pragma GCC unroll 2
             for (int i = kk - 1; i >= 0; i--) {
                 const vreal e = v_set1(E[i * lde + row]);
@@ -83,7 +87,7 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
         if (kk > 0 || scale) /* else S stays as it is: a read only */
 #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) {
-                x[v] = VNAME(decay_add)(scale, av, x[v], p[v]);
+                x[v] = VNAME(ru_plain)(kk, scale) ? v_fma(e1, zv[0][v], x[v]) : VNAME(decay_add)(scale, av, x[v], p[v]);
                 if (masked && v == nv - 1) v_store_mask(s + v * VL, tm, x[v]);
                 else v_storeu(s + v * VL, x[v]);
             }
