@@ -128,7 +128,7 @@ class Ggml:
         import glob
         import numpy as np
         P = ctypes.c_void_p
-        self.ct, self.threads = ctypes, threads
+        self.threads = threads
         base = ctypes.CDLL(os.path.join(d, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
         best = None
         for path in sorted(glob.glob(os.path.join(d, "libggml-cpu*.so"))):
@@ -171,7 +171,8 @@ class Ggml:
 
         def tensor(arr, ne):
             t = base.ggml_new_tensor_4d(self.ctx, 0, *ne)  # GGML_TYPE_F32
-            ctypes.memmove(base.ggml_get_data(t), np.ascontiguousarray(arr, np.float32).ctypes.data, 4 * arr.size)
+            src = np.ascontiguousarray(arr, np.float32)  # alive until the copy is made
+            ctypes.memmove(base.ggml_get_data(t), src.ctypes.data, src.nbytes)
             return t
         args = [tensor(q, (n, H, T, 1)), tensor(k, (n, H, T, 1)), tensor(v, (m, H, T, 1)),
                 tensor(g, (1, H, T, 1)), tensor(b, (1, H, T, 1)), tensor(np.zeros(H * m * n, np.float32),
