@@ -31,7 +31,8 @@
  * a head, the rows of step t + FW_AHEAD are prefetched at step t: one
  * head's rows are H*D apart, a stride the hardware does not follow (AMD
  * Zen 4, 8 heads of n = m = 64: a step takes about 1.5 times as long
- * without it). Neither tunable changes results. 1 to 8 steps ahead
+ * without it); into L1 when the memory fits there, else into L2
+ * (rec_open). Neither tunable changes results. 1 to 8 steps ahead
  * measured the same. On Zen 3 (fp32, n = m = 64) 4 steps ahead took 1.04
  * times as long as 2, and leaving out only the output row's prefetch
  * 1.17 times: the step's stores then wait for their lines. Blocks of 8
@@ -74,6 +75,7 @@ typedef struct rec_head {
     REAL *X0, *xz0, *xs0;
     const REAL **yrow0;
     int64_t cnt0;
+    int pf_l1; /* the step's rows prefetched into L1 (else L2): rec_open */
 } rec_head;
 
 /* Column tiles. Each column r of the memory (a value index) evolves on its
@@ -131,6 +133,14 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     if (RS(examples_open)(&c->src, h)) return FALCON_E_NOMEM;
     c->mt = RS(rec_tile)(n, m, h->tile_bytes);
     const int tiled = c->mt < m;
+    /* A memory (tile) larger than L1's share passes through L1 at every
+     * step and evicts what was prefetched there two steps earlier, so the
+     * step's rows go to L2 instead. Zen 4, AVX-512 on its 256-bit
+     * datapath, fp32, n = m = 128 (64 KiB, not tiled there), 8 heads,
+     * Falcon-1: the call 1.07 times as fast (medians of 6 alternating
+     * rounds); n = m = 64 (16 KiB) into L2 was 0.93 times as fast, so a
+     * memory that fits keeps the L1 prefetch. */
+    c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
@@ -218,7 +228,10 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
     }
     REAL *const X = c->X, *const Zg = c->Zg, *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     enum { AHEAD = FW_AHEAD }; /* steps between a prefetch and the use */
-    if (AHEAD > 0 && prefetch && t + AHEAD < T) FW_PREFETCH_STEP(h, t + AHEAD, 3);
+    if (AHEAD > 0 && prefetch && t + AHEAD < T) {
+        if (c->pf_l1) FW_PREFETCH_STEP(h, t + AHEAD, 3);
+        else FW_PREFETCH_STEP(h, t + AHEAD, 2);
+    }
     rec_step st = {h->alpha ? h->alpha[t * h->lds] : (REAL)1, 0, 1, X};
     if (e >= 0) {
         if (c->cnt == W) { /* slide the window by one */
