@@ -53,6 +53,9 @@ mutants=(
 # update_read's and rank_update's k <= 2 terms start from the last one's
 # product: a sum from 0 in either turns a -0 element of S into +0.
 "update-read-terms-from-zero|kernels/simd/update-read.inc.c|s/p\[v\] = i == kk - 1 ? v_mul(e, zv\[i\]\[v\]) : /p[v] = /|ukernels::update_read_signed_zero"
+# The half-width table keeps Z in registers for k = 3 and 4 too: the same
+# terms in the same order as the loads' path, or the tables disagree.
+"update-read-register-terms-reversed|kernels/simd/update-read.inc.c|s/for (int i = kk - 1; i >= 0; i--) { \/\* the last term first, as below \*\//for (int i = 0; i < kk; i++) {/|ukernels::update_read"
 # Keys at the limits of the precision (issue 14): the scaling that keeps x.x
 # in range, and the places each form must undo it.
 "key-scale-never-applied|kernels/common/falcon_math.h|s/if (amax == 0 /if (1 /|limits::gains_at_the_limits_fp32"

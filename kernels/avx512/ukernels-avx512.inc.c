@@ -25,6 +25,14 @@
  * 4 accumulators of a 4-vector block are what keeps both pipes busy
  * (ports x latency = 8), so that table keeps them. The same bits either way. */
 #define UR_NV 2
+/* With 2-vector blocks the Z vectors of up to 4 terms fit in registers
+ * beside the rest (8 for Z, 4 accumulators, 4 for the row and its terms:
+ * 16 of 32 registers), so a window of 3 or 4 does
+ * not load them again for every row of the memory: Zen 4, Falcon-3
+ * (W = 4), 8 heads, recurrent 1.07x (fp32 n = m = 64), 1.09x (fp64 64),
+ * 1.11x (fp32 128); 4 alternating rounds. The 4-vector blocks would need
+ * 16 for Z alone, 32 in all (and AVX2 has 16): those tables load them. */
+#define UR_ZREG 4
 #define UR_NAME(x) VNAME(half_##x)
 #include "../simd/update-read.inc.c"
 

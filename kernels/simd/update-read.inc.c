@@ -6,7 +6,7 @@
  * of P it feeds (P[i] += X[i][row] * row), so S is read and written once
  * per step instead of read twice and written once. Z's vectors of the
  * block stay in registers for k <= 2 (the recurrent step's windows of 1
- * or 2). Rows of P past UR_R are read after the pass by the axpy tiles
+ * or 2), or k <= UR_ZREG where a table sets it. Rows of P past UR_R are read after the pass by the axpy tiles
  * (axpy.inc.c), untrimmed, which add the same FMAs in the same order.
  * Each element of S: the k terms from the last to the first, then S
  * added (fma(a, S, terms), or S + terms; one term without decay:
@@ -33,6 +33,11 @@
  * for another port model (kernels/avx512/ukernels-avx512.inc.c). Every
  * element's sequence of operations is the same whatever the width. */
 #define UR_R 2
+/* Write terms whose Z vectors stay in registers (k <= UR_ZREG); more are
+ * loaded per row. */
+#ifndef UR_ZREG
+#define UR_ZREG 2
+#endif
 #ifndef UR_NV
 #define UR_NV AX_NV
 #endif
@@ -45,13 +50,13 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
                              const REAL *E, int64_t lde, const REAL *Z, int64_t ldz,
                              const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
 {
-    vreal acc[UR_R][UR_NV], zv[2][UR_NV];
+    vreal acc[UR_R][UR_NV], zv[UR_ZREG][UR_NV];
 #pragma GCC unroll 4
     for (int i = 0; i < rr; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
-#pragma GCC unroll 2
-    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 4
+    for (int i = 0; i < UR_ZREG; i++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             const REAL *z = Z + i * ldz + j0 + v * VL;
@@ -74,6 +79,13 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
                 const vreal e = v_set1(E[i * lde + row]);
 #pragma GCC unroll 8
                 for (int v = 0; v < nv; v++) p[v] = i == kk - 1 ? v_mul(e, zv[i][v]) : v_fma(e, zv[i][v], p[v]);
+            }
+        } else if (kk <= UR_ZREG) { /* the sum from 0 as below, Z from registers */
+#pragma GCC unroll 4
+            for (int i = kk - 1; i >= 0; i--) { /* the last term first, as below */
+                const vreal e = v_set1(E[i * lde + row]);
+#pragma GCC unroll 8
+                for (int v = 0; v < nv; v++) p[v] = v_fma(e, zv[i][v], p[v]);
             }
         } else {
             for (int i = kk - 1; i >= 0; i--) {
@@ -114,8 +126,8 @@ VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int
                              const REAL *Z, int64_t ldz, const REAL *X, int64_t ldx, REAL *P,
                              int64_t ldp)
 {
-    /* kk2: k as a constant when it is 0, 1 or 2; 3 stands for any larger k */
-    const int kk = kk2 < 3 ? kk2 : (int)k;
+    /* kk2: k as a constant up to 2 (or UR_ZREG); one more stands for any larger k */
+    const int kk = kk2 <= (UR_ZREG > 2 ? UR_ZREG : 2) ? kk2 : (int)k;
     const vmask none = v_mask(0);
     int64_t j = 0;
     for (; j + UR_NV * VL <= n; j += UR_NV * VL)
@@ -131,20 +143,23 @@ VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int
         UR_NAME(ur_block)(1, 1, v_mask(n - j), kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
 }
 
-/* One instance per (k class, scale) for rr rows of P in the pass. */
+/* One instance per (k class, scale) for rr rows of P in the pass: k as a
+ * constant up to UR_KMAX, the rest one instance. */
+#define UR_KMAX (UR_ZREG > 2 ? UR_ZREG : 2)
+#define UR_SW(KK, SC, RR) UR_NAME(ur_sweep)(KK, SC, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp)
+#define UR_KS1(SC, RR)                                                                                 \
+    do {                                                                                               \
+        if (k == 0) UR_SW(0, SC, RR);                                                                  \
+        else if (k == 1) UR_SW(1, SC, RR);                                                             \
+        else if (k == 2) UR_SW(2, SC, RR);                                                             \
+        else if (UR_KMAX >= 3 && k == 3) UR_SW(3, SC, RR);                                             \
+        else if (UR_KMAX >= 4 && k == 4) UR_SW(4, SC, RR);                                             \
+        else UR_SW(UR_KMAX + 1, SC, RR);                                                               \
+    } while (0)
 #define UR_KS(RR)                                                                                      \
     do {                                                                                               \
-        if (a != 1) {                                                                                  \
-            if (k == 0) UR_NAME(ur_sweep)(0, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
-            else if (k == 1) UR_NAME(ur_sweep)(1, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else if (k == 2) UR_NAME(ur_sweep)(2, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else UR_NAME(ur_sweep)(3, 1, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
-        } else {                                                                                       \
-            if (k == 0) UR_NAME(ur_sweep)(0, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);      \
-            else if (k == 1) UR_NAME(ur_sweep)(1, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else if (k == 2) UR_NAME(ur_sweep)(2, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp); \
-            else UR_NAME(ur_sweep)(3, 0, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);             \
-        }                                                                                              \
+        if (a != 1) UR_KS1(1, RR);                                                                     \
+        else UR_KS1(0, RR);                                                                            \
     } while (0)
 
 static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
@@ -173,6 +188,10 @@ static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *
             for (int64_t c = 0; c < n; c++) P[i * ldp + c] = 0;
 }
 #undef UR_KS
+#undef UR_KS1
+#undef UR_SW
+#undef UR_KMAX
+#undef UR_ZREG
 #undef UR_R
 #undef UR_NV
 #undef UR_NAME
