@@ -166,6 +166,11 @@ typedef struct falcon_state_view {
     const double *hist_k;    /* [heads][keep][n], oldest first, raw keys */
     const double *hist_v;    /* [heads][keep][m] */
     const int64_t *hist_len; /* [heads], <= keep */
+    /* [heads]: how the fp32 recurrent form continues S bit for bit (it
+     * keeps S / scale, a decay not yet applied to it: lazy decay,
+     * docs/math.md section 8); in [2^-8, 1], 1 after any other run and
+     * after reset or set_memory. S is the memory itself. */
+    const double *scale;
 } falcon_state_view;
 
 falcon_state_view falcon_state_get_view(const falcon_state *state);

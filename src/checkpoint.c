@@ -1,11 +1,11 @@
 /*
  * Checkpoints: the whole carried state of a falcon_state in a directory.
  *
- * Format (version 1). The directory holds a text manifest and six .npy
+ * Format (version 2). The directory holds a text manifest and seven .npy
  * files, all float64 little-endian C order (written by falcon_npy_write):
  *
  *   falcon-checkpoint.txt   exactly these lines, in this order:
- *                             format falcon-checkpoint 1
+ *                             format falcon-checkpoint 2
  *                             heads H
  *                             n N
  *                             m M
@@ -16,12 +16,15 @@
  *   hist_k.npy    [H, W-1, N]   the last W-1 raw example keys, oldest first
  *   hist_v.npy    [H, W-1, M]   their values
  *   hist_len.npy  [H]           how many history rows are in use, an integer in [0, W-1]
+ *   scale.npy     [H]           the lazy decay factor of S, in [2^-8, 1] (how the fp32
+ *                               recurrent form continues S bit for bit: docs/math.md section 8)
  *
  * Heads are numbered b*Hb + h for a [B][T][Hb][D] batch. Rows of prev_key
  * and of the history that are not in use are saved as they are and must
  * still be finite. Loading checks every array against the manifest (shape,
  * finite values, has_prev in {0, 1}, hist_len an integer in range); it also
- * takes float32 arrays, converted exactly.
+ * takes float32 arrays, converted exactly. Version 1 (the same without
+ * scale.npy) still loads, with every scale 1.
  *
  * Saving is atomic (src/outputs.c): the arrays and the manifest are
  * written into a new directory next to the target and fsynced, then the new
@@ -45,10 +48,11 @@
 #include "internal.h"
 
 #define MANIFEST "falcon-checkpoint.txt"
-#define FORMAT_LINE "format falcon-checkpoint 1"
-enum { MANIFEST_MAX = 4096, NUM_ARRAYS = 6 };
+#define FORMAT_LINE "format falcon-checkpoint 2"
+#define FORMAT_LINE_V1 "format falcon-checkpoint 1"
+enum { MANIFEST_MAX = 4096, NUM_ARRAYS = 7, NUM_ARRAYS_V1 = 6 };
 
-typedef enum { KIND_REAL, KIND_FLAG, KIND_COUNT } entry_kind;
+typedef enum { KIND_REAL, KIND_FLAG, KIND_COUNT, KIND_SCALE } entry_kind;
 
 /* One array of the layout: its file, shape and where it lives in the state. */
 typedef struct entry {
@@ -56,7 +60,7 @@ typedef struct entry {
     entry_kind kind;
     int ndim;
     int64_t shape[3];
-    double *real;     /* KIND_REAL */
+    double *real;     /* KIND_REAL, KIND_SCALE */
     uint8_t *flag;    /* KIND_FLAG: has_prev */
     int64_t *count;   /* KIND_COUNT: hist_len */
 } entry;
@@ -72,6 +76,7 @@ static void layout(const falcon_state *s, entry e[NUM_ARRAYS])
         {"hist_k.npy", KIND_REAL, 3, {H, s->keep, s->n}, s->hist_k, NULL, NULL},
         {"hist_v.npy", KIND_REAL, 3, {H, s->keep, s->m}, s->hist_v, NULL, NULL},
         {"hist_len.npy", KIND_COUNT, 1, {H, 0, 0}, NULL, NULL, s->hist_len},
+        {"scale.npy", KIND_SCALE, 1, {H, 0, 0}, s->scale, NULL, NULL},
     };
     memcpy(e, table, sizeof table);
 }
@@ -113,7 +118,7 @@ static falcon_status save_entry(const entry *e, const char *path)
     falcon_array a = {FALCON_DTYPE_F64, e->ndim, {0}, entry_count(e), e->real};
     memcpy(a.shape, e->shape, sizeof e->shape);
     double *tmp = NULL;
-    if (e->kind != KIND_REAL) {
+    if (e->kind == KIND_FLAG || e->kind == KIND_COUNT) {
         tmp = malloc(sizeof(double) * (size_t)(a.count + 1));
         if (!tmp) return falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
         for (int64_t i = 0; i < a.count; i++) tmp[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
@@ -149,8 +154,9 @@ static void free_paths(char *paths[NUM_ARRAYS + 1])
 
 /* The files of a checkpoint directory: the only names a directory that
  * --checkpoint-out replaces may hold. */
-static const char *const checkpoint_names[] = {"S.npy", "prev_key.npy", "has_prev.npy", "hist_k.npy",
-                                               "hist_v.npy", "hist_len.npy", MANIFEST, NULL};
+static const char *const checkpoint_names[] = {"S.npy",        "prev_key.npy", "has_prev.npy", "hist_k.npy",
+                                               "hist_v.npy",   "hist_len.npy", "scale.npy",    MANIFEST,
+                                               NULL};
 
 falcon_status falcon_outputs_checkpoint(falcon_outputs *tx, const char *what, const char *dir, int *slot)
 {
@@ -199,6 +205,7 @@ falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir)
 
 typedef struct manifest {
     int64_t heads, n, m, window;
+    int version;
 } manifest;
 
 static falcon_status read_manifest_text(const char *path, char *buf, size_t size)
@@ -236,10 +243,11 @@ static falcon_status parse_line(const char *path, int line, char **text, const c
 
 static falcon_status parse_manifest(const char *path, char *text, manifest *m)
 {
-    const size_t flen = strlen(FORMAT_LINE);
-    if (strncmp(text, FORMAT_LINE, flen) != 0 || (text[flen] != '\n' && text[flen] != '\0'))
+    const size_t flen = strlen(FORMAT_LINE); /* the same length as version 1's */
+    m->version = !strncmp(text, FORMAT_LINE, flen) ? 2 : !strncmp(text, FORMAT_LINE_V1, flen) ? 1 : 0;
+    if (!m->version || (text[flen] != '\n' && text[flen] != '\0'))
         return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': the first line must be '" FORMAT_LINE
-                           "' (another version, or not a falcon checkpoint)", path);
+                           "' or '" FORMAT_LINE_V1 "' (another version, or not a falcon checkpoint)", path);
     text += flen + (text[flen] == '\n');
     const char *keys[4] = {"heads", "n", "m", "window"};
     int64_t *values[4] = {&m->heads, &m->n, &m->m, &m->window};
@@ -257,6 +265,7 @@ static const char *value_rule(const entry *e, double x, int64_t keep, char *buf,
 {
     if (!isfinite(x)) return "must be finite";
     if (e->kind == KIND_FLAG && x != 0 && x != 1) return "must be 0 or 1";
+    if (e->kind == KIND_SCALE && !(x >= 0x1p-8 && x <= 1)) return "must be in [2^-8, 1]";
     if (e->kind == KIND_COUNT && (x != floor(x) || x < 0 || x > (double)keep)) {
         snprintf(buf, size, "must be an integer in [0, %lld] (window - 1)", (long long)keep);
         return buf;
@@ -310,7 +319,7 @@ static falcon_status load_entry(const entry *e, const char *path, const manifest
     if (!s && !(s = check_values(e, &a, path, m))) {
         const double *x = a.data;
         for (int64_t i = 0; i < a.count; i++) {
-            if (e->kind == KIND_REAL) e->real[i] = x[i];
+            if (e->kind == KIND_REAL || e->kind == KIND_SCALE) e->real[i] = x[i];
             else if (e->kind == KIND_FLAG) e->flag[i] = (uint8_t)x[i];
             else e->count[i] = (int64_t)x[i];
         }
@@ -326,7 +335,8 @@ static falcon_status load_arrays(const char *dir, falcon_state *st, const manife
     layout(st, e);
     falcon_status s = make_paths(dir, e, paths) ? FALCON_OK
                                                : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
-    for (int i = 0; i < NUM_ARRAYS && !s; i++) s = load_entry(&e[i], paths[i], m);
+    const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS; /* version 1: every scale 1 */
+    for (int i = 0; i < arrays && !s; i++) s = load_entry(&e[i], paths[i], m);
     free_paths(paths);
     return s;
 }

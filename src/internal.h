@@ -21,8 +21,14 @@ struct falcon_state {
     double *hist_k;     /* [heads][keep][n] */
     double *hist_v;     /* [heads][keep][m] */
     int64_t *hist_len;  /* [heads] */
+    /* [heads]: the fp32 recurrent form's lazy decay factor, in [2^-8, 1]
+     * (kernels/framework/recurrent.inc.c): S is the memory itself, scale
+     * only tells that form how to continue bit for bit (it keeps S / scale);
+     * 1 after every other run, set_memory, reset. */
+    double *scale;
     /* 1 when every value of S is known to be a float32 value: zeros, or the
-     * memory a run below fp64 stored. A run below fp64 then need not check
+     * memory a run below fp64 stored (or a float times a float scale, within
+     * float's range: the lazy decay's). A run below fp64 then need not check
      * that it fits (falcon_state_check); set_memory, a checkpoint and an
      * fp64 run clear it. */
     int memory_f32;

@@ -148,6 +148,8 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     }
     for (int64_t b = 0; b < in->B; b++)
         for (int64_t h = 0; h < in->H; h++) falcon_state_advance(work, cfg, in, b, h);
+    if (be->run) /* a whole-call backend stores the memory itself */
+        for (int64_t h = 0; h < work->heads; h++) work->scale[h] = 1;
     /* below fp64 every backend stores a float32 memory (mpfr rounds it) */
     work->memory_f32 = cfg->precision != FALCON_FP64;
     if (state)

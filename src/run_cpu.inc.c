@@ -31,6 +31,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .window = cfg->window,
         .operand_drop = falcon_operand_format(cfg->precision),
         .S = st->S + hh * m * n,
+        .scale = st->scale + hh,
         .prev_key = st->has_prev[hh] ? st->prev_key + hh * n : NULL,
         .hist_k = st->hist_k + hh * keep * n,
         .hist_v = st->hist_v + hh * keep * m,

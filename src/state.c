@@ -35,11 +35,13 @@ static falcon_status state_new(int64_t heads, int64_t n, int64_t m, int64_t wind
     s->hist_k = calloc((size_t)(heads * s->keep * n + 1), sizeof(double));
     s->hist_v = calloc((size_t)(heads * s->keep * m + 1), sizeof(double));
     s->hist_len = calloc((size_t)heads, sizeof(int64_t));
-    if (!s->S || !s->prev_key || !s->has_prev || !s->hist_k || !s->hist_v || !s->hist_len) {
+    s->scale = malloc(sizeof(double) * (size_t)heads);
+    if (!s->S || !s->prev_key || !s->has_prev || !s->hist_k || !s->hist_v || !s->hist_len || !s->scale) {
         falcon_state_free(s);
         return falcon_fail(FALCON_E_NOMEM, "state: out of memory for %lld heads of %lld x %lld",
                            (long long)heads, (long long)m, (long long)n);
     }
+    for (int64_t h = 0; h < heads; h++) s->scale[h] = 1;
     *out = s;
     return FALCON_OK;
 }
@@ -55,7 +57,7 @@ void falcon_state_free(falcon_state *s)
     if (!s) return;
     falcon_work_put(s->S, s->S_bytes);
     free(s->prev_key); free(s->has_prev);
-    free(s->hist_k); free(s->hist_v); free(s->hist_len);
+    free(s->hist_k); free(s->hist_v); free(s->hist_len); free(s->scale);
     free(s);
 }
 
@@ -64,6 +66,7 @@ falcon_status falcon_state_reset(falcon_state *s)
     if (!s) return falcon_fail(FALCON_E_ARGUMENT, "state is NULL");
     memset(s->S, 0, sizeof(double) * (size_t)(s->heads * s->m * s->n));
     s->memory_f32 = 1;
+    for (int64_t h = 0; h < s->heads; h++) s->scale[h] = 1;
     memset(s->has_prev, 0, (size_t)s->heads);
     memset(s->hist_len, 0, sizeof(int64_t) * (size_t)s->heads);
     return FALCON_OK;
@@ -82,6 +85,7 @@ falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
     memcpy(d->hist_k, src->hist_k, sizeof(double) * (size_t)(H * src->keep * src->n));
     memcpy(d->hist_v, src->hist_v, sizeof(double) * (size_t)(H * src->keep * src->m));
     memcpy(d->hist_len, src->hist_len, sizeof(int64_t) * (size_t)H);
+    memcpy(d->scale, src->scale, sizeof(double) * (size_t)H);
     d->memory_f32 = src->memory_f32;
     *out = d;
     return FALCON_OK;
@@ -103,6 +107,7 @@ falcon_state_view falcon_state_get_view(const falcon_state *s)
     v.heads = s->heads; v.n = s->n; v.m = s->m; v.window = s->window; v.keep = s->keep;
     v.S = s->S; v.prev_key = s->prev_key; v.has_prev = s->has_prev;
     v.hist_k = s->hist_k; v.hist_v = s->hist_v; v.hist_len = s->hist_len;
+    v.scale = s->scale;
     return v;
 }
 
@@ -115,6 +120,7 @@ falcon_status falcon_state_set_memory(falcon_state *s, const double *S)
             return falcon_fail(FALCON_E_NONFINITE, "S[%lld] = %g: the memory must be finite",
                                (long long)i, S[i]);
     memcpy(s->S, S, sizeof(double) * (size_t)count);
+    for (int64_t h = 0; h < s->heads; h++) s->scale[h] = 1;
     s->memory_f32 = 0;
     return FALCON_OK;
 }

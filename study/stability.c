@@ -362,7 +362,8 @@ static uint64_t state_hash(const falcon_state *st)
     h = study_fnv1a(h, v.has_prev, (size_t)v.heads);
     h = study_fnv1a(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
     h = study_fnv1a(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
-    return study_fnv1a(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
+    h = study_fnv1a(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
+    return study_fnv1a(h, v.scale, sizeof(double) * (size_t)v.heads);
 }
 
 /* Where a stream is: the next segment to run and the accumulators that are

@@ -34,7 +34,7 @@ cp -a "$tree/build" "$scratch/build.clean"
 # catches it (suite::test, run first under MUTANTS_FAIL_FAST)
 mutants=(
 "prefix-as-same|src/run_cpu.inc.c|s/\.prefix = cfg->align == FALCON_ALIGN_PREFIX,/.prefix = 0,/|decay::near_reset_then_slow"
-"decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/rec_step st = {h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1,/rec_step st = {(h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1,/|decay::near_reset_then_slow"
+"decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/const REAL alpha = h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1;/const REAL alpha = (h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1;/|decay::near_reset_then_slow"
 "decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j != 3 ? /|decay::near_reset_then_slow"
 "eta-without-eps|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ (xz_sum))/|decay::near_reset_then_slow"
 "eta-with-norm-not-square|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + sqrt(xz_sum)))/|decay::near_reset_then_slow"
@@ -74,7 +74,7 @@ mutants=(
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/|limits::keys_at_the_limits_fp32"
 # A step without an example (prefix alignment, no previous key) on a memory
 # that is not zero must still decay it and read it.
-"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.a;/const REAL a = st.k == 0 ? 1 : st.a;/|limits::near_resets_on_a_large_memory_fp32"
+"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.w;/const REAL a = st.k == 0 ? 1 : st.w;/|limits::step_without_example_on_a_set_memory"
 "empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/RS(rec_read_start)(m, a, pq, o)/RS(rec_read_start)(m, 1, pq, o)/|limits::step_without_example_on_a_set_memory"
 "first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
 # Head groups of the drivers: the cap, and a last group that is not full;
@@ -96,7 +96,8 @@ mutants=(
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
 "decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
-"memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
+"memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; ck \&\& c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
+"memory-unchecked-at-close-recurrent|kernels/framework/recurrent.inc.c|s/            RS(finite_add)(c->ck + r0, c->St + r0 \* n + j \* c->ldt, /            if (0) RS(finite_add)(c->ck + r0, c->St + r0 * n + j * c->ldt, /|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).
 "work-memory-too-small|src/work-memory.c|s/slot\[i\].bytes >= bytes/slot[i].bytes >= bytes \/ 2/|work_memory::kept_blocks_are_reused"
@@ -125,6 +126,16 @@ mutants=(
 "w1-keys-not-swapped|kernels/framework/recurrent.inc.c|s/if (e >= 0 \&\& c->cnt == W \&\& c->Xalt) {/if (0) {/|gate::1_FP32"
 # The recurrent driver's column tiles (a memory larger than L1): each tile
 # must start from the window the time block found.
+# Lazy decay (recurrent.inc.c, fp32): the read of a lazy step scaled back,
+# the fold ahead of a near reset, the fold bound, the factor kept in the
+# state and per tile, and the second run where the divided memory overflows.
+"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* zs : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
+"lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) RS(rec_fold)/if (0) RS(rec_fold)/|limits::a_near_reset_after_lazy_steps_fp32"
+"lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FW_LAZY_BOUND) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
+"lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store \&\& c->h->scale) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
+"lazy-scale-not-replayed-per-tile|kernels/framework/recurrent.inc.c|s/        c->C = c->C0;/        (void)0;/|columns::fp32_n64_m256"
+"lazy-overflow-not-rerun|kernels/framework/recurrent.inc.c|s/    if (redo > 0) {/    if (0) {/|limits::large_values_lazy_decay_fp32"
+"checkpoint-scale-not-loaded|src/checkpoint.c|s/const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS;/const int arrays = NUM_ARRAYS_V1;/|lazy_decay::a_checkpoint_continues_the_stream_bit_for_bit"
 "tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/|columns::fp32_n64_m256"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/|limits::batches_beyond_the_head_group"
 # The operand formats (docs/math.md section 11): tf32 rounded as bf16 (8

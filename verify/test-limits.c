@@ -38,6 +38,8 @@ typedef struct limits_case {
     int zero_key;     /* step 4's key is exactly zero (l2norm maps it to 0) */
     double gain_mag;  /* Falcon-2/2A: gains scaled to this magnitude (0: as generated) */
     double reset;     /* if not 0: alpha at steps 1 and 2 (near-resets whose product is tiny) */
+    int64_t reset_at; /* if not 0: the reset at this step only, and alpha = before at the steps before it */
+    double before;
 } limits_case;
 
 static double round_to(falcon_precision p, double x) { return p == FALCON_FP32 ? (double)(float)x : x; }
@@ -69,7 +71,10 @@ static void data_make(const limits_case *lc, falcon_precision prec, gate_data *d
         if (lc->gain_mag != 0 && d->in64.gain)
             for (int64_t i = 0; i < n; i++)
                 set_both(d, d->in.gain, d->in64.gain, r * n + i, lc->gain_mag * ((const double *)d->in64.gain)[r * n + i]);
-        if (lc->reset != 0 && d->in64.alpha && (t == 1 || t == 2)) set_both(d, d->in.alpha, d->in64.alpha, r, lc->reset);
+        if (lc->reset != 0 && d->in64.alpha && !lc->reset_at && (t == 1 || t == 2))
+            set_both(d, d->in.alpha, d->in64.alpha, r, lc->reset);
+        if (lc->reset_at && d->in64.alpha && t <= lc->reset_at)
+            set_both(d, d->in.alpha, d->in64.alpha, r, t == lc->reset_at ? lc->reset : lc->before);
     }
 }
 
@@ -285,7 +290,7 @@ static void keys_at_the_limits(falcon_precision prec)
                  * it to ones: an example of scale 1 among keys of 1e20 is a
                  * different, ill-conditioned problem. */
                 limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, phi, seed++),
-                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1, 0, 0};
+                                  mags[i][0], mags[i][1], 1.0, 1.0, phi != FALCON_PHI_ELU1, 0, 0, 0, 0};
                 lc.c.eps = mags[i][2];
                 check(&lc, prec, NULL, 1, "keys");
             }
@@ -302,16 +307,34 @@ static void large_values(falcon_precision prec)
     uint64_t seed = 950;
     for (int v = FALCON_1; v <= FALCON_3A; v++) {
         limits_case fits = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++),
-                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0, 0, 0};
+                            f32 ? 1e20 : 1e160, 0, f32 ? 1e30 : 1e250, 1.0, 0, 0, 0, 0, 0};
         check(&fits, prec, NULL, 1, "values");
         limits_case over = {base_case((falcon_variant)v, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, seed++),
-                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0, 0, 0};
+                            1.0, 0, f32 ? 1e36 : 1e306, f32 ? 1e20 : 1e100, 0, 0, 0, 0, 0};
         check(&over, prec, NULL, 1, "overflow");
     }
 }
 
 Test(limits, large_values_fp32) { large_values(FALCON_FP32); }
 Test(limits, large_values_fp64) { large_values(FALCON_FP64); }
+
+/* Values of 1e36 with a decay, in fp32: the memory and the reads (up to
+ * about 1e37) are representable, but the recurrent form's lazy decay keeps
+ * the memory divided by a factor that falls to 2^-8 (kernels/framework/
+ * recurrent.inc.c), which leaves float's range here: the call must give
+ * the results all the same (it runs such a head again with the decay
+ * applied directly). Checked to fail without that second run. */
+Test(limits, large_values_lazy_decay_fp32)
+{
+    uint64_t seed = 1300;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int a = 0; a < 2; a++) {
+            limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
+                              1.0, 0, 1e36, 1.0, 0, 0, 0, 0, 0};
+            lc.c.decay = GATE_DECAY_STRONG;
+            check(&lc, FALCON_FP32, NULL, 1, "lazy-range");
+        }
+}
 
 /* Falcon-2/2A's gains far from 1, with keys of ordinary size and far from
  * 1: the write direction z = g * x leaves the range on its own. */
@@ -326,7 +349,7 @@ static void gains_at_the_limits(falcon_precision prec)
             for (int ki = 0; ki < 3; ki++)
                 for (int a = 0; a < 2; a++) {
                     limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
-                                      keys[ki], 0, 1.0, 1.0, 0, gains[gi], 0};
+                                      keys[ki], 0, 1.0, 1.0, 0, gains[gi], 0, 0, 0};
                     if (gi == 1 && ki == 2) continue; /* tiny gains and keys: subnormal results */
                     check(&lc, prec, NULL, 1, "gains");
                 }
@@ -347,7 +370,7 @@ static void subnormal_gains(falcon_precision prec)
         for (int gi = 0; gi < 2; gi++)
             for (int a = 0; a < 2; a++) {
                 limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
-                                  1.0, 0, 1.0, 1.0, 0, gains[gi], 0};
+                                  1.0, 0, 1.0, 1.0, 0, gains[gi], 0, 0, 0};
                 check(&lc, prec, NULL, 1, "subnormal gains");
             }
 }
@@ -363,7 +386,7 @@ Test(limits, step_without_example_on_a_set_memory)
     for (int p = 0; p < 2; p++)
         for (int v = FALCON_1; v <= FALCON_3A; v++) {
             limits_case lc = {base_case((falcon_variant)v, FALCON_ALIGN_PREFIX, (falcon_phi)(v % 4), seed++),
-                              1.0, 0, 1.0, 1.0, 0, 0, 0};
+                              1.0, 0, 1.0, 1.0, 0, 0, 0, 0, 0};
             lc.c.decay = GATE_DECAY_STRONG; /* alpha = 1/2 on every step: a skipped decay shows */
             lc.c.T = 7;
             double S0[30];
@@ -384,12 +407,35 @@ Test(limits, near_resets_on_a_large_memory_fp32)
     for (int v = FALCON_1; v <= FALCON_3A; v++)
         for (int a = 0; a < 2; a++) {
             limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
-                              1.0, 0, 1e-15, 1.0, 0, 0, 1e-20};
+                              1.0, 0, 1e-15, 1.0, 0, 0, 1e-20, 0, 0};
             lc.c.decay = GATE_DECAY_MILD;
             lc.c.T = 9;
             double S0[30];
             for (int i = 0; i < 30; i++) S0[i] = 1e30 * (0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)i);
             check(&lc, FALCON_FP32, S0, 1, "near-resets");
+        }
+}
+
+/* A near-reset at the smallest normal float after ten decays of 0.6 on a
+ * memory of 1e37: the fp32 recurrent form keeps those ten decays as its
+ * lazy factor c (about 2^-7.4), and c times the smallest normal float is
+ * deep in the subnormal range, where one factor keeps 16 or 17 bits; the
+ * memory it scales, about 1e-3, outweighs the tiny values written since.
+ * The form must first fold c into the memory, then decay it (recurrent.inc.c,
+ * rec_decay): with the single subnormal factor the memory was off by
+ * 90-94 units of roundoff in every case (the bound is 26.7; 2.9-5.9 with
+ * the fold). */
+Test(limits, a_near_reset_after_lazy_steps_fp32)
+{
+    uint64_t seed = 1400;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int a = 0; a < 2; a++) {
+            limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
+                              1.0, 0, 1e-15, 1.0, 0, 0, 0x1p-126, 10, 0.6};
+            lc.c.T = 14;
+            double S0[30];
+            for (int i = 0; i < 30; i++) S0[i] = 1e37 * (0.5 - 0.125 * (double)(i % 9) + 0.01 * (double)i);
+            check(&lc, FALCON_FP32, S0, 1, "reset-after-lazy");
         }
 }
 
@@ -403,7 +449,7 @@ Test(limits, batches_beyond_the_head_group)
         for (int threads = 1; threads <= 2; threads++)
             for (int p = 0; p < 2; p++) {
                 const falcon_variant v = sh ? FALCON_3A : FALCON_1;
-                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0, 0, 0};
+                limits_case lc = {base_case(v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, seed++), 1.0, 0, 1.0, 1.0, 0, 0, 0, 0, 0};
                 lc.c.B = shapes[sh][0];
                 lc.c.H = shapes[sh][1];
                 lc.c.T = 9;

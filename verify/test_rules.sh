@@ -167,7 +167,7 @@ make_ck() { # make_ck DIR [SLOT=VALUE...] [OPTIONS...]: a checkpoint of the sing
     "$FALCON" "${ARGS[@]}" >/dev/null
     rm -f ckmade_out.npy
 }
-case_checkpoint_version() { make_ck v2_ck; printf 'format falcon-checkpoint 2\n' >v2_ck/falcon-checkpoint.txt; run_args --checkpoint-in v2_ck; }
+case_checkpoint_version() { make_ck v3_ck; printf 'format falcon-checkpoint 3\n' >v3_ck/falcon-checkpoint.txt; run_args --checkpoint-in v3_ck; }
 case_checkpoint_other_heads() {
     rm -rf heads_ck; batch_args --checkpoint-out heads_ck; "$FALCON" "${ARGS[@]}" >/dev/null; rm -f out.npy
     run_args --checkpoint-in heads_ck
@@ -178,6 +178,7 @@ case_checkpoint_hist_len() {
     make_ck hl_ck variant=falcon3 --window 3; $G rand hl_ck/hist_len.npy f8 1 1 --set 0=7
     run_args variant=falcon3 --window 3 --checkpoint-in hl_ck
 }
+case_checkpoint_scale() { make_ck sc_ck; $G rand sc_ck/scale.npy f8 1 1 --set 0=2; run_args --checkpoint-in sc_ck; }
 case_checkpoint_missing_array() { make_ck miss_ck; rm miss_ck/hist_len.npy; run_args --checkpoint-in miss_ck; }
 case_checkpoint_bad_array() { make_ck trunc_ck; head -c 200 trunc_ck/S.npy >trunc_ck/S.tmp; mv trunc_ck/S.tmp trunc_ck/S.npy; run_args --checkpoint-in trunc_ck; }
 case_checkpoint_shape() { make_ck shape_ck; $G rand shape_ck/S.npy f8 "1,$M,4" 1; run_args --checkpoint-in shape_ck; }

@@ -188,7 +188,7 @@ static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
     }
     c->ck = c->St + h->n * ldm;
     memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
-    RS(load_memory)(c->St, ldm, h->S, h->m, h->n);
+    RS(load_memory)(c->St, ldm, h->S, h->m, h->n, 1);
     return 0;
 }
 
@@ -196,7 +196,10 @@ static int RS(blk_open)(blk_head *c, const RS(falcon_head) *h, int64_t ldm)
 static int RS(blk_close)(blk_head *c, int64_t ldm, int store)
 {
     if (!c->St) return 1;
-    if (store) RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, c->ck);
+    if (store) {
+        RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, c->ck, 1);
+        *c->h->scale = 1; /* the memory as it is: no lazy factor */
+    }
     const int finite = RS(all_zero)(c->ck, c->h->m);
     falcon_work_put(c->St, c->St_bytes);
     c->St = NULL;

@@ -198,23 +198,35 @@ static inline int64_t RS(tile_end)(int64_t x0, int64_t len)
     return len - x0 < FW_MEMORY_TILE ? len : x0 + FW_MEMORY_TILE;
 }
 
-static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m, int64_t n)
+/* d and f: the recurrent form's lazy decay factor (recurrent.inc.c), with
+ * which the work copy holds S / d and the state gets f times it; 1 for
+ * the memory as it is. In fp32 runs both are exact: f is a float, and the
+ * product of two floats is a double, which divided by the float gives the
+ * other back (division rounds correctly, and the quotient is a float). */
+static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m, int64_t n, double d)
 {
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
         for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE)
             for (int64_t c = c0; c < RS(tile_end)(c0, n); c++)
-                for (int64_t r = r0; r < RS(tile_end)(r0, m); r++) dst[c * ld + r] = (REAL)src[r * n + c];
+                if (d == 1)
+                    for (int64_t r = r0; r < RS(tile_end)(r0, m); r++) dst[c * ld + r] = (REAL)src[r * n + c];
+                else
+                    for (int64_t r = r0; r < RS(tile_end)(r0, m); r++) dst[c * ld + r] = (REAL)(src[r * n + c] / d);
 }
 
-/* Also adds every row into ck (finite_add above): the drivers' check of
- * the memory they leave, made while it is cached, as for the outputs. */
-static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n, REAL *ck)
+/* Also adds every row into ck (finite_add above), unless ck is NULL: the
+ * drivers' check of the memory they leave, made while it is cached, as
+ * for the outputs. */
+static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n, REAL *ck, double f)
 {
-    for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c * ld, m);
+    for (int64_t c = 0; ck && c < n; c++) RS(finite_add)(ck, src + c * ld, m);
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
         for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE)
             for (int64_t r = r0; r < RS(tile_end)(r0, m); r++)
-                for (int64_t c = c0; c < RS(tile_end)(c0, n); c++) dst[r * n + c] = (double)src[c * ld + r];
+                if (f == 1)
+                    for (int64_t c = c0; c < RS(tile_end)(c0, n); c++) dst[r * n + c] = (double)src[c * ld + r];
+                else
+                    for (int64_t c = c0; c < RS(tile_end)(c0, n); c++) dst[r * n + c] = f * (double)src[c * ld + r];
 }
 #undef FW_MEMORY_TILE
 

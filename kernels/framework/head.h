@@ -30,6 +30,9 @@
         int operand_drop; /* chunk form, tf32/bf16: fraction bits its products' */    \
                           /* operands drop (falcon_math.h); 0: none             */    \
         double *S;               /* [m][n], read at start, written at end */           \
+        double *scale;           /* the recurrent form's lazy decay factor of S  */    \
+                                 /* (recurrent.inc.c); a driver that does not    */    \
+                                 /* keep one stores 1                            */    \
         const double *prev_key;  /* [n] raw, or NULL */                                \
         const double *hist_k;    /* [hist_len][n] raw, oldest first */                 \
         const double *hist_v;    /* [hist_len][m] */                                   \

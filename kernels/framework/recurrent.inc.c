@@ -11,8 +11,9 @@
  * step (rec_steps below).
  * with e_i = y_i - alpha P_i (regression) or y_i (inner product), and the
  * read o_t = alpha P_q + eta sum_i (z_i . q) e_i taken from pass 1, which
- * equals S_t phi(q_t) without a third pass. Decay is applied to S directly
- * (no lazy scale), so it needs no renormalization.
+ * equals S_t phi(q_t) without a third pass. In fp32 runs the decay is kept
+ * as a scalar factor of the memory (lazy decay, rec_decay below), folded
+ * into it before it leaves [2^-8, 1]; fp64 runs apply it to S directly.
  *
  * P is kept one row per vector ([k + 1][m]), so the residual and read loops
  * run along contiguous rows. The small dot products (x.x of the new
@@ -49,6 +50,15 @@
 #ifndef FW_AHEAD
 #define FW_AHEAD 2
 #endif
+/* lazy decay (rec_decay): fp32 only */
+#ifndef FW_LAZY
+#ifdef FALCON_REAL_F32
+#define FW_LAZY 1
+#else
+#define FW_LAZY 0
+#endif
+#endif
+#define FW_LAZY_BOUND 0x1p-8
 
 /* One head's work memory and position between time blocks. */
 typedef struct rec_head {
@@ -76,6 +86,11 @@ typedef struct rec_head {
     const REAL **yrow0;
     int64_t cnt0;
     int pf_l1; /* the step's rows prefetched into L1 (else L2): rec_open */
+    /* Lazy decay (below): the memory is C times St. lazy: C is kept (else
+     * C = 1 and the decay goes into St at every step); C0: C as the time
+     * block found it, for the tiles after the first. */
+    int lazy;
+    double C, C0;
 } rec_head;
 
 /* Column tiles. Each column r of the memory (a value index) evolves on its
@@ -121,7 +136,7 @@ static inline int64_t RS(rec_tile_width)(const rec_head *c, int64_t r0)
     return c->h->m - r0 < c->mt ? c->h->m - r0 : c->mt;
 }
 
-static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
+static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int lazy)
 {
     const int64_t n = h->n, m = h->m, W = h->window;
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m);
@@ -142,6 +157,9 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
      * memory that fits keeps the L1 prefetch. */
     c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
+    c->lazy = FW_LAZY && lazy && h->alpha && h->scale;
+    c->C = 1;
+    if (c->lazy && *h->scale > 0 && *h->scale <= 1) c->C = *h->scale; /* the state's (checked there) */
     carver cv = {NULL, 0};
     for (int pass = 0; pass < 2; pass++) {
         c->St = RS(carve)(&cv, sizeof(REAL) * (size_t)(tiled ? n * c->mt * ((m + c->mt - 1) / c->mt) : n * ldm));
@@ -174,7 +192,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     c->Zcur = c->Zw;
     if (!swap_x) c->Xalt = NULL; /* carved empty: a pointer, but no room */
     for (int64_t r0 = 0; r0 < m; r0 += c->mt)
-        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, RS(rec_tile_width)(c, r0), n);
+        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, RS(rec_tile_width)(c, r0), n, (double)(REAL)c->C);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
@@ -189,14 +207,22 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     return FALCON_OK;
 }
 
-/* 0 when an output row or the memory it stored was not finite. */
+/* 0 when an output row or the memory was not finite. */
 static int RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return 1;
     const int64_t m = c->h->m, n = c->h->n;
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
-        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, c->ck + r0);
+        for (int64_t j = 0; j < n; j++)
+            RS(finite_add)(c->ck + r0, c->St + r0 * n + j * c->ldt, RS(rec_tile_width)(c, r0));
     const int finite = RS(all_zero)(c->ck, c->h->m);
+    /* a lazy head's state stays for its second run; any other's is stored,
+     * so that the call's scan names the element */
+    store = store && (finite || !c->lazy);
+    for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
+        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, NULL,
+                         (double)(REAL)c->C);
+    if (store && c->h->scale) *c->h->scale = c->C;
     falcon_work_put(c->mem, c->mem_bytes);
     c->mem = NULL;
     RS(examples_close)(&c->src);
@@ -206,6 +232,7 @@ static int RS(rec_close)(rec_head *c, int store)
 /* What a step's first phase leaves for its second. */
 typedef struct rec_step {
     REAL a;         /* decay */
+    REAL w;         /* the write's factor on St: a, or what lazy decay leaves (rec_finish) */
     int64_t k;      /* examples written (0: none revealed) */
     REAL tau;       /* Falcon-2/2A: z scaled on its own */
     const REAL *Z;  /* the write directions: X, or Zg */
@@ -232,7 +259,8 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
         if (c->pf_l1) FW_PREFETCH_STEP(h, t + AHEAD, 3);
         else FW_PREFETCH_STEP(h, t + AHEAD, 2);
     }
-    rec_step st = {h->alpha ? h->alpha[t * h->lds] : (REAL)1, 0, 1, X};
+    const REAL alpha = h->alpha ? h->alpha[t * h->lds] : (REAL)1;
+    rec_step st = {alpha, alpha, 0, 1, X};
     if (e >= 0) {
         if (c->cnt == W) { /* slide the window by one */
             if (W > 1) {
@@ -311,12 +339,70 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
         for (int64_t r = 0; r < m; r++) o[r] += zq * e[r];
 }
 
+/* Lazy decay (docs/math.md section 8), in fp32 runs with a decay: the
+ * memory is S = C St with a scalar C, and a step's decay multiplies C
+ * instead of the memory: the write St += (E / C) Z is then the plain
+ * fma(e, z, St) of update_read with a = 1, three vector operations an
+ * element instead of four (Zen 4, Falcon-1, 8 heads, T = 4096, medians of
+ * alternating rounds: AVX-512 1.12-1.17 times the tokens/s at n = m = 128,
+ * 1.07-1.13 at 64; AVX2 1.21 and 1.10; scalar 1.23-1.28). The
+ * residual takes (REAL)C P (P read from St), the read (REAL)C pq, and
+ * the write's coefficients are divided by it, the rounding of the same
+ * order as the direct decay's. C is a double, the running product of the
+ * decays rounded to float at each use, so its error does not grow with
+ * the steps. C stays in [FW_LAZY_BOUND, 1], and so St within 2^8 of S:
+ *  - a step whose decay would take C below the bound folds it: the step
+ *    is the direct decay's with a = (REAL)(C alpha), a normal float (C = 1
+ *    gives alpha itself: the direct decay's step bit for bit), and C = 1;
+ *  - a near reset (C alpha below float's normal range) after lazy steps
+ *    first multiplies St and P by (REAL)C (rec_fold: one more pass over the
+ *    memory), then takes alpha as the direct decay does: C alpha as one
+ *    subnormal factor would lose the digits of the memory it keeps.
+ * The decisions read only C and alpha, never where a call or a time block
+ * starts, and the state carries C (falcon_state's scale; the memory it
+ * stores is (double)(REAL)C times St, exact in double, which the next
+ * call divides back exactly): a split call is the one call bit for bit.
+ * fp64 runs decay directly: no double product is exact in the state.
+ * Where St or E / C overflows and S would not (a memory within 2^8 of
+ * float's largest), the call's check finds it and the head runs again
+ * with the decay direct (FW(falcon_recurrent)). */
+
+/* St <- f St on the tile's columns, and P's k + 1 rows <- f P. */
+static void RS(rec_fold)(rec_head *c, int64_t r0, int64_t mw, int64_t rows, REAL f)
+{
+    const int64_t n = c->h->n, ldt = c->ldt, ldm = c->ldm;
+    REAL *const St = c->St + r0 * n, *const P = c->P + r0;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t r = 0; r < mw; r++) St[j * ldt + r] *= f;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t r = 0; r < mw; r++) P[i * ldm + r] *= f;
+}
+
+/* Step t's decay as the residual and the read take it (the return), and
+ * st->w, the write's factor on St: lazy decay's three cases above. */
+static REAL RS(rec_decay)(rec_head *c, rec_step *st, int64_t r0, int64_t mw, int *lazy_step)
+{
+    *lazy_step = 0;
+    if (!c->lazy) return st->a;
+    const double C1 = c->C * (double)st->a;
+    if (C1 >= FW_LAZY_BOUND) {
+        c->C = C1;
+        st->w = 1;
+        *lazy_step = 1;
+        return (REAL)C1;
+    }
+    if (c->C != 1 && C1 < (double)REAL_MIN) RS(rec_fold)(c, r0, mw, st->k + 1, (REAL)c->C);
+    else st->w = (REAL)C1;
+    c->C = 1;
+    return st->w;
+}
+
 /* Step t's second phase, from P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T: the
  * residuals, eta, the read o_t and the rows E the write needs. o_t is
  * checked into ck as it is written (finite_add; for one example in the
  * loop that writes it, while in registers: reading the row back cost
  * 2-3% of a Falcon-1 step on Zen 3). */
-static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r0, int64_t m)
+static void RS(rec_finish)(rec_head *c, int64_t t, rec_step *st, int64_t r0, int64_t m)
 {
     REAL *const ck = c->ck + r0;
     const RS(falcon_head) *h = c->h;
@@ -325,7 +411,8 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r
     REAL *const X = c->X, *const P = c->P + r0, *const E = c->E + r0;
     REAL *const xz = c->xz, *const zq = c->zq, *const xs = c->xs;
     const REAL **const yrow = c->yrow;
-    const REAL a = st->a;
+    int lazy_step;
+    const REAL a = RS(rec_decay)(c, st, r0, m, &lazy_step);
     REAL *const o = h->out + t * h->ldo + r0;
     const REAL *const pq = P + k * ldm;
     if (k == 0) {
@@ -352,16 +439,20 @@ static void RS(rec_finish)(rec_head *c, int64_t t, const rec_step *st, int64_t r
             const REAL rho = xs[i] / sigma;
             xzsum += rho * rho * xz[i];
         }
-    const REAL eta = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
+    const REAL eta0 = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
+    /* a lazy step writes E / a, and reads it back as (zq a) (E / a) */
+    const REAL eta = lazy_step ? eta0 / a : eta0, zs = lazy_step ? a : (REAL)1;
     if (k == 1) {
         const REAL s0 = xs[0];
-        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, o, ck);
+        const REAL z0 = lazy_step ? zq[0] * zs : zq[0];
+        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, z0, pq, o, ck);
     } else {
         RS(rec_read_start)(m, a, pq, o);
         for (int64_t i = 0; i < k; i++) {
             const REAL si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
+            const REAL zi = lazy_step ? zq[i] * zs : zq[i];
             RS(rec_residual)(m, fw_res_kind(h->regression, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm,
-                             zq[i], NULL, o, ck);
+                             zi, NULL, o, ck);
         }
         RS(finite_add)(ck, o, m);
     }
@@ -393,7 +484,7 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
     uk->update_read(n, mw, 0, 1, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st, r0, mw);
-        const REAL a = st.a;
+        const REAL a = st.w;
         const int64_t k = st.k;
         if (t + 1 < t1) {
             st = RS(rec_prepare)(c, t + 1, prefetch);
@@ -428,31 +519,61 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
         return;
     }
     RS(rec_window_keep)(c, 0);
+    c->C0 = c->C;
     for (int64_t r0 = 0; r0 < m; r0 += c->mt) {
         if (r0 > 0) RS(rec_window_keep)(c, 1);
+        c->C = c->C0;
         RS(rec_steps_tile)(c, t0, t1, r0, RS(rec_tile_width)(c, r0));
     }
 }
 
-/* A group of heads (same T), FW_TIME_BLOCK steps of each in turn. */
-static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
+/* A group of heads (same T), FW_TIME_BLOCK steps of each in turn; again[i]
+ * set where a lazy head's result was not finite (its state not stored). */
+static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t count, int lazy, int *again)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
     rec_head c[GROUP_MAX];
     if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) {
-        falcon_status s = RS(rec_open)(&c[i], &heads[i]);
+        falcon_status s = RS(rec_open)(&c[i], heads[i], lazy);
         if (s) {
             while (i > 0) RS(rec_close)(&c[--i], 0);
             return s;
         }
     }
-    const int64_t T = count > 0 ? heads[0].T : 0;
+    const int64_t T = count > 0 ? heads[0]->T : 0;
     for (int64_t t0 = 0; t0 < T; t0 += FW_TIME_BLOCK) {
         const int64_t t1 = T - t0 < FW_TIME_BLOCK ? T : t0 + FW_TIME_BLOCK;
         for (int64_t i = 0; i < count; i++) RS(rec_steps)(&c[i], t0, t1);
     }
     int bad = 0;
-    for (int64_t i = 0; i < count; i++) bad |= !RS(rec_close)(&c[i], 1);
+    for (int64_t i = 0; i < count; i++) {
+        const int finite = RS(rec_close)(&c[i], 1);
+        again[i] = !finite && c[i].lazy;
+        bad |= !finite && !again[i];
+    }
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
+}
+
+/* The heads lazy decay failed (a result not finite) run again with the
+ * decay direct, from the state as the call found it: each head's
+ * arithmetic does not depend on its group, so the result is what a run of
+ * that head alone with the direct decay gives. */
+static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
+{
+    enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
+    const RS(falcon_head) *group[GROUP_MAX] = {NULL};
+    int again[GROUP_MAX] = {0};
+    if (count > GROUP_MAX) count = GROUP_MAX;
+    for (int64_t i = 0; i < count; i++) group[i] = &heads[i];
+    falcon_status s = RS(rec_group)(group, count, 1, again);
+    if (s == FALCON_E_NOMEM) return s;
+    int64_t redo = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (again[i]) group[redo++] = &heads[i];
+    if (redo > 0) {
+        const falcon_status s2 = RS(rec_group)(group, redo, 0, again);
+        if (s2 != FALCON_OK) s = s2;
+    }
+    return s;
 }

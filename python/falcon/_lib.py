@@ -82,6 +82,7 @@ class StateView(ctypes.Structure):
         ("hist_k", c_double_p),
         ("hist_v", c_double_p),
         ("hist_len", ctypes.POINTER(c_int64)),
+        ("scale", c_double_p),
     ]
 
 

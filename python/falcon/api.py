@@ -119,7 +119,9 @@ class State:
     def contents(self):
         """Copies of everything the state carries, as a dict of numpy arrays:
         S [heads,m,n], prev_key [heads,n], has_prev [heads] (bool),
-        hist_k [heads,W-1,n], hist_v [heads,W-1,m], hist_len [heads]."""
+        hist_k [heads,W-1,n], hist_v [heads,W-1,m], hist_len [heads], and
+        scale [heads]: how the fp32 recurrent form continues S bit for bit
+        (the lazy decay factor it keeps S divided by; S is the memory)."""
         v = self._view()
         H, n, m, keep = v.heads, v.n, v.m, v.keep
         return {
@@ -129,6 +131,7 @@ class State:
             "hist_k": self._copy_out(v.hist_k, (H, keep, n)),
             "hist_v": self._copy_out(v.hist_v, (H, keep, m)),
             "hist_len": self._copy_out(v.hist_len, (H,), ctypes.c_int64, np.int64),
+            "scale": self._copy_out(v.scale, (H,)),
         }
 
 
@@ -176,7 +179,8 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
 
     Returns (out, S): the reads [T,m] or [B,T,H,m] in the run's precision and
     the final memory [m,n] or [B,H,m,n] in float64 (the state is kept in
-    double). Raises FalconError (with falcon_last_error()) on a non-zero status.
+    double; after an fp32 recurrent run with a decay it is a float32 matrix
+    times a float32 scale, the lazy decay of docs/math.md section 8). Raises FalconError (with falcon_last_error()) on a non-zero status.
     """
     L = _lib.lib()
     if precision not in _DTYPES:

@@ -202,7 +202,8 @@ def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, q
 def load_checkpoint(directory):
     """A checkpoint directory (see src/checkpoint.c) as a dict of float64
     numpy arrays: S [H,m,n], prev_key [H,n], has_prev [H] (bool), hist_k
-    [H,W-1,n], hist_v [H,W-1,m], hist_len [H] (int), and heads, n, m, window."""
+    [H,W-1,n], hist_v [H,W-1,m], hist_len [H] (int), scale [H] (1 for a
+    version 1 checkpoint), and heads, n, m, window."""
     meta = {}
     with open(os.path.join(directory, "falcon-checkpoint.txt")) as f:
         for line in f:
@@ -214,6 +215,9 @@ def load_checkpoint(directory):
         d[name] = np.load(os.path.join(directory, name + ".npy")).astype(np.float64)
     d["has_prev"] = d["has_prev"] != 0
     d["hist_len"] = d["hist_len"].astype(np.int64)
+    # version 2: the fp32 recurrent form's lazy decay factor (S is the memory itself)
+    sp = os.path.join(directory, "scale.npy")
+    d["scale"] = np.load(sp).astype(np.float64) if os.path.exists(sp) else np.ones(meta.get("heads", 0))
     return d
 
 

@@ -92,7 +92,10 @@ def test_run_matches_cli():
                             precision=prec, window=window, chunk=8, threads=1, phi="elu1")
         assert out.dtype == (np.float32 if prec == "fp32" else np.float64)
         assert np.array_equal(out, np.load(os.path.join(work, "o.npy"))), variant
-        assert np.array_equal(S, np.load(os.path.join(work, "s.npy"))), variant
+        # --state-out writes the memory in the run's precision: after an fp32
+        # recurrent run the state's is a float times the lazy decay's float
+        # scale (exact in float64), which it rounds once
+        assert np.array_equal(S.astype(out.dtype), np.load(os.path.join(work, "s.npy"))), variant
 
 
 def test_reference_matches_numpy_example():
