@@ -166,14 +166,18 @@ typedef struct falcon_state_view {
     const double *hist_k;    /* [heads][keep][n], oldest first, raw keys */
     const double *hist_v;    /* [heads][keep][m] */
     const int64_t *hist_len; /* [heads], <= keep */
-    /* [heads]: how the fp32 recurrent form continues S bit for bit (it
-     * keeps S / scale, a decay not yet applied to it: lazy decay,
-     * docs/math.md section 8); in [2^-8, 1], 1 after any other run and
-     * after reset or set_memory. S is the memory itself. */
-    const double *scale;
 } falcon_state_view;
 
 falcon_state_view falcon_state_get_view(const falcon_state *state);
+/*
+ * [heads], read-only (NULL for a NULL state): how the fp32 recurrent form
+ * continues S bit for bit. It keeps S / scale, a decay not yet applied
+ * (lazy decay, docs/math.md section 8); S is the memory itself. In
+ * [2^-8, 1]; 1 after any other run, falcon_state_reset and
+ * falcon_state_set_memory. (A function, not a field of the view, so that
+ * programs built against the view of 0.1 keep working.)
+ */
+const double *falcon_state_scale(const falcon_state *state);
 /* Replace the memory of every head ([heads][m][n], finite). */
 falcon_status falcon_state_set_memory(falcon_state *state, const double *S);
 /*

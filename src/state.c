@@ -107,9 +107,10 @@ falcon_state_view falcon_state_get_view(const falcon_state *s)
     v.heads = s->heads; v.n = s->n; v.m = s->m; v.window = s->window; v.keep = s->keep;
     v.S = s->S; v.prev_key = s->prev_key; v.has_prev = s->has_prev;
     v.hist_k = s->hist_k; v.hist_v = s->hist_v; v.hist_len = s->hist_len;
-    v.scale = s->scale;
     return v;
 }
+
+const double *falcon_state_scale(const falcon_state *s) { return s ? s->scale : NULL; }
 
 falcon_status falcon_state_set_memory(falcon_state *s, const double *S)
 {

@@ -363,7 +363,7 @@ static uint64_t state_hash(const falcon_state *st)
     h = study_fnv1a(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
     h = study_fnv1a(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
     h = study_fnv1a(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
-    return study_fnv1a(h, v.scale, sizeof(double) * (size_t)v.heads);
+    return study_fnv1a(h, falcon_state_scale(st), sizeof(double) * (size_t)v.heads);
 }
 
 /* Where a stream is: the next segment to run and the accumulators that are

@@ -82,7 +82,6 @@ class StateView(ctypes.Structure):
         ("hist_k", c_double_p),
         ("hist_v", c_double_p),
         ("hist_len", ctypes.POINTER(c_int64)),
-        ("scale", c_double_p),
     ]
 
 
@@ -141,6 +140,8 @@ def _declare(L):
     L.falcon_state_copy.restype = c_int
     L.falcon_state_get_view.argtypes = [c_void_p]
     L.falcon_state_get_view.restype = StateView
+    L.falcon_state_scale.argtypes = [c_void_p]
+    L.falcon_state_scale.restype = c_double_p
     L.falcon_state_set_memory.argtypes = [c_void_p, c_double_p]
     L.falcon_state_set_memory.restype = c_int
     L.falcon_state_check.argtypes = [c_void_p, c_int]

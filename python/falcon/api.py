@@ -131,7 +131,7 @@ class State:
             "hist_k": self._copy_out(v.hist_k, (H, keep, n)),
             "hist_v": self._copy_out(v.hist_v, (H, keep, m)),
             "hist_len": self._copy_out(v.hist_len, (H,), ctypes.c_int64, np.int64),
-            "scale": self._copy_out(v.scale, (H,)),
+            "scale": self._copy_out(self._L.falcon_state_scale(self._h), (H,)),
         }
 
 
