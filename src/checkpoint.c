@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "internal.h"
+#include "../kernels/framework/head.h"
 
 #define MANIFEST "falcon-checkpoint.txt"
 #define FORMAT_LINE "format falcon-checkpoint 2"
@@ -265,7 +266,7 @@ static const char *value_rule(const entry *e, double x, int64_t keep, char *buf,
 {
     if (!isfinite(x)) return "must be finite";
     if (e->kind == KIND_FLAG && x != 0 && x != 1) return "must be 0 or 1";
-    if (e->kind == KIND_SCALE && !(x >= 0x1p-8 && x <= 1)) return "must be in [2^-8, 1]";
+    if (e->kind == KIND_SCALE && !(x >= FALCON_LAZY_SCALE_MIN && x <= 1)) return "must be in [2^-8, 1]";
     if (e->kind == KIND_COUNT && (x != floor(x) || x < 0 || x > (double)keep)) {
         snprintf(buf, size, "must be an integer in [0, %lld] (window - 1)", (long long)keep);
         return buf;

@@ -96,8 +96,8 @@ mutants=(
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
 "decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
-"memory-unchecked-at-store|kernels/framework/examples.inc.c|s/for (int64_t c = 0; ck \&\& c < n; c++) RS(finite_add)(ck, src + c \* ld, m);/(void)ck;/|validation::a_memory_overflow_alone_is_reported"
-"memory-unchecked-at-close-recurrent|kernels/framework/recurrent.inc.c|s/            RS(finite_add)(c->ck + r0, c->St + r0 \* n + j \* c->ldt, /            if (0) RS(finite_add)(c->ck + r0, c->St + r0 * n + j * c->ldt, /|validation::a_memory_overflow_alone_is_reported"
+"memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        (void)0;/|validation::a_memory_overflow_alone_is_reported"
+"memory-unchecked-at-close-recurrent|kernels/framework/recurrent.inc.c|s/        RS(check_memory)(c->ck + r0, /        if (0) RS(check_memory)(c->ck + r0, /|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).
 "work-memory-too-small|src/work-memory.c|s/slot\[i\].bytes >= bytes/slot[i].bytes >= bytes \/ 2/|work_memory::kept_blocks_are_reused"
@@ -129,9 +129,9 @@ mutants=(
 # Lazy decay (recurrent.inc.c, fp32): the read of a lazy step scaled back,
 # the fold ahead of a near reset, the fold bound, the factor kept in the
 # state and per tile, and the second run where the divided memory overflows.
-"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* zs : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
+"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* a : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
 "lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) RS(rec_fold)/if (0) RS(rec_fold)/|limits::a_near_reset_after_lazy_steps_fp32"
-"lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FW_LAZY_BOUND) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
+"lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FALCON_LAZY_SCALE_MIN) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
 "lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store \&\& c->h->scale) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
 "lazy-scale-not-replayed-per-tile|kernels/framework/recurrent.inc.c|s/        c->C = c->C0;/        (void)0;/|columns::fp32_n64_m256"
 "lazy-overflow-not-rerun|kernels/framework/recurrent.inc.c|s/    if (redo > 0) {/    if (0) {/|limits::large_values_lazy_decay_fp32"

@@ -197,7 +197,8 @@ static int RS(blk_close)(blk_head *c, int64_t ldm, int store)
 {
     if (!c->St) return 1;
     if (store) {
-        RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, c->ck, 1);
+        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);
+        RS(store_memory)(c->h->S, c->St, ldm, c->h->m, c->h->n, 1);
         *c->h->scale = 1; /* the memory as it is: no lazy factor */
     }
     const int finite = RS(all_zero)(c->ck, c->h->m);

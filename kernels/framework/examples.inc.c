@@ -214,12 +214,16 @@ static void RS(load_memory)(REAL *dst, int64_t ld, const double *src, int64_t m,
                     for (int64_t r = r0; r < RS(tile_end)(r0, m); r++) dst[c * ld + r] = (REAL)(src[r * n + c] / d);
 }
 
-/* Also adds every row into ck (finite_add above), unless ck is NULL: the
- * drivers' check of the memory they leave, made while it is cached, as
- * for the outputs. */
-static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n, REAL *ck, double f)
+/* Every row of the work copy added into ck (finite_add above): the
+ * drivers' check of the memory they leave, made right before they store
+ * it, while it is cached, as for the outputs. */
+static void RS(check_memory)(REAL *ck, const REAL *src, int64_t ld, int64_t m, int64_t n)
 {
-    for (int64_t c = 0; ck && c < n; c++) RS(finite_add)(ck, src + c * ld, m);
+    for (int64_t c = 0; c < n; c++) RS(finite_add)(ck, src + c * ld, m);
+}
+
+static void RS(store_memory)(double *dst, const REAL *src, int64_t ld, int64_t m, int64_t n, double f)
+{
     for (int64_t r0 = 0; r0 < m; r0 += FW_MEMORY_TILE)
         for (int64_t c0 = 0; c0 < n; c0 += FW_MEMORY_TILE)
             for (int64_t r = r0; r < RS(tile_end)(r0, m); r++)

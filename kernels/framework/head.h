@@ -69,6 +69,10 @@ void *falcon_work_get(size_t bytes, size_t *have);
 void falcon_work_put(void *p, size_t have);
 extern size_t falcon_work_keep_min, falcon_work_keep_max;
 
+/* The recurrent form's lazy decay factor (recurrent.inc.c) stays in
+ * [FALCON_LAZY_SCALE_MIN, 1]; a checkpoint's scale.npy is checked against
+ * it (src/checkpoint.c). */
+#define FALCON_LAZY_SCALE_MIN 0x1p-8
 /* Most heads one driver call runs together. */
 #define FALCON_HEAD_GROUP_MAX 16
 

@@ -58,7 +58,6 @@
 #define FW_LAZY 0
 #endif
 #endif
-#define FW_LAZY_BOUND 0x1p-8
 
 /* One head's work memory and position between time blocks. */
 typedef struct rec_head {
@@ -157,7 +156,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int laz
      * memory that fits keeps the L1 prefetch. */
     c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
-    c->lazy = FW_LAZY && lazy && h->alpha && h->scale;
+    c->lazy = FW_LAZY && lazy && h->alpha;
     c->C = 1;
     if (c->lazy && *h->scale > 0 && *h->scale <= 1) c->C = *h->scale; /* the state's (checked there) */
     carver cv = {NULL, 0};
@@ -213,16 +212,14 @@ static int RS(rec_close)(rec_head *c, int store)
     if (!c->mem) return 1;
     const int64_t m = c->h->m, n = c->h->n;
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
-        for (int64_t j = 0; j < n; j++)
-            RS(finite_add)(c->ck + r0, c->St + r0 * n + j * c->ldt, RS(rec_tile_width)(c, r0));
+        RS(check_memory)(c->ck + r0, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n);
     const int finite = RS(all_zero)(c->ck, c->h->m);
     /* a lazy head's state stays for its second run; any other's is stored,
      * so that the call's scan names the element */
     store = store && (finite || !c->lazy);
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
-        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, NULL,
-                         (double)(REAL)c->C);
-    if (store && c->h->scale) *c->h->scale = c->C;
+        RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, (double)(REAL)c->C);
+    if (store) *c->h->scale = c->C;
     falcon_work_put(c->mem, c->mem_bytes);
     c->mem = NULL;
     RS(examples_close)(&c->src);
@@ -350,7 +347,7 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * the write's coefficients are divided by it, the rounding of the same
  * order as the direct decay's. C is a double, the running product of the
  * decays rounded to float at each use, so its error does not grow with
- * the steps. C stays in [FW_LAZY_BOUND, 1], and so St within 2^8 of S:
+ * the steps. C stays in [FALCON_LAZY_SCALE_MIN, 1], and so St within 2^8 of S:
  *  - a step whose decay would take C below the bound folds it: the step
  *    is the direct decay's with a = (REAL)(C alpha), a normal float (C = 1
  *    gives alpha itself: the direct decay's step bit for bit), and C = 1;
@@ -385,7 +382,7 @@ static REAL RS(rec_decay)(rec_head *c, rec_step *st, int64_t r0, int64_t mw, int
     *lazy_step = 0;
     if (!c->lazy) return st->a;
     const double C1 = c->C * (double)st->a;
-    if (C1 >= FW_LAZY_BOUND) {
+    if (C1 >= FALCON_LAZY_SCALE_MIN) {
         c->C = C1;
         st->w = 1;
         *lazy_step = 1;
@@ -441,16 +438,16 @@ static void RS(rec_finish)(rec_head *c, int64_t t, rec_step *st, int64_t r0, int
         }
     const REAL eta0 = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
     /* a lazy step writes E / a, and reads it back as (zq a) (E / a) */
-    const REAL eta = lazy_step ? eta0 / a : eta0, zs = lazy_step ? a : (REAL)1;
+    const REAL eta = lazy_step ? eta0 / a : eta0;
     if (k == 1) {
         const REAL s0 = xs[0];
-        const REAL z0 = lazy_step ? zq[0] * zs : zq[0];
+        const REAL z0 = lazy_step ? zq[0] * a : zq[0];
         RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, z0, pq, o, ck);
     } else {
         RS(rec_read_start)(m, a, pq, o);
         for (int64_t i = 0; i < k; i++) {
             const REAL si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
-            const REAL zi = lazy_step ? zq[i] * zs : zq[i];
+            const REAL zi = lazy_step ? zq[i] * a : zq[i];
             RS(rec_residual)(m, fw_res_kind(h->regression, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm,
                              zi, NULL, o, ck);
         }
@@ -532,8 +529,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t count, int lazy, int *again)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
-    rec_head c[GROUP_MAX];
-    if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
+    rec_head c[GROUP_MAX]; /* count <= GROUP_MAX: FW(falcon_recurrent) */
     for (int64_t i = 0; i < count; i++) {
         falcon_status s = RS(rec_open)(&c[i], heads[i], lazy);
         if (s) {
@@ -564,7 +560,7 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
     const RS(falcon_head) *group[GROUP_MAX] = {NULL};
     int again[GROUP_MAX] = {0};
-    if (count > GROUP_MAX) count = GROUP_MAX;
+    if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) group[i] = &heads[i];
     falcon_status s = RS(rec_group)(group, count, 1, again);
     if (s == FALCON_E_NOMEM) return s;
