@@ -130,6 +130,7 @@ test: $(BUILD)/falcon-verify $(BUILD)/falcon
 # The README's test command: packages, build, the whole gate, the CLI tests.
 check: deps
 	$(MAKE) golden-check
+	bash verify/mutants.sh --edits-only
 	$(MAKE) -j$(JOBS) all $(BUILD)/falcon-verify $(BUILD)/falcon-study
 	$(MAKE) test
 	bash verify/test_shlib.sh $(BUILD)

@@ -15,20 +15,6 @@
 # before, and the line says the named test no longer catches it.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-tree=$scratch/tree
-mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build NVCC=/nonexistent "$@"; }
-mkdir -p "$tree"
-(cd "$root" && tar --exclude=./build --exclude='./build-*' --exclude=./.git -cf - .) | tar -C "$tree" -xf -
-if ! mk build/falcon-verify >"$scratch/build.log" 2>&1; then
-    echo "mutants: the unmutated tree does not build"; tail -20 "$scratch/build.log"; exit 1
-fi
-# The unmutated build, put back after each mutant with the source's own
-# time, so that the next mutant rebuilds only what its own file reaches
-# (touching the restored source made every mutant rebuild its predecessor's
-# objects too: about half of a mutant's time).
-cp -a "$tree/build" "$scratch/build.clean"
 
 # name | file | sed expression (must change the file) | a gate test that
 # catches it (suite::test, run first under MUTANTS_FAIL_FAST)
@@ -132,7 +118,7 @@ mutants=(
 "lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* a : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
 "lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) RS(rec_fold)/if (0) RS(rec_fold)/|limits::a_near_reset_after_lazy_steps_fp32"
 "lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FALCON_LAZY_SCALE_MIN) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
-"lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store \&\& c->h->scale) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
+"lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
 "lazy-scale-not-replayed-per-tile|kernels/framework/recurrent.inc.c|s/        c->C = c->C0;/        (void)0;/|columns::fp32_n64_m256"
 "lazy-overflow-not-rerun|kernels/framework/recurrent.inc.c|s/    if (redo > 0) {/    if (0) {/|limits::large_values_lazy_decay_fp32"
 "checkpoint-scale-not-loaded|src/checkpoint.c|s/const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS;/const int arrays = NUM_ARRAYS_V1;/|lazy_decay::a_checkpoint_continues_the_stream_bit_for_bit"
@@ -157,7 +143,39 @@ mutants=(
 # failed_tests OUTPUT: the suite::test names of the gate's [FAIL] lines in OUTPUT.
 failed_tests() { printf '%s\n' "$1" | sed -n 's/.*\[FAIL\] \([^ :]*::[^: ]*\).*/\1/p' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 
+# Every edit must still apply: a mutant whose sed no longer matches (its
+# line was rewritten) would otherwise be found only after the copy is built
+# and every mutant before it has run. Checked first, on the sources alone;
+# `verify/mutants.sh --edits-only` stops here (make check runs it).
+edits_only=0
+if [ "${1:-}" = --edits-only ]; then edits_only=1; shift; fi
 want=("$@")
+stale=0
+for entry in "${mutants[@]}"; do
+    IFS='|' read -r name file expr catcher <<<"$entry"
+    if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " == *" $name "* ]]; then continue; fi
+    if sed "$expr" "$root/$file" | cmp -s - "$root/$file"; then
+        echo "mutant $name: the edit does not apply to $file"; stale=$((stale + 1))
+    fi
+done
+if [ $stale -gt 0 ] || [ $edits_only -eq 1 ]; then
+    [ $stale -eq 0 ] && echo "mutants: all ${#mutants[@]} edits apply"
+    exit $((stale > 0))
+fi
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+tree=$scratch/tree
+mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build NVCC=/nonexistent "$@"; }
+mkdir -p "$tree"
+(cd "$root" && tar --exclude=./build --exclude='./build-*' --exclude=./.git -cf - .) | tar -C "$tree" -xf -
+if ! mk build/falcon-verify >"$scratch/build.log" 2>&1; then
+    echo "mutants: the unmutated tree does not build"; tail -20 "$scratch/build.log"; exit 1
+fi
+# The unmutated build, put back after each mutant with the source's own
+# time, so that the next mutant rebuilds only what its own file reaches
+# (touching the restored source made every mutant rebuild its predecessor's
+# objects too: about half of a mutant's time).
+cp -a "$tree/build" "$scratch/build.clean"
 caught=0; missed=0
 for entry in "${mutants[@]}"; do
     IFS='|' read -r name file expr catcher <<<"$entry"
