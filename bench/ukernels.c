@@ -8,7 +8,10 @@
  *
  * Names: ukernel/<kernel>/<backend>/<precision>/<shape>, e.g.
  *   ukernel/update_read/avx512/fp32/m:64/n:64/k:1/r:2   a recurrent step of
- *       Falcon-1, n = m = 64: one example written, [x; q] read
+ *       Falcon-1, n = m = 64: one example written, [x; q] read (a decay
+ *       of 0.99: the direct decay's step, four vector operations an
+ *       element); .../r:2/a:1 the same without the decay (the fp32 lazy
+ *       decay's step: fma(e, z, S), three operations an element)
  *   ukernel/gemm_nn/avx512/fp32/M:128/N:128/K:128        a chunk block's
  *       [X; Q] S^T (C = 64, n = m = 128)
  *   ukernel/rank_update/avx512/fp32/m:128/n:128/k:64     its end state
@@ -47,6 +50,7 @@ typedef struct ukcase {
     const falcon_uk_f32 *f32;
     const falcon_uk_f64 *f64;
     int64_t d[4];
+    int plain; /* update_read with a = 1 (the name's /a:1), else a = 0.99 */
     double flops, peak;
 } ukcase;
 
@@ -95,7 +99,9 @@ static int operands(const ukcase *c, operand *o)
 }
 
 /* The timed loop in one precision. Memories decay (a = 0.99) under small
- * writes, so they stay of order one however many calls run. */
+ * writes, so they stay of order one however many calls run; without the
+ * decay (plain) they wander as a random walk of steps of order 1e-3,
+ * far from float's limits in any run's count of calls. */
 #define UK_LOOP(UK, R)                                                                                     \
     do {                                                                                                   \
         R *p[5];                                                                                           \
@@ -105,7 +111,7 @@ static int operands(const ukcase *c, operand *o)
         switch (c->kernel) {                                                                               \
         case UK_UPDATE_READ:                                                                               \
             while (fb_state_keep_running(st))                                                              \
-                UK->update_read(d[0], d[1], d[2], (R)0.99, p[0], ld[0], p[1], ld[1], p[2], ld[2], d[3], p[3], \
+                UK->update_read(d[0], d[1], d[2], c->plain ? (R)1 : (R)0.99, p[0], ld[0], p[1], ld[1], p[2], ld[2], d[3], p[3], \
                                 ld[3], p[4], ld[4]);                                                       \
             break;                                                                                         \
         case UK_GEMM_NN:                                                                                   \
@@ -179,19 +185,21 @@ static double flops_of(uk_kernel k, const int64_t *d)
     return 0;
 }
 
-static int add(falcon_backend b, uk_kernel k, int fp64, const int64_t *d, const double *peak)
+static int add(falcon_backend b, uk_kernel k, int fp64, const int64_t *d, int plain, const double *peak)
 {
     const falcon_backend_info *be = falcon_backend_info_of(b);
     if (!be || !be->f32.uk || !falcon_backend_available(b)) return 0;
     ukcase *c = calloc(1, sizeof *c);
     if (!c) return -1;
     *c = (ukcase){.kernel = k, .fp64 = fp64, .f32 = falcon_backend_cpu_f32(be)->uk,
-                  .f64 = falcon_backend_cpu_f64(be)->uk, .flops = flops_of(k, d), .peak = peak[fp64]};
+                  .f64 = falcon_backend_cpu_f64(be)->uk, .plain = plain, .flops = flops_of(k, d),
+                  .peak = peak[fp64]};
     int len = snprintf(c->name, sizeof c->name, "ukernel/%s/%s/%s", kernel_name[k], be->name, fp64 ? "fp64" : "fp32");
     for (int i = 0; i < 4 && shape_key[k][i]; i++) {
         c->d[i] = d[i];
         len += snprintf(c->name + len, sizeof c->name - (size_t)len, "/%s:%lld", shape_key[k][i], (long long)d[i]);
     }
+    if (plain) snprintf(c->name + len, sizeof c->name - (size_t)len, "/a:1");
     if (u.count == u.cap) {
         const size_t nc = u.cap ? 2 * u.cap : 64;
         ukcase **cs = realloc(u.cases, nc * sizeof *cs);
@@ -212,23 +220,29 @@ int fb_ukernels_register(const falcon_backend *bs, int nb, int full, double peak
     static const struct {
         uk_kernel k;
         int64_t d[4];
-        int full_only;
+        int full_only, plain;
     } shapes[] = {
-        {UK_UPDATE_READ, {64, 64, 1, 2}, 0},   {UK_GEMM_NN, {128, 128, 128, 0}, 0},
-        {UK_RANK_UPDATE, {128, 128, 64, 0}, 0}, {UK_TRSM, {64, 128, 0, 0}, 0},
-        {UK_GEMM_NT, {1, 2, 64, 0}, 0},        {UK_DOT2_COPY, {64, 0, 0, 0}, 0},
+        {UK_UPDATE_READ, {64, 64, 1, 2}, 0, 0},
+        {UK_UPDATE_READ, {64, 64, 1, 2}, 0, 1}, /* the same without the decay (/a:1) */
+        {UK_GEMM_NN, {128, 128, 128, 0}, 0, 0},
+        {UK_RANK_UPDATE, {128, 128, 64, 0}, 0, 0},
+        {UK_TRSM, {64, 128, 0, 0}, 0, 0},
+        {UK_GEMM_NT, {1, 2, 64, 0}, 0, 0},
+        {UK_DOT2_COPY, {64, 0, 0, 0}, 0, 0},
         /* full: the step of n = m = 128 and of Falcon-3 (W = 4: 4 examples
          * written, 5 rows read), the block's [X; Q] Z^T, the end state of
          * n = m = 64 */
-        {UK_UPDATE_READ, {128, 128, 1, 2}, 1}, {UK_UPDATE_READ, {64, 64, 4, 5}, 1},
-        {UK_GEMM_NN, {128, 64, 128, 0}, 1},    {UK_RANK_UPDATE, {64, 64, 64, 0}, 1},
+        {UK_UPDATE_READ, {128, 128, 1, 2}, 1, 0},
+        {UK_UPDATE_READ, {64, 64, 4, 5}, 1, 0},
+        {UK_GEMM_NN, {128, 64, 128, 0}, 1, 0},
+        {UK_RANK_UPDATE, {64, 64, 64, 0}, 1, 0},
     };
     const double peak[2] = {peak_f32, peak_f64};
     int rc = 0;
     for (int b = 0; b < nb; b++)
         for (int fp64 = 0; fp64 < 2; fp64++)
             for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-                if (full || !shapes[i].full_only) rc |= add(bs[b], shapes[i].k, fp64, shapes[i].d, peak);
+                if (full || !shapes[i].full_only) rc |= add(bs[b], shapes[i].k, fp64, shapes[i].d, shapes[i].plain, peak);
     return rc ? -1 : 0;
 }
 
