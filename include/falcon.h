@@ -173,8 +173,9 @@ falcon_state_view falcon_state_get_view(const falcon_state *state);
  * [heads], read-only (NULL for a NULL state): how the fp32 recurrent form
  * continues S bit for bit. It keeps S / scale, a decay not yet applied
  * (lazy decay, docs/math.md section 8); S is the memory itself. In
- * [2^-8, 1]; 1 after any other run, falcon_state_reset and
- * falcon_state_set_memory. (A function, not a field of the view, so that
+ * [2^-8, 1]; 1 after any other run (and after an fp32 recurrent run on
+ * a backend that decays S directly on this CPU: falcon_backend_describe
+ * says so), falcon_state_reset and falcon_state_set_memory. (A function, not a field of the view, so that
  * programs built against the view of 0.1 keep working.)
  */
 const double *falcon_state_scale(const falcon_state *state);

@@ -23,9 +23,13 @@
 #define DECLARE_FW(FW)                               \
     extern const falcon_drivers_f32 FW##_f32;        \
     extern const falcon_drivers_f64 FW##_f64;
-#define CPU(ID, FW) .f32 = {&falcon_uk_##ID##_f32, &FW##_f32}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64}
+#define CPU(ID, FW) .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, NULL}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, NULL}
+/* The same, with the rule that takes the fp32 recurrent form's decay direct. */
+#define CPU_RULE(ID, FW, RULE)                                                                  \
+    .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, RULE}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, RULE}
 #define CPU_HALF(ID, FW)                                                                     \
-    .f32_half = {&falcon_uk_##ID##_half_f32, &FW##_f32}, .f64_half = {&falcon_uk_##ID##_half_f64, &FW##_f64}
+    .f32_half = {&falcon_uk_##ID##_half_f32, &FW##_f32, NULL},                                   \
+    .f64_half = {&falcon_uk_##ID##_half_f64, &FW##_f64, NULL}
 
 static int always(void) { return 1; }
 
@@ -51,38 +55,57 @@ static __attribute__((unused)) int cpu_has_avx512(void)
 #endif
 }
 
+/* The CPU's AMD family (0 on other vendors), read once: every call asks
+ * (the table of its precision, the decay rule below, and the input check's
+ * choice of scan, finite-scan.c), and CPUID traps to the hypervisor in a
+ * virtual machine: 8 us of a 51 us call of one step for 8 heads in the
+ * Zen 5 VM measured. Racing first calls read the same value. */
+static unsigned cpu_amd_family(void)
+{
+    static atomic_int memo = -1;
+    int v = atomic_load_explicit(&memo, memory_order_relaxed);
+    if (v < 0) {
+        v = 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_cpu_init();
+        unsigned a, b, c, d;
+        if (__builtin_cpu_is("amd") && __get_cpuid(1, &a, &b, &c, &d)) {
+            const unsigned base = (a >> 8) & 0xf;
+            v = (int)(base == 0xf ? base + ((a >> 20) & 0xff) : base);
+        }
+#endif
+        atomic_store_explicit(&memo, v, memory_order_relaxed);
+    }
+    return (unsigned)v;
+}
+
 /* AVX-512 on a 256-bit datapath: AMD's family 19h (Zen 4) runs each 512-bit
  * FMA as two 256-bit halves, one a cycle, where two-pipe cores (Sapphire
  * Rapids) run two. Zen 5 (family 1Ah) has the full width in its server and
  * desktop parts and keeps the two-pipe tables: on a Zen 5 server core the
  * narrow ones measured within 4% of them either way (recurrent, fp32 and
  * fp64, n = m = 64 and 128), no gain worth a second rule. */
-static __attribute__((unused)) int cpu_avx512_half_width_read(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    unsigned a, b, c, d;
-    if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
-    return family == 0x19;
-#else
-    return 0;
-#endif
-}
+int falcon_cpu_avx512_half_width(void) { return cpu_amd_family() == 0x19; }
 
-/* Read once: every call asks (the table of its precision, and the input
- * check's choice of scan, finite-scan.c), and CPUID traps to the
- * hypervisor in a virtual machine: 8 us of a 51 us call of one step for 8
- * heads in the Zen 5 VM measured. */
-int falcon_cpu_avx512_half_width(void)
+/* 1 on a CPU where the fp32 recurrent form's lazy decay (recurrent.inc.c)
+ * made the full-width AVX-512 tables slower: AMD family 1Ah (Zen 5). There
+ * the pass over the memory is held by its 512-bit stores, not its vector
+ * operations, and the lazy step, which saves one FMA an element, measured
+ * 0.91-0.95 times the tokens/s of the direct decay (Falcon-1, fp32,
+ * n = m = 64 and 128, 8 heads; medians of 5 and 8 alternating rounds),
+ * while AVX2 on the same core gained 1.19-1.23. Sapphire Rapids, whose
+ * adds share the FMA ports, keeps the lazy decay (unmeasured there). The
+ * 256-bit datapath's tables (Zen 4) keep it: 1.07-1.17 there. */
+static __attribute__((unused)) int cpu_avx512_direct_decay(void) { return cpu_amd_family() == 0x1a; }
+
+static _Atomic int direct_decay_forced = -1;
+
+void falcon_set_direct_decay(int mode) { direct_decay_forced = mode < 0 ? -1 : mode > 0; }
+
+int falcon_direct_decay(int (*rule)(void))
 {
-    static atomic_int memo = -1;
-    int v = atomic_load_explicit(&memo, memory_order_relaxed);
-    if (v < 0) {
-        v = cpu_avx512_half_width_read();
-        atomic_store_explicit(&memo, v, memory_order_relaxed);
-    }
-    return v;
+    const int forced = direct_decay_forced;
+    return forced >= 0 ? forced : rule != NULL && rule();
 }
 
 DECLARE_FW(falcon_fw)
@@ -114,10 +137,12 @@ static const falcon_backend_info registry[] = {
 #ifdef FALCON_HAVE_AVX512
     [FALCON_BACKEND_AVX512] = {.name = "avx512", .usable = cpu_has_avx512, .what = "avx512f (native)",
                                .lacking = "avx512f (compiled in; this CPU lacks it)", .auto_rank = 3,
-                               CPU(avx512, falcon_fw_avx512), .half_width = falcon_cpu_avx512_half_width,
-                               CPU_HALF(avx512, falcon_fw_avx512),
+                               CPU_RULE(avx512, falcon_fw_avx512, cpu_avx512_direct_decay),
+                               .half_width = falcon_cpu_avx512_half_width, CPU_HALF(avx512, falcon_fw_avx512),
                                .what_half = "avx512f (native; a 256-bit datapath: the recurrent "
-                                            "update in 2-vector column blocks)"},
+                                            "update in 2-vector column blocks)",
+                               .what_direct = "avx512f (native; the fp32 recurrent form decays its memory "
+                                              "directly: lazy decay measured slower on this core)"},
 #else
     [FALCON_BACKEND_AVX512] = {.name = "avx512"},
 #endif
@@ -188,7 +213,8 @@ const char *falcon_backend_describe(falcon_backend b)
     if (hidden_mask >> b & 1) return "hidden (a test made it unavailable)";
     if (be->describe) return be->describe();
     if (!be->usable() && be->lacking) return be->lacking;
-    return be->what_half && be->half_width && be->half_width() ? be->what_half : be->what;
+    if (be->what_half && be->half_width && be->half_width()) return be->what_half;
+    return be->what_direct && falcon_direct_decay(be->f32.direct_decay) ? be->what_direct : be->what;
 }
 
 const char *falcon_backend_name(falcon_backend b)

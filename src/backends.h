@@ -13,13 +13,18 @@
 
 /* A CPU backend in one precision: its micro-kernels and the framework's
  * drivers compiled for the same ISA (or the baseline build). */
+/* direct_decay: where it says 1 (or NULL: never), the fp32 recurrent form
+ * decays its memory directly instead of lazily (recurrent.inc.c; the
+ * rule, src/backends.c; falcon_direct_decay applies the tests' override). */
 typedef struct falcon_cpu_f32 {
     const falcon_uk_f32 *uk;
     const falcon_drivers_f32 *fw;
+    int (*direct_decay)(void);
 } falcon_cpu_f32;
 typedef struct falcon_cpu_f64 {
     const falcon_uk_f64 *uk;
     const falcon_drivers_f64 *fw;
+    int (*direct_decay)(void);
 } falcon_cpu_f64;
 
 typedef struct falcon_backend_info {
@@ -37,6 +42,7 @@ typedef struct falcon_backend_info {
     falcon_cpu_f32 f32_half;
     falcon_cpu_f64 f64_half;
     const char *what_half;
+    const char *what_direct; /* instead of what, where f32's direct_decay says 1 */
     /* The other backends run a whole call on the working copy of the state. */
     falcon_status (*run)(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
                          void *out);

@@ -80,6 +80,12 @@ int falcon_finite_scan_pick(void);
 /* backends.c: 1 on a CPU that runs AVX-512 as two 256-bit halves (AMD
  * family 19h, Zen 4), read once. */
 int falcon_cpu_avx512_half_width(void);
+/* backends.c: whether the fp32 recurrent form decays its memory directly
+ * (no lazy decay) with a CPU backend whose rule is `rule` (falcon_cpu_f32's
+ * direct_decay; NULL: never). falcon_set_direct_decay(mode) overrides
+ * every rule for tests: 1 always, 0 never, -1 the rules again. */
+int falcon_direct_decay(int (*rule)(void));
+void falcon_set_direct_decay(int mode);
 /* vzeroupper where the CPU has AVX: after code that may leave the upper
  * halves of the vector registers dirty (finite-scan.c, SCAN_CLEAN_UPPER). */
 void falcon_clean_upper(void);

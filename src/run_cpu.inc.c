@@ -6,7 +6,7 @@
 /* Head hh = b * H + h: views into the [B][T][H][D] tensors and its state. */
 static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs *in,
                                    falcon_state *st, void *out, const RS(falcon_uk) *uk,
-                                   int64_t hh)
+                                   int direct_decay, int64_t hh)
 {
     const int64_t T = in->T, H = in->H, n = in->n, m = in->m, keep = st->keep;
     const int64_t b = hh / H, h = hh % H;
@@ -38,6 +38,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .hist_len = st->hist_len[hh],
         .uk = uk,
         .tile_bytes = falcon_tile_bytes(),
+        .direct_decay = direct_decay,
     };
     return hd;
 }
@@ -49,6 +50,7 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
 {
     const RS(falcon_uk) *uk = cpu->uk;
     const RS(falcon_drivers) *fw = cpu->fw;
+    const int direct_decay = falcon_direct_decay(cpu->direct_decay);
     const int64_t heads = in->B * in->H;
     const int threads = falcon_threads(cfg);
     falcon_status result = FALCON_OK;
@@ -74,7 +76,7 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
          * SCAN_CLEAN_UPPER), which slows the scalar backend's kernels. */
         falcon_clean_upper();
         RS(falcon_head) hd[FALCON_HEAD_GROUP_MAX];
-        for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, h0 + i);
+        for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, direct_decay, h0 + i);
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
                                                              : fw->blocked(hd, count, L);
         /* The status of the first failed task, not of the last one to

@@ -137,6 +137,10 @@ mutants=(
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/|operands::rounding_at_the_edges"
 # An output's temporary registered for the signal clean-up only after it was
 # made (outputs.c, TEMP_FIRST): a signal delivered as mkostemp returns leaves it.
+# The rule that keeps the fp32 recurrent form's decay direct (Zen 5's
+# full-width AVX-512, src/backends.c) ignored, or not handed to the heads.
+"direct-decay-ignored|kernels/framework/recurrent.inc.c|s/ \&\& !h->direct_decay;/;/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"
+"direct-decay-not-passed|src/run_cpu.inc.c|s/\.direct_decay = direct_decay,/.direct_decay = direct_decay * 0,/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"
 "temp-registered-after-made|src/outputs.c|/reg_add(s->temp, REG_FILE); \/\* before it exists/{h;d};/s->fd = mkostemp(s->temp, O_CLOEXEC);/G|outputs::a_signal_while_temporaries_are_made_leaves_none"
 )
 

@@ -7,7 +7,10 @@
  * loaded checkpoint is the stream continued in memory, bit for bit; a
  * version 1 checkpoint (no scale.npy) loads with every scale 1.
  * (The accuracy of the lazy steps is the gate's and the decay tests';
- * their split into calls is test-segments.c's, bitwise.)
+ * their split into calls is test-segments.c's, bitwise.) Where a CPU
+ * backend decays directly (src/backends.c: Zen 5's full-width AVX-512),
+ * these tests take the lazy decay on it all the same
+ * (falcon_set_direct_decay), and the last one checks the direct rule.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gate.h"
+#include "../src/internal.h"
 
 /* Two heads of Falcon-1, n = 5, m = 4, a mild decay over 60 steps: the
  * product of the decays (about 0.55) stays above the fold bound. */
@@ -31,6 +35,7 @@ static falcon_state *run_new(const gate_case *c, falcon_form form, falcon_precis
     falcon_state *st = from;
     if (!st) cr_assert(falcon_state_create(c->B * c->H, c->n, c->m, c->window, &st) == FALCON_OK);
     falcon_config cfg = gate_config(c, form, FALCON_BACKEND_AUTO, p);
+    falcon_set_direct_decay(0); /* lazy on every backend (a test is a process of its own) */
     cr_assert_eq(falcon_run(&cfg, &d->in, st, out), FALCON_OK, "%s", falcon_last_error());
     return st;
 }
@@ -203,4 +208,41 @@ Test(lazy_decay, a_checkpoint_scale_out_of_range_is_refused, .init = make_dir, .
         cr_expect(strstr(falcon_last_error(), "(head 1)") != NULL, "message: %s", falcon_last_error());
     }
     falcon_state_free(st);
+}
+
+/* A backend whose rule says "direct" (forced here on every backend) keeps
+ * no factor: its memory is decayed at each step, the state's scale stays
+ * 1, and its outputs agree with the lazy decay's to the rounding of the
+ * run (both are within the gate's thresholds of the reference). */
+Test(lazy_decay, a_backend_that_decays_directly_keeps_no_factor)
+{
+    const gate_case c = lazy_case(67, GATE_DECAY_MILD);
+    gate_data d;
+    cr_assert(gate_data_make(&c, FALCON_FP32, &d) == 0);
+    const size_t count = (size_t)(c.B * c.T * c.H * c.m);
+    float *lazy = malloc(sizeof(float) * count), *direct = malloc(sizeof(float) * count);
+    cr_assert(lazy && direct);
+    falcon_state *sl = run_new(&c, FALCON_FORM_RECURRENT, FALCON_FP32, &d, NULL, lazy);
+    cr_assert(!scales_are_one(sl), "the lazy run kept no factor");
+    falcon_state *sd;
+    cr_assert(falcon_state_create(c.B * c.H, c.n, c.m, c.window, &sd) == FALCON_OK);
+    falcon_config cfg = gate_config(&c, FALCON_FORM_RECURRENT, FALCON_BACKEND_AUTO, FALCON_FP32);
+    falcon_set_direct_decay(1);
+    cr_assert_eq(falcon_run(&cfg, &d.in, sd, direct), FALCON_OK, "%s", falcon_last_error());
+    falcon_set_direct_decay(-1);
+    cr_expect(scales_are_one(sd), "a run with the decay direct left a scale");
+    double worst = 0, top = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double e = fabs((double)lazy[i] - (double)direct[i]), a = fabs((double)lazy[i]);
+        if (e > worst) worst = e;
+        if (a > top) top = a;
+    }
+    /* 60 steps of float arithmetic apart: a few hundred u of the largest
+     * output at most; a dropped decay (0.55 by the end) would be far off */
+    cr_expect(worst <= 1e-4 * top, "lazy and direct outputs differ by %g (largest output %g)", worst, top);
+    falcon_state_free(sd);
+    falcon_state_free(sl);
+    free(direct);
+    free(lazy);
+    gate_data_free(&d);
 }

@@ -40,6 +40,8 @@
         const falcon_uk_##SFX *uk;                                                     \
         int64_t tile_bytes; /* recurrent form: L1 share for a column tile */         \
                             /* of the memory (falcon_tile_bytes)            */       \
+        int direct_decay;   /* recurrent form: decay S directly, never lazily */      \
+                            /* (src/backends.c says where)                  */       \
     } falcon_head_##SFX;                                                               \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \

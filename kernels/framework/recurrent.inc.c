@@ -156,7 +156,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int laz
      * memory that fits keeps the L1 prefetch. */
     c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
-    c->lazy = FW_LAZY && lazy && h->alpha;
+    c->lazy = FW_LAZY && lazy && h->alpha && !h->direct_decay;
     c->C = 1;
     if (c->lazy && *h->scale > 0 && *h->scale <= 1) c->C = *h->scale; /* the state's (checked there) */
     carver cv = {NULL, 0};
