@@ -23,10 +23,10 @@
 #define DECLARE_FW(FW)                               \
     extern const falcon_drivers_f32 FW##_f32;        \
     extern const falcon_drivers_f64 FW##_f64;
-#define CPU(ID, FW) .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, NULL}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, NULL}
-/* The same, with the rule that takes the fp32 recurrent form's decay direct. */
+/* RULE: where the fp32 recurrent form's decay is direct (NULL: never). */
 #define CPU_RULE(ID, FW, RULE)                                                                  \
     .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, RULE}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, RULE}
+#define CPU(ID, FW) CPU_RULE(ID, FW, NULL)
 #define CPU_HALF(ID, FW)                                                                     \
     .f32_half = {&falcon_uk_##ID##_half_f32, &FW##_f32, NULL},                                   \
     .f64_half = {&falcon_uk_##ID##_half_f64, &FW##_f64, NULL}
@@ -91,8 +91,8 @@ int falcon_cpu_avx512_half_width(void) { return cpu_amd_family() == 0x19; }
  * made the full-width AVX-512 tables slower: AMD family 1Ah (Zen 5). There
  * the pass over the memory is held by its 512-bit stores, not its vector
  * operations, and the lazy step, which saves one FMA an element, measured
- * 0.91-0.95 times the tokens/s of the direct decay (Falcon-1, fp32,
- * n = m = 64 and 128, 8 heads; medians of 5 and 8 alternating rounds),
+ * 0.91-0.96 times the tokens/s of the direct decay (Falcon-1, fp32,
+ * n = m = 64 and 128, 8 heads; medians of 5, 8 and 6 alternating rounds),
  * while AVX2 on the same core gained 1.19-1.23. Sapphire Rapids, whose
  * adds share the FMA ports, keeps the lazy decay (unmeasured there). The
  * 256-bit datapath's tables (Zen 4) keep it: 1.07-1.17 there. */
