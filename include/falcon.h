@@ -175,8 +175,9 @@ falcon_state_view falcon_state_get_view(const falcon_state *state);
  * (lazy decay, docs/math.md section 8); S is the memory itself. In
  * [2^-8, 1]; 1 after any other run (and after an fp32 recurrent run on
  * a backend that decays S directly on this CPU: falcon_backend_describe
- * says so), falcon_state_reset and falcon_state_set_memory. (A function, not a field of the view, so that
- * programs built against the view of 0.1 keep working.)
+ * says so), falcon_state_reset and falcon_state_set_memory. (A function,
+ * not a field of the view, so that programs built against the view of 0.1
+ * keep working.)
  */
 const double *falcon_state_scale(const falcon_state *state);
 /* Replace the memory of every head ([heads][m][n], finite). */
