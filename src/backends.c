@@ -23,9 +23,10 @@
 #define DECLARE_FW(FW)                               \
     extern const falcon_drivers_f32 FW##_f32;        \
     extern const falcon_drivers_f64 FW##_f64;
-/* RULE: where the fp32 recurrent form's decay is direct (NULL: never). */
+/* RULE: where the fp32 recurrent form's decay is direct (NULL: never).
+ * fp64 has none: its decay is always direct (no lazy decay there). */
 #define CPU_RULE(ID, FW, RULE)                                                                  \
-    .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, RULE}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, RULE}
+    .f32 = {&falcon_uk_##ID##_f32, &FW##_f32, RULE}, .f64 = {&falcon_uk_##ID##_f64, &FW##_f64, NULL}
 #define CPU(ID, FW) CPU_RULE(ID, FW, NULL)
 #define CPU_HALF(ID, FW)                                                                     \
     .f32_half = {&falcon_uk_##ID##_half_f32, &FW##_f32, NULL},                                   \

@@ -15,7 +15,8 @@
  * drivers compiled for the same ISA (or the baseline build). */
 /* direct_decay: where it says 1 (or NULL: never), the fp32 recurrent form
  * decays its memory directly instead of lazily (recurrent.inc.c; the
- * rule, src/backends.c; falcon_direct_decay applies the tests' override). */
+ * rule, src/backends.c; falcon_direct_decay applies the tests' override).
+ * NULL in fp64, whose decay is always direct. */
 typedef struct falcon_cpu_f32 {
     const falcon_uk_f32 *uk;
     const falcon_drivers_f32 *fw;
