@@ -152,6 +152,21 @@ void gate_data_free(gate_data *d)
     d->buf = d->buf64 = NULL;
 }
 
+falcon_inputs gate_inputs_slice(const gate_data *d, int64_t t0, int64_t t1)
+{
+    const falcon_inputs *in = &d->in;
+    const size_t es = d->prec == FALCON_FP32 ? 4 : 8;
+    falcon_inputs s = *in;
+    s.T = t1 - t0;
+    s.q = (const char *)in->q + es * (size_t)(t0 * in->n);
+    s.k = (const char *)in->k + es * (size_t)(t0 * in->n);
+    s.v = (const char *)in->v + es * (size_t)(t0 * in->m);
+    s.beta = (const char *)in->beta + es * (size_t)t0;
+    if (in->alpha) s.alpha = (const char *)in->alpha + es * (size_t)t0;
+    if (in->gain) s.gain = (const char *)in->gain + es * (size_t)(t0 * in->n);
+    return s;
+}
+
 double gate_eps(const gate_case *c, falcon_precision prec)
 {
     return prec != FALCON_FP64 ? (double)(float)c->eps : c->eps;

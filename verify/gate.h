@@ -44,6 +44,9 @@ typedef struct gate_data {
 
 int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d);
 void gate_data_free(gate_data *d);
+/* d's kernel inputs of steps [t0, t1), for a case of one sequence and one
+ * head (B = H = 1): a segment of a split call. */
+falcon_inputs gate_inputs_slice(const gate_data *d, int64_t t0, int64_t t1);
 
 /* The run configuration of a case. */
 falcon_config gate_config(const gate_case *c, falcon_form form, falcon_backend backend,

@@ -83,7 +83,7 @@ mutants=(
 "transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
 "decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
 "memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        (void)0;/|validation::a_memory_overflow_alone_is_reported"
-"memory-unchecked-at-close-recurrent|kernels/framework/recurrent.inc.c|s/        RS(check_memory)(c->ck + r0, /        if (0) RS(check_memory)(c->ck + r0, /|validation::a_memory_overflow_alone_is_reported"
+"memory-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/        RS(check_memory)(c->ck + r0, /        if (0) RS(check_memory)(c->ck + r0, /|validation::a_memory_overflow_alone_is_reported"
 # The kept work memory (src/work-memory.c) and the drivers' use of blocks
 # whose contents are left from another call (poisoned by the test).
 "work-memory-too-small|src/work-memory.c|s/slot\[i\].bytes >= bytes/slot[i].bytes >= bytes \/ 2/|work_memory::kept_blocks_are_reused"
@@ -120,7 +120,13 @@ mutants=(
 "lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FALCON_LAZY_SCALE_MIN) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
 "lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
 "lazy-scale-not-replayed-per-tile|kernels/framework/recurrent.inc.c|s/        c->C = c->C0;/        (void)0;/|columns::fp32_n64_m256"
-"lazy-overflow-not-rerun|kernels/framework/recurrent.inc.c|s/    if (redo > 0) {/    if (0) {/|limits::large_values_lazy_decay_fp32"
+"lazy-overflow-not-rerun|kernels/framework/recurrent.inc.c|s/        if (!again\[i\]) continue;/        continue;/|limits::large_values_lazy_decay_fp32"
+# The second run: the whole call direct (the split then differs), a step
+# taken again without the factor folded, or from the memory the failed step
+# left instead of the one it found.
+"lazy-rerun-whole-call-direct|kernels/framework/recurrent.inc.c|s/const falcon_status s = RS(rec_open)(\&c, h, 1);/const falcon_status s = RS(rec_open)(\&c, h, 0);/|limits::lazy_decay_rerun_splits_bitwise_fp32"
+"lazy-rerun-factor-not-folded|kernels/framework/recurrent.inc.c|s/RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), 0, (REAL)c.C);/(void)r0;/|limits::large_values_lazy_decay_fp32"
+"lazy-rerun-memory-not-restored|kernels/framework/recurrent.inc.c|s/        memcpy(c.mem, kept, c.mem_used);/        (void)kept;/|limits::large_values_lazy_decay_fp32"
 "checkpoint-scale-not-loaded|src/checkpoint.c|s/const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS;/const int arrays = NUM_ARRAYS_V1;/|lazy_decay::a_checkpoint_continues_the_stream_bit_for_bit"
 "tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/|columns::fp32_n64_m256"
 "recurrent-groups-rounded-down|src/run_cpu.inc.c|s/const int64_t tasks = (heads + group - 1) \/ group;/const int64_t tasks = heads \/ group;/|limits::batches_beyond_the_head_group"

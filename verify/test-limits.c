@@ -318,22 +318,96 @@ static void large_values(falcon_precision prec)
 Test(limits, large_values_fp32) { large_values(FALCON_FP32); }
 Test(limits, large_values_fp64) { large_values(FALCON_FP64); }
 
-/* Values of 1e36 with a decay, in fp32: the memory and the reads (up to
- * about 1e37) are representable, but the recurrent form's lazy decay keeps
- * the memory divided by a factor that falls to 2^-8 (kernels/framework/
- * recurrent.inc.c), which leaves float's range here: the call must give
- * the results all the same (it runs such a head again with the decay
- * applied directly). Checked to fail without that second run. */
+/* Values large enough, with a decay, that the fp32 recurrent form's lazy
+ * decay leaves float's range where the memory and the reads do not: it
+ * keeps the memory divided by a factor that falls to 2^-8 (kernels/
+ * framework/recurrent.inc.c). Case 0: values of 1e36, alpha = 0.5 (the
+ * memory and reads up to about 1e37); case 1: values of 1e37, alpha = 0.6
+ * at every step (not a power of two, so lazy and direct steps round
+ * differently). */
+static limits_case lazy_range_case(int v, int a, int which, uint64_t seed)
+{
+    limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed),
+                      1.0, 0, 1e36, 1.0, 0, 0, 0, 0, 0};
+    lc.c.decay = GATE_DECAY_STRONG;
+    if (which == 1) { /* alpha = before up to reset_at, and reset there */
+        lc.value_mag = 1e37;
+        lc.reset = lc.before = 0.6;
+        lc.reset_at = lc.c.T - 1;
+    }
+    return lc;
+}
+
+/* The call must give the results all the same: it runs such a head again
+ * step by step, a step that leaves the range taken again with the decay
+ * direct. Checked to fail without that second run. */
 Test(limits, large_values_lazy_decay_fp32)
 {
     uint64_t seed = 1300;
-    for (int v = FALCON_1; v <= FALCON_3A; v++)
-        for (int a = 0; a < 2; a++) {
-            limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed++),
-                              1.0, 0, 1e36, 1.0, 0, 0, 0, 0, 0};
-            lc.c.decay = GATE_DECAY_STRONG;
-            check(&lc, FALCON_FP32, NULL, 1, "lazy-range");
-        }
+    for (int which = 0; which < 2; which++)
+        for (int v = FALCON_1; v <= FALCON_3A; v++)
+            for (int a = 0; a < 2; a++) {
+                const limits_case lc = lazy_range_case(v, a, which, seed++);
+                check(&lc, FALCON_FP32, NULL, 1, "lazy-range");
+            }
+}
+
+/* One call's outputs and state, bitwise those of the call split at every
+ * step into two with the state carried; returns how many splits differ. */
+static int splits_differ(const gate_case *c, const gate_data *d, falcon_backend b)
+{
+    const falcon_config cfg = gate_config(c, FALCON_FORM_RECURRENT, b, FALCON_FP32);
+    const int64_t T = c->T, m = c->m, n = c->n;
+    float *whole = malloc(sizeof(float) * (size_t)(T * m)), *part = malloc(sizeof(float) * (size_t)(T * m));
+    cr_assert(whole && part);
+    falcon_state *one = state_from(c, NULL);
+    cr_assert(falcon_run(&cfg, &d->in, one, whole) == FALCON_OK, "%s", falcon_last_error());
+    int differ = 0;
+    for (int64_t t = 1; t < T; t++) {
+        falcon_state *st = state_from(c, NULL);
+        const falcon_inputs a = gate_inputs_slice(d, 0, t), z = gate_inputs_slice(d, t, T);
+        cr_assert(falcon_run(&cfg, &a, st, part) == FALCON_OK, "%s", falcon_last_error());
+        cr_assert(falcon_run(&cfg, &z, st, part + t * m) == FALCON_OK, "%s", falcon_last_error());
+        differ += memcmp(part, whole, sizeof(float) * (size_t)(T * m)) != 0 ||
+                  memcmp(falcon_state_get_view(st).S, falcon_state_get_view(one).S, sizeof(double) * (size_t)(m * n)) ||
+                  *falcon_state_scale(st) != *falcon_state_scale(one);
+        falcon_state_free(st);
+    }
+    falcon_state_free(one);
+    free(whole);
+    free(part);
+    return differ;
+}
+
+/* The cases above, split: the step-by-step second run gives a split the
+ * one call's bits, as every recurrent split must (test-segments.c, with
+ * values of ordinary size). Checked to fail (case 1: every variant and
+ * alignment, 12 to 22 of the 23 splits each, on every backend that decays
+ * lazily) when the head runs the whole call again with the decay direct:
+ * a split's first part, finite lazily, keeps lazy bits the one call does
+ * not. (Case 0's decay of 0.5 makes most lazy steps exact.) */
+Test(limits, lazy_decay_rerun_splits_bitwise_fp32)
+{
+    uint64_t seed = 1300;
+    for (int which = 0; which < 2; which++)
+        for (int v = FALCON_1; v <= FALCON_3A; v++)
+            for (int a = 0; a < 2; a++) {
+                const limits_case lc = lazy_range_case(v, a, which, seed++);
+                gate_data d;
+                data_make(&lc, FALCON_FP32, &d);
+                char desc[256];
+                gate_case_describe(&lc.c, desc, sizeof desc);
+                for (int b = 0; b < gate_backend_count; b++) {
+                    if (!gate_backend_runs(gate_backends[b], FALCON_FP32) || gate_backends[b] == FALCON_BACKEND_CUDA)
+                        continue;
+                    const int differ = splits_differ(&lc.c, &d, gate_backends[b]);
+                    printf("limits lazy-rerun splits %s %s values %g: %d of %lld differ\n",
+                           falcon_backend_name(gate_backends[b]), desc, lc.value_mag, differ, (long long)(lc.c.T - 1));
+                    cr_expect(differ == 0, "%s %s values %g: %d splits differ from the one call",
+                              falcon_backend_name(gate_backends[b]), desc, lc.value_mag, differ);
+                }
+                gate_data_free(&d);
+            }
 }
 
 /* Falcon-2/2A's gains far from 1, with keys of ordinary size and far from

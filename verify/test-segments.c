@@ -10,22 +10,6 @@
 #include <string.h>
 #include "gate.h"
 
-/* Inputs of steps [t0, t1) of a single-head case. */
-static falcon_inputs slice(const gate_data *d, int64_t t0, int64_t t1)
-{
-    const falcon_inputs *in = &d->in;
-    const size_t es = d->prec == FALCON_FP32 ? 4 : 8;
-    falcon_inputs s = *in;
-    s.T = t1 - t0;
-    s.q = (const char *)in->q + es * t0 * in->n;
-    s.k = (const char *)in->k + es * t0 * in->n;
-    s.v = (const char *)in->v + es * t0 * in->m;
-    s.beta = (const char *)in->beta + es * t0;
-    if (in->alpha) s.alpha = (const char *)in->alpha + es * t0;
-    if (in->gain) s.gain = (const char *)in->gain + es * t0 * in->n;
-    return s;
-}
-
 /* Runs the case whole and cut at cuts[] (the last cut is T), for every
  * backend, precision, form and alignment. blocked_bitwise: the cuts fall
  * on the blocks of the chunk and parallel forms, so those must agree bit
@@ -55,7 +39,7 @@ static void split_equals_whole_at(falcon_variant v, int64_t W, int64_t C, const 
                         gate_case cs = c;
                         gate_data ds = d;
                         cs.T = cuts[s + 1] - cuts[s];
-                        ds.in = slice(&d, cuts[s], cuts[s + 1]);
+                        ds.in = gate_inputs_slice(&d, cuts[s], cuts[s + 1]);
                         gate_result r;
                         cr_assert(gate_run(&cs, &ds, (falcon_form)f, gate_backends[b], st, &r) == FALCON_OK,
                                   "%s", falcon_last_error());

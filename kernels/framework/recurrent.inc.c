@@ -65,6 +65,7 @@ typedef struct rec_head {
     example_src src;
     void *mem;
     size_t mem_bytes; /* falcon_work_get's size of mem */
+    size_t mem_used;  /* the part carved (rec_checked copies it) */
     int64_t ldn, ldm;
     REAL *St, *X, *Zg, *P, *E, *xz, *zq; /* St: S^T; X: the window's keys oldest first, then phi(q) */
     REAL *xs; /* the scale of each key of the window (falcon_math.h: X holds x / s) */
@@ -187,6 +188,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int laz
             c->mem = cv.base;
         }
     }
+    c->mem_used = cv.used;
     memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
     c->Zcur = c->Zw;
     if (!swap_x) c->Xalt = NULL; /* carved empty: a pointer, but no room */
@@ -206,14 +208,22 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int laz
     return FALCON_OK;
 }
 
+/* 1 while the outputs checked into ck and the memory are finite (a
+ * step's or a head's check). */
+static int RS(rec_finite)(rec_head *c)
+{
+    const int64_t m = c->h->m, n = c->h->n;
+    for (int64_t r0 = 0; r0 < m; r0 += c->mt)
+        RS(check_memory)(c->ck + r0, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n);
+    return RS(all_zero)(c->ck, m);
+}
+
 /* 0 when an output row or the memory was not finite. */
 static int RS(rec_close)(rec_head *c, int store)
 {
     if (!c->mem) return 1;
     const int64_t m = c->h->m, n = c->h->n;
-    for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
-        RS(check_memory)(c->ck + r0, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n);
-    const int finite = RS(all_zero)(c->ck, c->h->m);
+    const int finite = store ? RS(rec_finite)(c) : RS(all_zero)(c->ck, m);
     /* a lazy head's state stays for its second run; any other's is stored,
      * so that the call's scan names the element */
     store = store && (finite || !c->lazy);
@@ -361,8 +371,9 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * call divides back exactly): a split call is the one call bit for bit.
  * fp64 runs decay directly: no double product is exact in the state.
  * Where St or E / C overflows and S would not (a memory within 2^8 of
- * float's largest), the call's check finds it and the head runs again
- * with the decay direct (FW(falcon_recurrent)). */
+ * float's largest), the call's check finds it and the head runs again,
+ * a step that overflows lazily taken again with the decay direct
+ * (rec_checked: a rule of the step too, so splits stay bitwise). */
 
 /* St <- f St on the tile's columns, and P's k + 1 rows <- f P. */
 static void RS(rec_fold)(rec_head *c, int64_t r0, int64_t mw, int64_t rows, REAL f)
@@ -551,10 +562,56 @@ static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t 
     return bad ? FALCON_E_OVERFLOW : FALCON_OK;
 }
 
-/* The heads lazy decay failed (a result not finite) run again with the
- * decay direct, from the state as the call found it: each head's
- * arithmetic does not depend on its group, so the result is what a run of
- * that head alone with the direct decay gives. */
+/* A head whose lazy run was not finite, run again from the state the call
+ * found, one step at a time: each step lazily as before, and one whose
+ * output or memory is not finite taken again from the memory it found,
+ * with the factor folded into the memory (St times (REAL)C, C = 1: the
+ * memory a call started there would load) and the decay direct; the steps
+ * after it lazy again from C = 1. The rule reads only the step and the
+ * memory it finds, as the rest of the lazy decay, so a call split
+ * anywhere (one part lazy throughout, the other taking the step again)
+ * gives the one call's bits: a second run of the whole call with the
+ * decay direct would not (a split's first part, finite lazily, keeps its
+ * lazy bits). The lazy steps before the first failure are the first run's
+ * (non-finite memory stays non-finite, so the first failure is the first
+ * non-finite step). A step not finite with the decay direct either is an
+ * overflow: the rest of the call runs direct, and the state is stored so
+ * that the call's scan names the element. Costs a copy of the work
+ * memory a step, on a path only a memory within 2^8 of float's largest
+ * takes. */
+static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
+{
+    rec_head c, keep;
+    const falcon_status s = RS(rec_open)(&c, h, 1);
+    if (s) return s;
+    size_t kept_bytes;
+    void *kept = falcon_work_get(c.mem_used, &kept_bytes);
+    if (!kept) {
+        RS(rec_close)(&c, 0);
+        return FALCON_E_NOMEM;
+    }
+    const int64_t m = h->m;
+    for (int64_t t = 0; t < h->T; t++) {
+        if (!c.lazy) { /* an overflow: the rest direct, as reported */
+            RS(rec_steps)(&c, t, h->T);
+            break;
+        }
+        keep = c;
+        memcpy(kept, c.mem, c.mem_used);
+        RS(rec_steps)(&c, t, t + 1);
+        if (RS(rec_finite)(&c)) continue;
+        c = keep;
+        memcpy(c.mem, kept, c.mem_used);
+        for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(&c, r0, RS(rec_tile_width)(&c, r0), 0, (REAL)c.C);
+        c.C = 1;
+        c.lazy = 0;
+        RS(rec_steps)(&c, t, t + 1);
+        c.lazy = RS(rec_finite)(&c);
+    }
+    falcon_work_put(kept, kept_bytes);
+    return RS(rec_close)(&c, 1) ? FALCON_OK : FALCON_E_OVERFLOW;
+}
+
 static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
@@ -564,11 +621,10 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
     for (int64_t i = 0; i < count; i++) group[i] = &heads[i];
     falcon_status s = RS(rec_group)(group, count, 1, again);
     if (s == FALCON_E_NOMEM) return s;
-    int64_t redo = 0;
-    for (int64_t i = 0; i < count; i++)
-        if (again[i]) group[redo++] = &heads[i];
-    if (redo > 0) {
-        const falcon_status s2 = RS(rec_group)(group, redo, 0, again);
+    for (int64_t i = 0; i < count; i++) {
+        if (!again[i]) continue;
+        const falcon_status s2 = RS(rec_checked)(&heads[i]);
+        if (s2 == FALCON_E_NOMEM) return s2;
         if (s2 != FALCON_OK) s = s2;
     }
     return s;
