@@ -324,15 +324,22 @@ Test(limits, large_values_fp64) { large_values(FALCON_FP64); }
  * framework/recurrent.inc.c). Case 0: values of 1e36, alpha = 0.5 (the
  * memory and reads up to about 1e37); case 1: values of 1e37, alpha = 0.6
  * at every step (not a power of two, so lazy and direct steps round
- * differently). */
+ * differently); case 2: case 1 with n = 64, m = 256 and T = 10, a memory
+ * the recurrent form keeps in column tiles. */
 static limits_case lazy_range_case(int v, int a, int which, uint64_t seed)
 {
     limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, seed),
                       1.0, 0, 1e36, 1.0, 0, 0, 0, 0, 0};
     lc.c.decay = GATE_DECAY_STRONG;
-    if (which == 1) { /* alpha = before up to reset_at, and reset there */
+    if (which >= 1) { /* alpha = before up to reset_at, and reset there */
         lc.value_mag = 1e37;
         lc.reset = lc.before = 0.6;
+        lc.reset_at = lc.c.T - 1;
+    }
+    if (which == 2) { /* a memory in column tiles (recurrent.inc.c, rec_tile) */
+        lc.c.n = 64;
+        lc.c.m = 256;
+        lc.c.T = 10;
         lc.reset_at = lc.c.T - 1;
     }
     return lc;
@@ -344,7 +351,7 @@ static limits_case lazy_range_case(int v, int a, int which, uint64_t seed)
 Test(limits, large_values_lazy_decay_fp32)
 {
     uint64_t seed = 1300;
-    for (int which = 0; which < 2; which++)
+    for (int which = 0; which < 3; which++)
         for (int v = FALCON_1; v <= FALCON_3A; v++)
             for (int a = 0; a < 2; a++) {
                 const limits_case lc = lazy_range_case(v, a, which, seed++);
@@ -383,13 +390,13 @@ static int splits_differ(const gate_case *c, const gate_data *d, falcon_backend 
  * one call's bits, as every recurrent split must (test-segments.c, with
  * values of ordinary size). Checked to fail (case 1: every variant and
  * alignment, 12 to 22 of the 23 splits each, on every backend that decays
- * lazily) when the head runs the whole call again with the decay direct:
+ * lazily; case 2: 2 of the 12, 8 and 9 of 9 splits) when the head runs the whole call again with the decay direct:
  * a split's first part, finite lazily, keeps lazy bits the one call does
  * not. (Case 0's decay of 0.5 makes most lazy steps exact.) */
 Test(limits, lazy_decay_rerun_splits_bitwise_fp32)
 {
     uint64_t seed = 1300;
-    for (int which = 0; which < 2; which++)
+    for (int which = 0; which < 3; which++)
         for (int v = FALCON_1; v <= FALCON_3A; v++)
             for (int a = 0; a < 2; a++) {
                 const limits_case lc = lazy_range_case(v, a, which, seed++);
