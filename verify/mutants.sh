@@ -124,7 +124,7 @@ mutants=(
 # The second run: the whole call direct (the split then differs), a step
 # taken again without the factor folded, or from the memory the failed step
 # left instead of the one it found.
-"lazy-rerun-whole-call-direct|kernels/framework/recurrent.inc.c|s/const falcon_status s = RS(rec_open)(\&c, h, 1);/const falcon_status s = RS(rec_open)(\&c, h, 0);/|limits::lazy_decay_rerun_splits_bitwise_fp32"
+"lazy-rerun-whole-call-direct|kernels/framework/recurrent.inc.c|s/    const int64_t m = h->m;/    const int64_t m = h->m; for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), 0, (REAL)c.C); c.C = 1; c.lazy = 0;/|limits::lazy_decay_rerun_splits_bitwise_fp32"
 "lazy-rerun-factor-not-folded|kernels/framework/recurrent.inc.c|s/RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), 0, (REAL)c.C);/(void)r0;/|limits::large_values_lazy_decay_fp32"
 "lazy-rerun-memory-not-restored|kernels/framework/recurrent.inc.c|s/        memcpy(c.mem, kept, c.mem_used);/        (void)kept;/|limits::large_values_lazy_decay_fp32"
 "checkpoint-scale-not-loaded|src/checkpoint.c|s/const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS;/const int arrays = NUM_ARRAYS_V1;/|lazy_decay::a_checkpoint_continues_the_stream_bit_for_bit"

@@ -136,7 +136,7 @@ static inline int64_t RS(rec_tile_width)(const rec_head *c, int64_t r0)
     return c->h->m - r0 < c->mt ? c->h->m - r0 : c->mt;
 }
 
-static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int lazy)
+static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
 {
     const int64_t n = h->n, m = h->m, W = h->window;
     const int64_t ldn = RS(padded)(n), ldm = RS(padded)(m);
@@ -157,7 +157,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h, int laz
      * memory that fits keeps the L1 prefetch. */
     c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
-    c->lazy = FW_LAZY && lazy && h->alpha && !h->direct_decay;
+    c->lazy = FW_LAZY && h->alpha && !h->direct_decay;
     c->C = 1;
     if (c->lazy && *h->scale > 0 && *h->scale <= 1) c->C = *h->scale; /* the state's (checked there) */
     carver cv = {NULL, 0};
@@ -537,12 +537,12 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 
 /* A group of heads (same T), FW_TIME_BLOCK steps of each in turn; again[i]
  * set where a lazy head's result was not finite (its state not stored). */
-static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t count, int lazy, int *again)
+static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t count, int *again)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
     rec_head c[GROUP_MAX]; /* count <= GROUP_MAX: FW(falcon_recurrent) */
     for (int64_t i = 0; i < count; i++) {
-        falcon_status s = RS(rec_open)(&c[i], heads[i], lazy);
+        falcon_status s = RS(rec_open)(&c[i], heads[i]);
         if (s) {
             while (i > 0) RS(rec_close)(&c[--i], 0);
             return s;
@@ -582,7 +582,7 @@ static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t 
 static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
 {
     rec_head c, keep;
-    const falcon_status s = RS(rec_open)(&c, h, 1);
+    const falcon_status s = RS(rec_open)(&c, h);
     if (s) return s;
     size_t kept_bytes;
     void *kept = falcon_work_get(c.mem_used, &kept_bytes);
@@ -619,7 +619,7 @@ static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t 
     int again[GROUP_MAX] = {0};
     if (count > GROUP_MAX) count = GROUP_MAX; /* callers respect the limit */
     for (int64_t i = 0; i < count; i++) group[i] = &heads[i];
-    falcon_status s = RS(rec_group)(group, count, 1, again);
+    falcon_status s = RS(rec_group)(group, count, again);
     if (s == FALCON_E_NOMEM) return s;
     for (int64_t i = 0; i < count; i++) {
         if (!again[i]) continue;
