@@ -25,6 +25,7 @@
 #include <math.h>
 #include "fuzz.h"
 #include "falcon.h"
+#include "../verify/inputs-steps.h"
 
 enum { MAX_SMALL = 8 };
 
@@ -85,20 +86,6 @@ static int valid_sizes(int64_t B, int64_t T, int64_t H, int64_t n, int64_t m)
     return B >= 1 && T >= 0 && H >= 1 && n >= 1 && n <= MAX_SMALL && m >= 1 && m <= MAX_SMALL;
 }
 
-/* Inputs of steps [t0, t1) of one sequence (B = H = 1). */
-static falcon_inputs slice(const falcon_inputs *in, size_t es, int64_t t0, int64_t t1)
-{
-    falcon_inputs s = *in;
-    s.T = t1 - t0;
-    s.q = (const char *)in->q + es * (size_t)(t0 * in->n);
-    s.k = (const char *)in->k + es * (size_t)(t0 * in->n);
-    s.v = (const char *)in->v + es * (size_t)(t0 * in->m);
-    s.beta = (const char *)in->beta + es * (size_t)t0;
-    if (in->alpha) s.alpha = (const char *)in->alpha + es * (size_t)t0;
-    if (in->gain) s.gain = (const char *)in->gain + es * (size_t)(t0 * in->n);
-    return s;
-}
-
 static int same_state(const falcon_state *a, const falcon_state *b)
 {
     const falcon_state_view x = falcon_state_get_view(a), y = falcon_state_get_view(b);
@@ -119,7 +106,7 @@ static void check_split(const falcon_config *cfg, const falcon_inputs *in, const
     FUZZ_CHECK(falcon_state_copy(start, &st) == FALCON_OK, "copy");
     unsigned char *part = malloc(es * (size_t)(in->T * in->m) + 1);
     FUZZ_CHECK(part != NULL, "malloc");
-    const falcon_inputs a = slice(in, es, 0, t), b = slice(in, es, t, in->T);
+    const falcon_inputs a = inputs_steps(in, es, 0, t), b = inputs_steps(in, es, t, in->T);
     const falcon_status s1 = falcon_run(cfg, &a, st, part);
     FUZZ_CHECK(s1 == FALCON_OK, "first part of a split: %s", falcon_last_error());
     const falcon_status s2 = falcon_run(cfg, &b, st, part + es * (size_t)(t * in->m));

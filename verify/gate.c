@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gate.h"
+#include "inputs-steps.h"
 #include "falcon_ref.h"
 #include "../kernels/common/falcon_math.h"
 
@@ -154,17 +155,7 @@ void gate_data_free(gate_data *d)
 
 falcon_inputs gate_inputs_slice(const gate_data *d, int64_t t0, int64_t t1)
 {
-    const falcon_inputs *in = &d->in;
-    const size_t es = d->prec == FALCON_FP32 ? 4 : 8;
-    falcon_inputs s = *in;
-    s.T = t1 - t0;
-    s.q = (const char *)in->q + es * (size_t)(t0 * in->n);
-    s.k = (const char *)in->k + es * (size_t)(t0 * in->n);
-    s.v = (const char *)in->v + es * (size_t)(t0 * in->m);
-    s.beta = (const char *)in->beta + es * (size_t)t0;
-    if (in->alpha) s.alpha = (const char *)in->alpha + es * (size_t)t0;
-    if (in->gain) s.gain = (const char *)in->gain + es * (size_t)(t0 * in->n);
-    return s;
+    return inputs_steps(&d->in, d->prec == FALCON_FP32 ? 4 : 8, t0, t1);
 }
 
 double gate_eps(const gate_case *c, falcon_precision prec)
