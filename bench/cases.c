@@ -41,6 +41,9 @@
  *                      entries) each phase's share of a call, the two above
  *                      phase by phase: phase_products, phase_end_state, ...
  *                      (kernels/framework/phase-clock.h names them)
+ *   paired_over_mild   (decay/extreme/ and decay/mix/ entries) the regime's
+ *                      call time over the same case's under mild, timed in
+ *                      alternation (paired_counter below)
  * Each CPU backend's micro-kernels on their own (bench/ukernels.c), in
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
@@ -117,17 +120,19 @@ static void inputs_free(void) { fb_inputs_free(&cur); }
 /* alpha of a decay entry: the gate's regime (verify/gate.c), the same values
  * for every backend and machine (one stream per head, seeded by the head);
  * the regime's own pattern in t (extreme: every 5th step) in every head. */
-static void inputs_set_decay(fb_inputs *in, gate_decay d)
+static void alpha_set_decay(void *alpha, int64_t T, int64_t H, falcon_precision prec, gate_decay d)
 {
-    for (int64_t hd = 0; hd < in->H; hd++) {
+    for (int64_t hd = 0; hd < H; hd++) {
         uint64_t s = 0x6465636179ull + (uint64_t)hd;
-        for (int64_t t = 0; t < in->T; t++) {
-            const double a = gate_decay_alpha(d, &s, t, in->T, in->prec);
-            if (in->prec == FALCON_FP32) ((float *)in->alpha)[t * in->H + hd] = (float)a;
-            else ((double *)in->alpha)[t * in->H + hd] = a;
+        for (int64_t t = 0; t < T; t++) {
+            const double a = gate_decay_alpha(d, &s, t, T, prec);
+            if (prec == FALCON_FP32) ((float *)alpha)[t * H + hd] = (float)a;
+            else ((double *)alpha)[t * H + hd] = a;
         }
     }
 }
+
+static void inputs_set_decay(fb_inputs *in, gate_decay d) { alpha_set_decay(in->alpha, in->T, in->H, in->prec, d); }
 
 /* The inputs of case c (regenerated only when the shape changes, or to
  * restore the drawn alpha after a decay entry), or NULL. */
@@ -226,6 +231,58 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
     }
 }
 
+/* ---- a near-reset regime's cost, paired with mild ----
+ * The decay goal compares two cases' rates, and a shared host's slow
+ * spells last seconds: on Zen 5 they took the scalar recurrent Falcon-1
+ * call from 13 to 21 ms (AVX2 from 2.2 to 2.9 ms) for runs of a dozen
+ * calls, so two regimes timed apart, even interleaved by repetition, could
+ * differ by 1.5 with the same work. Here an extreme or mix entry times its
+ * calls against the same case under mild in alternation, after the timed
+ * loop (untimed by the benchmark): rounds of one call each, the order
+ * swapped every round, for a quarter of a second (at least 3 rounds, at
+ * most 15); paired_over_mild is the median of the rounds' time ratios
+ * (this regime's over mild's: mild's rate over this one's, as the decay
+ * table's columns). A spell then falls on both calls of a round. */
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out)
+{
+    if (c->decay != GATE_DECAY_EXTREME && c->decay != GATE_DECAY_MIX) return;
+    enum { MIN_ROUNDS = 3, MAX_ROUNDS = 15 };
+    const size_t size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
+    void *mild = malloc((size_t)(c->T * c->H) * size);
+    if (!mild) return;
+    alpha_set_decay(mild, c->T, c->H, c->cfg.precision, GATE_DECAY_MILD);
+    falcon_inputs fm = *fi;
+    fm.alpha = mild;
+    double ratio[MAX_ROUNDS];
+    int rounds = 0;
+    const double start = fb_wall_seconds();
+    while (rounds < MAX_ROUNDS && (rounds < MIN_ROUNDS || fb_wall_seconds() - start < 0.25)) {
+        double t[2]; /* [0]: this regime, [1]: mild */
+        for (int k = 0; k < 2; k++) {
+            const int which = (k + rounds) % 2;
+            const double t0 = fb_wall_seconds();
+            if (falcon_run(&c->cfg, which ? &fm : fi, NULL, out) != FALCON_OK) {
+                free(mild);
+                return;
+            }
+            t[which] = fb_wall_seconds() - t0;
+        }
+        if (!(t[1] > 0)) break;
+        ratio[rounds++] = t[0] / t[1];
+    }
+    free(mild);
+    if (rounds < MIN_ROUNDS) return;
+    qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+    const double med = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
+    fb_state_set_counter(st, "paired_over_mild", med, FB_DEFAULT);
+}
+
 /* ---- the benchmark body ---- */
 
 static void body(fb_state *st, void *user)
@@ -291,6 +348,7 @@ static void body(fb_state *st, void *user)
     }
     if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL))
         phase_counters(st, c, &fi, in->out, per_call);
+    if (ok) paired_counter(st, c, &fi, in->out);
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
