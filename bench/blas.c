@@ -39,6 +39,7 @@ double fb_blas_measure(fb_blas_work *w, int reps, double min_s)
 #include <cblas.h>
 #include "../kernels/framework/flops.h"
 #include "clock.h"
+#include "median.h"
 
 int fb_blas_available(void)
 {
@@ -220,12 +221,6 @@ void fb_blas_run(fb_blas_work *w)
     else BLOCK(cblas_s, float);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double fb_blas_measure(fb_blas_work *w, int reps, double min_s)
 {
     enum { MAXREP = 15 };
@@ -243,8 +238,7 @@ double fb_blas_measure(fb_blas_work *w, int reps, double min_s)
         } while ((t = fb_thread_cpu_seconds() - t0) < min_s);
         g[r] = fb_blas_flops(w) * (double)calls / t * 1e-9;
     }
-    qsort(g, (size_t)reps, sizeof *g, cmp_double);
-    return reps % 2 ? g[reps / 2] : 0.5 * (g[reps / 2 - 1] + g[reps / 2]);
+    return fb_median(g, (size_t)reps);
 }
 
 #endif

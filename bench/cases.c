@@ -81,6 +81,7 @@
 #include "flops.h"
 #include "gbench-shim.h"
 #include "inputs.h"
+#include "median.h"
 #include "probe.h"
 #include "clock.h"
 #include "../verify/gate.h" /* the decay regimes (gate_decay_alpha) */
@@ -168,13 +169,6 @@ static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 
 /* ---- where a chunk call's time goes ---- */
 
-static double median_of_3(const double *v, int n)
-{
-    if (n < 3) return n == 2 ? (v[0] + v[1]) / 2 : v[0];
-    const double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
-    return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
-}
-
 static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned long long call)
 {
     fprintf(stderr, "phases of %s (%s %s): %llu blocks, %s a block; the call %llu\n", c->name, s->isa, s->prec,
@@ -219,15 +213,15 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
         if (g.phases) print_phases(c, &s, t1 - t0);
     }
     if (n == 0) return;
-    fb_state_set_counter(st, "driver_fraction", median_of_3(drv, n), FB_DEFAULT);
-    fb_state_set_counter(st, "kernel_fraction", median_of_3(ker, n), FB_DEFAULT);
+    fb_state_set_counter(st, "driver_fraction", fb_median(drv, (size_t)n), FB_DEFAULT);
+    fb_state_set_counter(st, "kernel_fraction", fb_median(ker, (size_t)n), FB_DEFAULT);
     if (!g.phase_shares || c->decay >= 0) return;
     for (int p = 0; p < FW_PH_COUNT; p++) { /* phase_out_rows: the name's blank as _ */
         char name[40];
         snprintf(name, sizeof name, "phase_%s", falcon_phase_names[p]);
         for (char *q = name; *q; q++)
             if (*q == ' ') *q = '_';
-        fb_state_set_counter(st, name, median_of_3(ph[p], n), FB_DEFAULT);
+        fb_state_set_counter(st, name, fb_median(ph[p], (size_t)n), FB_DEFAULT);
     }
 }
 
@@ -243,12 +237,6 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
  * most 15); paired_over_mild is the median of the rounds' time ratios
  * (this regime's over mild's: mild's rate over this one's, as the decay
  * table's columns). A spell then falls on both calls of a round. */
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out)
 {
     if (c->decay != GATE_DECAY_EXTREME && c->decay != GATE_DECAY_MIX) return;
@@ -278,9 +266,7 @@ static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi
     }
     free(mild);
     if (rounds < MIN_ROUNDS) return;
-    qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
-    const double med = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
-    fb_state_set_counter(st, "paired_over_mild", med, FB_DEFAULT);
+    fb_state_set_counter(st, "paired_over_mild", fb_median(ratio, (size_t)rounds), FB_DEFAULT);
 }
 
 /* ---- the benchmark body ---- */
@@ -339,12 +325,7 @@ static void body(fb_state *st, void *user)
         v[nv++] = fb_wall_seconds() - v0;
     }
     if (ok && nv > 0) {
-        double med = v[0];
-        if (nv == 3) {
-            const double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
-            med = v[2] < lo ? lo : v[2] > hi ? hi : v[2];
-        }
-        fb_state_set_counter(st, "validation_fraction", med / per_call, FB_DEFAULT);
+        fb_state_set_counter(st, "validation_fraction", fb_median(v, (size_t)nv) / per_call, FB_DEFAULT);
     }
     if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL))
         phase_counters(st, c, &fi, in->out, per_call);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "compare.h"
+#include "median.h"
 #include "falcon.h"
 #include "../util/json.h"
 #include "../util/opts.h"
@@ -99,20 +100,12 @@ static int grow_table(bench_run *r)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_of(double *v, size_t n)
 {
     size_t k = 0; /* NaNs (absent values) dropped */
     for (size_t i = 0; i < n; i++)
         if (!isnan(v[i])) v[k++] = v[i];
-    if (!k) return NAN;
-    qsort(v, k, sizeof *v, cmp_double);
-    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    return k ? fb_median(v, k) : NAN;
 }
 
 static bench_row *row_for(bench_run *r, const char *name)

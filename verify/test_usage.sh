@@ -194,6 +194,20 @@ else
     bad "compare --out, 3 files" "$(cat machines.dat)"
 fi
 
+# A file without Google Benchmark's median aggregates (its repetitions
+# only, out of order): compare takes the median of the repetitions itself,
+# the mean of the middle two for an even count: 100, 200, 300, 400 -> 250.
+{ echo '{"context": {"falcon_repetitions": "3", "falcon_min_time": "0.3", "falcon_sweep": "default"}, "benchmarks": ['
+  sep=""
+  for tok in 400 100 300 200; do
+      printf '%s{"name": "x/one", "run_name": "x/one", "run_type": "iteration", "repetitions": 4, "tokens_per_second": %s, "cpu_time": 1, "time_unit": "ms"}\n' "$sep" "$tok"
+      sep=,
+  done
+  echo ']}'; } > reps.json
+"$FALCON" compare a.json reps.json > cmp.txt 2> cmp.err || true
+if grep -q '^x/one  *1000  *250  *0\.250 ' cmp.txt; then ok "compare: the median of a file's repetitions where it has no median aggregate"
+else bad "compare, repetitions only" "$(cat cmp.err cmp.txt | head -6)"; fi
+
 one_error "compare, one file" "compare needs two result files or more, got 1" "$FALCON" compare a.json
 one_error "compare, a missing file" "missing.json" "$FALCON" compare a.json missing.json
 echo '{"benchmarks": [' > broken.json
