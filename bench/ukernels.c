@@ -111,7 +111,7 @@ static int operands(const ukcase *c, operand *o)
         switch (c->kernel) {                                                                               \
         case UK_UPDATE_READ:                                                                               \
             while (fb_state_keep_running(st))                                                              \
-                UK->update_read(d[0], d[1], d[2], c->plain ? (R)1 : (R)0.99, p[0], ld[0], p[1], ld[1], p[2],  \
+                UK->update_read(d[0], d[1], d[2], c->plain ? (R)1 : (R)0.99, (R)1, p[0], ld[0], p[1], ld[1], p[2],  \
                                 ld[2], d[3], p[3], ld[3], p[4], ld[4]);                                    \
             break;                                                                                         \
         case UK_GEMM_NN:                                                                                   \

@@ -29,8 +29,10 @@
         /* S as rank_update (k = 0, a = 1: unchanged), then P[r][n] = X[r][m] S   */  \
         /* with the new S, in one pass over S; P is not read. Each P element is */  \
         /* 0, then one FMA per row of S, every row (zeros included), in an    */  \
-        /* order that depends only on r.                                      */  \
-        void (*update_read)(int64_t m, int64_t n, int64_t k, R a, R *S, int64_t lds,   \
+        /* order that depends only on r. f != 1 first multiplies S by f (each */  \
+        /* element rounded: bit for bit S *= f on its own, then the call with */  \
+        /* f = 1): a lazy decay's fold, made in the same pass.                */  \
+        void (*update_read)(int64_t m, int64_t n, int64_t k, R a, R f, R *S, int64_t lds, \
                             const R *E, int64_t lde, const R *Z, int64_t ldz, int64_t r, \
                             const R *X, int64_t ldx, R *P, int64_t ldp);               \
         /* B's row 1 (B + ldb) = src[0..K), then C[0..2) = A[0..K) B^T: the  */  \

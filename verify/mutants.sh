@@ -60,7 +60,7 @@ mutants=(
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/|limits::keys_at_the_limits_fp32"
 # A step without an example (prefix alignment, no previous key) on a memory
 # that is not zero must still decay it and read it.
-"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.w;/const REAL a = st.k == 0 ? 1 : st.w;/|limits::step_without_example_on_a_set_memory"
+"empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.w, f = st.f;/const REAL a = st.k == 0 ? 1 : st.w, f = st.f;/|limits::step_without_example_on_a_set_memory"
 "empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/RS(rec_read_start)(m, a, pq, o)/RS(rec_read_start)(m, 1, pq, o)/|limits::step_without_example_on_a_set_memory"
 "first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
 # Head groups of the drivers: the cap, and a last group that is not full;
@@ -116,7 +116,14 @@ mutants=(
 # the fold ahead of a near reset, the fold bound, the factor kept in the
 # state and per tile, and the second run where the divided memory overflows.
 "lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* a : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
-"lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) RS(rec_fold)/if (0) RS(rec_fold)/|limits::a_near_reset_after_lazy_steps_fp32"
+"lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) {/if (0) {/|limits::a_near_reset_after_lazy_steps_fp32"
+# The near reset's fold of the memory, made in the step's pass: not passed
+# on, or dropped by the SIMD pass, its own pass where there is no decay, or
+# the scalar pass.
+"lazy-near-reset-memory-not-folded|kernels/framework/recurrent.inc.c|s/        st->f = f;/        (void)0;/|limits::a_near_reset_after_lazy_steps_fp32"
+"update-read-fold-dropped|kernels/simd/update-read.inc.c|s/if (fold) x\[v\] = v_mul(fv, x\[v\]);/if (fold) x[v] = ((void)fv, x[v]);/|ukernels::update_read"
+"update-read-fold-alone-dropped|kernels/simd/update-read.inc.c|s/S\[row \* lds + c\] \*= f;/S[row * lds + c] *= 1;/|ukernels::update_read"
+"scalar-update-read-fold-dropped|kernels/scalar/update-read-scalar.inc.c|s/if (f != 1) RS(scale_row)(n, f, s);/(void)f;/|ukernels::update_read"
 "lazy-fold-bound-ignored|kernels/framework/recurrent.inc.c|s/if (C1 >= FALCON_LAZY_SCALE_MIN) {/if (C1 > 0) {/|lazy_decay::the_state_holds_the_memory_and_its_scale"
 "lazy-scale-not-stored|kernels/framework/recurrent.inc.c|s/if (store) \*c->h->scale = c->C;/(void)0;/|segments::falcon1"
 "lazy-scale-not-replayed-per-tile|kernels/framework/recurrent.inc.c|s/        c->C = c->C0;/        (void)0;/|columns::fp32_n64_m256"
@@ -124,8 +131,8 @@ mutants=(
 # The second run: the whole call direct (the split then differs), a step
 # taken again without the factor folded, or from the memory the failed step
 # left instead of the one it found.
-"lazy-rerun-whole-call-direct|kernels/framework/recurrent.inc.c|s/    const int64_t m = h->m;/    const int64_t m = h->m; for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), 0, (REAL)c.C); c.C = 1; c.lazy = 0;/|limits::lazy_decay_rerun_splits_bitwise_fp32"
-"lazy-rerun-factor-not-folded|kernels/framework/recurrent.inc.c|s/RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), 0, (REAL)c.C);/(void)r0;/|limits::large_values_lazy_decay_fp32"
+"lazy-rerun-whole-call-direct|kernels/framework/recurrent.inc.c|s/    const int64_t m = h->m;/    const int64_t m = h->m; for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), (REAL)c.C); c.C = 1; c.lazy = 0;/|limits::lazy_decay_rerun_splits_bitwise_fp32"
+"lazy-rerun-factor-not-folded|kernels/framework/recurrent.inc.c|s/RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), (REAL)c.C);/RS(rec_fold)(\&c, r0, RS(rec_tile_width)(\&c, r0), (REAL)1);/|limits::large_values_lazy_decay_fp32"
 "lazy-rerun-memory-not-restored|kernels/framework/recurrent.inc.c|s/        memcpy(c.mem, kept, c.mem_used);/        (void)kept;/|limits::large_values_lazy_decay_fp32"
 "checkpoint-scale-not-loaded|src/checkpoint.c|s/const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS;/const int arrays = NUM_ARRAYS_V1;/|lazy_decay::a_checkpoint_continues_the_stream_bit_for_bit"
 "tile-window-not-restored|kernels/framework/recurrent.inc.c|s/        if (r0 > 0) RS(rec_window_keep)(c, 1);/        (void)0;/|columns::fp32_n64_m256"

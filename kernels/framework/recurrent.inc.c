@@ -243,6 +243,7 @@ typedef struct rec_step {
     int64_t k;      /* examples written (0: none revealed) */
     REAL tau;       /* Falcon-2/2A: z scaled on its own */
     const REAL *Z;  /* the write directions: X, or Zg */
+    REAL f;         /* a factor folded into St by the write's pass (rec_decay), else 1 */
 } rec_step;
 
 /* Step t's first phase, which does not read the memory: the window and
@@ -267,7 +268,7 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
         else FW_PREFETCH_STEP(h, t + AHEAD, 2);
     }
     const REAL alpha = h->alpha ? h->alpha[t * h->lds] : (REAL)1;
-    rec_step st = {alpha, alpha, 0, 1, X};
+    rec_step st = {alpha, alpha, 0, 1, X, 1};
     if (e >= 0) {
         if (c->cnt == W) { /* slide the window by one */
             if (W > 1) {
@@ -362,9 +363,12 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  *    is the direct decay's with a = (REAL)(C alpha), a normal float (C = 1
  *    gives alpha itself: the direct decay's step bit for bit), and C = 1;
  *  - a near reset (C alpha below float's normal range) after lazy steps
- *    first multiplies St and P by (REAL)C (rec_fold: one more pass over the
- *    memory), then takes alpha as the direct decay does: C alpha as one
- *    subnormal factor would lose the digits of the memory it keeps.
+ *    first multiplies St and P by (REAL)C, then takes alpha as the direct
+ *    decay does: C alpha as one subnormal factor would lose the digits of
+ *    the memory it keeps. P is folded at once (k + 1 rows); St in the
+ *    step's own pass (update_read's f: each row multiplied as it is
+ *    loaded, the same roundings as a pass of its own, which had cost a
+ *    near reset as much as the rest of its step: AVX2, Zen 5).
  * The decisions read only C and alpha, never where a call or a time block
  * starts, and the state carries C (falcon_state's scale; the memory it
  * stores is (double)(REAL)C times St, exact in double, which the next
@@ -375,15 +379,13 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * a step that overflows lazily taken again with the decay direct
  * (rec_checked: a rule of the step too, so splits stay bitwise). */
 
-/* St <- f St on the tile's columns, and P's k + 1 rows <- f P. */
-static void RS(rec_fold)(rec_head *c, int64_t r0, int64_t mw, int64_t rows, REAL f)
+/* St <- f St on the tile's columns (rec_checked's fold, outside a step). */
+static void RS(rec_fold)(rec_head *c, int64_t r0, int64_t mw, REAL f)
 {
-    const int64_t n = c->h->n, ldt = c->ldt, ldm = c->ldm;
-    REAL *const St = c->St + r0 * n, *const P = c->P + r0;
+    const int64_t n = c->h->n, ldt = c->ldt;
+    REAL *const St = c->St + r0 * n;
     for (int64_t j = 0; j < n; j++)
         for (int64_t r = 0; r < mw; r++) St[j * ldt + r] *= f;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t r = 0; r < mw; r++) P[i * ldm + r] *= f;
 }
 
 /* Step t's decay as the residual and the read take it (the return), and
@@ -399,8 +401,15 @@ static REAL RS(rec_decay)(rec_head *c, rec_step *st, int64_t r0, int64_t mw, int
         *lazy_step = 1;
         return (REAL)C1;
     }
-    if (c->C != 1 && C1 < (double)REAL_MIN) RS(rec_fold)(c, r0, mw, st->k + 1, (REAL)c->C);
-    else st->w = (REAL)C1;
+    if (c->C != 1 && C1 < (double)REAL_MIN) { /* P now, St in the step's pass (st->f) */
+        const REAL f = (REAL)c->C;
+        REAL *const P = c->P + r0;
+        for (int64_t i = 0; i <= st->k; i++)
+            for (int64_t r = 0; r < mw; r++) P[i * c->ldm + r] *= f;
+        st->f = f;
+    } else {
+        st->w = (REAL)C1;
+    }
     c->C = 1;
     return st->w;
 }
@@ -489,16 +498,16 @@ static void RS(rec_steps_tile)(rec_head *c, int64_t t0, int64_t t1, int64_t r0, 
     REAL *const St = c->St + r0 * n, *const E = c->E + r0, *const P = c->P + r0;
     const int prefetch = r0 == 0; /* the rows a later tile reads are cached */
     rec_step st = RS(rec_prepare)(c, t0, prefetch);
-    uk->update_read(n, mw, 0, 1, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
+    uk->update_read(n, mw, 0, 1, 1, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
     for (int64_t t = t0; t < t1; t++) {
         RS(rec_finish)(c, t, &st, r0, mw);
-        const REAL a = st.w;
+        const REAL a = st.w, f = st.f;
         const int64_t k = st.k;
         if (t + 1 < t1) {
             st = RS(rec_prepare)(c, t + 1, prefetch);
-            uk->update_read(n, mw, k, a, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
+            uk->update_read(n, mw, k, a, f, St, ldt, c->Zcur, ldn, E, ldm, st.k + 1, c->X, ldn, P, ldm);
         } else {
-            uk->update_read(n, mw, k, a, St, ldt, c->Zcur, ldn, E, ldm, 0, c->X, ldn, P, ldm);
+            uk->update_read(n, mw, k, a, f, St, ldt, c->Zcur, ldn, E, ldm, 0, c->X, ldn, P, ldm);
         }
     }
 }
@@ -602,7 +611,7 @@ static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
         if (RS(rec_finite)(&c)) continue;
         c = keep;
         memcpy(c.mem, kept, c.mem_used);
-        for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(&c, r0, RS(rec_tile_width)(&c, r0), 0, (REAL)c.C);
+        for (int64_t r0 = 0; r0 < m; r0 += c.mt) RS(rec_fold)(&c, r0, RS(rec_tile_width)(&c, r0), (REAL)c.C);
         c.C = 1;
         c.lazy = 0;
         RS(rec_steps)(&c, t, t + 1);

@@ -46,7 +46,8 @@
 #endif
 
 VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const int kk, const int scale,
-                             const int rr, int64_t m, int64_t j0, vreal av, REAL *S, int64_t lds,
+                             const int fold, const int rr, int64_t m, int64_t j0, vreal av, vreal fv,
+                             REAL *S, int64_t lds,
                              const REAL *E, int64_t lde, const REAL *Z, int64_t ldz,
                              const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
 {
@@ -68,6 +69,7 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++) {
             x[v] = masked && v == nv - 1 ? v_load_mask(s + v * VL, tm) : v_loadu(s + v * VL);
+            if (fold) x[v] = v_mul(fv, x[v]); /* the pending fold, rounded as S *= f */
             p[v] = v_zero();
         }
         vreal e1 = v_zero(); /* ru_plain: the term's coefficient */
@@ -121,8 +123,9 @@ VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const i
 }
 
 /* All column blocks for one (k class, scale, rows of P) instance. */
-VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int64_t m, int64_t n,
-                             int64_t k, vreal av, REAL *S, int64_t lds, const REAL *E, int64_t lde,
+VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int fold, const int rr, int64_t m,
+                             int64_t n, int64_t k, vreal av, vreal fv, REAL *S, int64_t lds,
+                             const REAL *E, int64_t lde,
                              const REAL *Z, int64_t ldz, const REAL *X, int64_t ldx, REAL *P,
                              int64_t ldp)
 {
@@ -131,45 +134,56 @@ VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int rr, int
     const vmask none = v_mask(0);
     int64_t j = 0;
     for (; j + UR_NV * VL <= n; j += UR_NV * VL)
-        UR_NAME(ur_block)(UR_NV, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(UR_NV, 0, none, kk, scale, fold, rr, m, j, av, fv, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
     /* a tail of 2 vectors keeps half the chains rather than a quarter */
     if (UR_NV > 2 && j + 2 * VL <= n) {
-        UR_NAME(ur_block)(2, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(2, 0, none, kk, scale, fold, rr, m, j, av, fv, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
         j += 2 * VL;
     }
     for (; j + VL <= n; j += VL)
-        UR_NAME(ur_block)(1, 0, none, kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(1, 0, none, kk, scale, fold, rr, m, j, av, fv, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
     if (j < n)
-        UR_NAME(ur_block)(1, 1, v_mask(n - j), kk, scale, rr, m, j, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
+        UR_NAME(ur_block)(1, 1, v_mask(n - j), kk, scale, fold, rr, m, j, av, fv, S, lds, E, lde, Z, ldz, X, ldx, P, ldp);
 }
 
-/* One instance per (k class, scale) for rr rows of P in the pass: k as a
- * constant up to UR_KMAX, the rest one instance. */
+/* One instance per (k class, scale, fold) for rr rows of P in the pass: k
+ * as a constant up to UR_KMAX, the rest one instance. */
 #define UR_KMAX (UR_ZREG > 2 ? UR_ZREG : 2)
-#define UR_SW(KK, SC, RR) UR_NAME(ur_sweep)(KK, SC, RR, m, n, k, av, S, lds, E, lde, Z, ldz, X, ldx, P, ldp)
-#define UR_KS1(SC, RR)                                                                                 \
+#define UR_SW(KK, SC, FO, RR)                                                                          \
+    UR_NAME(ur_sweep)(KK, SC, FO, RR, m, n, k, av, fv, S, lds, E, lde, Z, ldz, X, ldx, P, ldp)
+#define UR_KS1(SC, FO, RR)                                                                             \
     do {                                                                                               \
-        if (k == 0) UR_SW(0, SC, RR);                                                                  \
-        else if (k == 1) UR_SW(1, SC, RR);                                                             \
-        else if (k == 2) UR_SW(2, SC, RR);                                                             \
-        else if (UR_KMAX >= 3 && k == 3) UR_SW(3, SC, RR);                                             \
-        else if (UR_KMAX >= 4 && k == 4) UR_SW(4, SC, RR);                                             \
-        else UR_SW(UR_KMAX + 1, SC, RR);                                                               \
+        if (k == 0) UR_SW(0, SC, FO, RR);                                                              \
+        else if (k == 1) UR_SW(1, SC, FO, RR);                                                         \
+        else if (k == 2) UR_SW(2, SC, FO, RR);                                                         \
+        else if (UR_KMAX >= 3 && k == 3) UR_SW(3, SC, FO, RR);                                         \
+        else if (UR_KMAX >= 4 && k == 4) UR_SW(4, SC, FO, RR);                                         \
+        else UR_SW(UR_KMAX + 1, SC, FO, RR);                                                           \
     } while (0)
 #define UR_KS(RR)                                                                                      \
     do {                                                                                               \
-        if (a != 1) UR_KS1(1, RR);                                                                     \
-        else UR_KS1(0, RR);                                                                            \
+        if (a != 1 && f != 1) UR_KS1(1, 1, RR);                                                        \
+        else if (a != 1) UR_KS1(1, 0, RR);                                                             \
+        else UR_KS1(0, 0, RR);                                                                         \
     } while (0)
 
-static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL *S, int64_t lds,
+static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds,
                                const REAL *E, int64_t lde, const REAL *Z, int64_t ldz, int64_t r,
                                const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
 {
     if (n <= 0) return;
     if (k < 0) k = 0;
     if (r < 0) r = 0;
-    const vreal av = v_set1(a);
+    /* The fold rides in the pass where the decay does (a lazy decay folds
+     * only before a near reset, whose a is far below 1); with a = 1 it is
+     * a pass of its own, so that the instances without a decay stay as
+     * they are. */
+    if (f != 1 && a == 1) {
+        for (int64_t row = 0; row < m; row++)
+            for (int64_t c = 0; c < n; c++) S[row * lds + c] *= f;
+        f = 1;
+    }
+    const vreal av = v_set1(a), fv = v_set1(f);
     /* rows of P added in the pass: up to UR_R */
     if (m > 0 && r >= 2) UR_KS(2);
     else if (m > 0 && r == 1) UR_KS(1);
