@@ -379,13 +379,17 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * a step that overflows lazily taken again with the decay direct
  * (rec_checked: a rule of the step too, so splits stay bitwise). */
 
+/* x[rows][cols] (leading dimension ld) <- f x: a fold, each element rounded. */
+static void RS(scale_rows)(REAL *x, int64_t rows, int64_t cols, int64_t ld, REAL f)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t r = 0; r < cols; r++) x[i * ld + r] *= f;
+}
+
 /* St <- f St on the tile's columns (rec_checked's fold, outside a step). */
 static void RS(rec_fold)(rec_head *c, int64_t r0, int64_t mw, REAL f)
 {
-    const int64_t n = c->h->n, ldt = c->ldt;
-    REAL *const St = c->St + r0 * n;
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t r = 0; r < mw; r++) St[j * ldt + r] *= f;
+    RS(scale_rows)(c->St + r0 * c->h->n, c->h->n, mw, c->ldt, f);
 }
 
 /* Step t's decay as the residual and the read take it (the return), and
@@ -403,9 +407,7 @@ static REAL RS(rec_decay)(rec_head *c, rec_step *st, int64_t r0, int64_t mw, int
     }
     if (c->C != 1 && C1 < (double)REAL_MIN) { /* P now, St in the step's pass (st->f) */
         const REAL f = (REAL)c->C;
-        REAL *const P = c->P + r0;
-        for (int64_t i = 0; i <= st->k; i++)
-            for (int64_t r = 0; r < mw; r++) P[i * c->ldm + r] *= f;
+        RS(scale_rows)(c->P + r0, st->k + 1, mw, c->ldm, f);
         st->f = f;
     } else {
         st->w = (REAL)C1;
