@@ -77,7 +77,11 @@ VINLINE void VNAME(nt_tile)(const int mr, const int nr, int64_t K, const REAL *A
             } else {
                 REAL s[4];
                 v_reduce4(acc[u], acc[u + 1], acc[u + 2], acc[u + 3], s);
-                for (int t = 0; u + t < mr * nr; t++) C[u + t] = s[t];
+                /* 1 to 3 sums left (u + 4 > mr nr): written out, as GCC at
+                 * -O1 does not see that a loop over them stops at 3 */
+                C[u] = s[0];
+                if (u + 1 < mr * nr) C[u + 1] = s[1];
+                if (u + 2 < mr * nr) C[u + 2] = s[2];
             }
         }
         return;
