@@ -1,6 +1,6 @@
 # Sanitizers: the library, the CLI and the gate built with AddressSanitizer
 # and UndefinedBehaviorSanitizer (-O1, every finding fatal) into
-# $(ASAN_BUILD)/, then run:
+# $(ASAN_BUILD)/, then run side by side (mk/scripts.mk):
 #   the gate (falcon-verify) minus $(SANITIZE_SKIP): the 10^6-step decay test
 #     takes most of the time under ASan and adds no code path the 3000-step
 #     decay tests do not take;
@@ -12,7 +12,7 @@
 #   study/test_study.sh on the sanitized falcon-study (shards and merge, kill
 #   and resume; not the MPI launcher), T = 5000.
 #
-#   make sanitize                         about 4 min on 2 cores, build included
+#   make sanitize                         about 9 min on 2 cores (Zen 5), 3 of them the build
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #
@@ -36,21 +36,23 @@ sanitize-build: deps
 	$(MAKE) -j$(JOBS) $(ASAN_MAKE_VARS) \
 	  all $(ASAN_BUILD)/falcon-verify $(ASAN_BUILD)/falcon-study fuzz-replay-build
 
-# Criterion reports a leak found when a test's process exits after it passed
-# without failing the test: the log is searched for every sanitizer report.
+# The gate and the shell tests side by side (mk/scripts.mk), with the
+# sanitizers' options in the environment.
 sanitize: sanitize-build
-	@echo "$(ASAN_BUILD)/falcon-verify --jobs=$$(nproc) (log: $(ASAN_BUILD)/gate.log)"; \
-	$(SANITIZE_ENV) $(ASAN_BUILD)/falcon-verify --jobs=$$(nproc) \
-	  $(if $(SANITIZE_SKIP),--filter='!($(SANITIZE_SKIP))') >$(ASAN_BUILD)/gate.log 2>&1; status=$$?; \
-	grep -E '^\[====\] Synthesis' $(ASAN_BUILD)/gate.log; \
-	if grep -nE 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer' \
-	     $(ASAN_BUILD)/gate.log; then echo "sanitize: the gate has sanitizer reports" >&2; exit 1; fi; \
-	exit $$status
-	$(SANITIZE_ENV) bash verify/test_cli.sh $(ASAN_BUILD)/falcon
-	$(SANITIZE_ENV) bash verify/test_rules.sh $(ASAN_BUILD)/falcon
-	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_stream.sh $(ASAN_BUILD)/falcon
-	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 bash verify/test_outputs.sh $(ASAN_BUILD)/falcon
-	$(SANITIZE_ENV) bash verify/test_check.sh $(ASAN_BUILD)/falcon
-	$(SANITIZE_ENV) STUDY_TMAX=5000 bash study/test_study.sh $(ASAN_BUILD) "none:the sanitized build has no MPI launcher"
-	$(SANITIZE_ENV) $(MAKE) $(ASAN_MAKE_VARS) fuzz-replay
+	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 STUDY_TMAX=5000 TEST_STUDY_MPI="none:the sanitized build has no MPI launcher" \
+	  $(MAKE) -k -j$(SCRIPT_JOBS) --output-sync=target --no-print-directory $(ASAN_MAKE_VARS) \
+	  sanitize-gate test-cli test-rules test-stream test-outputs test-check test-study fuzz-replay
 	@echo "sanitize: clean (ASan + UBSan)"
+
+# The gate (run by sanitize, with its settings). Criterion reports a leak
+# found when a test's process exits after it passed without failing the
+# test: the log is searched for every sanitizer report.
+.PHONY: sanitize-gate
+sanitize-gate:
+	@echo "$(BUILD)/falcon-verify --jobs=$$(nproc) (log: $(BUILD)/gate.log)"; \
+	$(BUILD)/falcon-verify --jobs=$$(nproc) \
+	  $(if $(SANITIZE_SKIP),--filter='!($(SANITIZE_SKIP))') >$(BUILD)/gate.log 2>&1; status=$$?; \
+	grep -E '^\[====\] Synthesis' $(BUILD)/gate.log; \
+	if grep -nE 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer' \
+	     $(BUILD)/gate.log; then echo "sanitize: the gate has sanitizer reports" >&2; exit 1; fi; \
+	exit $$status

@@ -1,0 +1,45 @@
+# The shell tests of the CLI, the study and the tools, one target each, so
+# that `make check` and `make sanitize` run them side by side with the gate
+# (make -k -j$(SCRIPT_JOBS) --output-sync=target test-cli test-rules ...).
+# Each script works in a scratch directory of its own (verify/lib.sh) and
+# only reads the build, so they do not meet; -k runs every one even after a
+# failure, and --output-sync prints each one's lines together when it ends.
+# Three at once on two cores: the signal tests spend seconds waiting on the
+# runs they hold. Measured on 2 cores (Zen 5): `make check`'s gate and
+# scripts took 212 s one after another and about 130 s side by side; under
+# the sanitizers 403 s and about 350 s (there they keep both cores busy).
+#
+# test-bench runs alone (make check): it compares the timings of one call.
+# The targets build nothing: the callers build first (a build in the same
+# directory beside a running test would replace files under it). The
+# environment passes what a caller changes: ASAN_OPTIONS and UBSAN_OPTIONS,
+# STREAM_NO_LIMIT, STUDY_TMAX (mk/sanitize.mk), and TEST_STUDY_MPI, the
+# launcher test_study.sh runs (the MPI build, or "none:why").
+SCRIPT_JOBS ?= 3
+TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
+
+.PHONY: test-cli test-usage test-rules test-stream test-outputs test-check test-plots test-python \
+        test-bench test-study test-scaling
+test-cli:
+	bash verify/test_cli.sh $(BUILD)/falcon
+test-usage:
+	bash verify/test_usage.sh $(BUILD)/falcon
+test-rules:
+	bash verify/test_rules.sh $(BUILD)/falcon
+test-stream:
+	bash verify/test_stream.sh $(BUILD)/falcon
+test-outputs:
+	bash verify/test_outputs.sh $(BUILD)/falcon
+test-check:
+	bash verify/test_check.sh $(BUILD)/falcon
+test-plots:
+	bash verify/test_plots.sh
+test-python:
+	bash verify/test_python.sh $(BUILD)/falcon
+test-bench:
+	@if [ -n "$(BENCH_OBJ)" ]; then bash verify/test_bench.sh $(BUILD); \
+	else echo "test_bench: skipped (no Google Benchmark, $(BENCH_HEADER))"; fi
+test-study:
+	bash study/test_study.sh $(BUILD) $(TEST_STUDY_MPI)
+test-scaling:
+	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
