@@ -80,7 +80,7 @@ mutants=(
 "keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, Xa + r \* ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
-"transpose-avx-halves-swapped|kernels/framework/examples.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
+"transpose-avx-halves-swapped|kernels/framework/transpose.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
 "decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
 "memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        (void)0;/|validation::a_memory_overflow_alone_is_reported"
 "memory-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/        RS(check_memory)(c->ck + r0, /        if (0) RS(check_memory)(c->ck + r0, /|validation::a_memory_overflow_alone_is_reported"

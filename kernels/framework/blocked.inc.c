@@ -27,6 +27,7 @@
  * explicit masked matrices, O(T^2) work.
  */
 #include "phase-clock.h"
+#include "transpose.inc.c"
 
 /* ---- decay factors in a block's products (docs/math.md section 8) ----
  * A block ends before a step whose decay would take a factor between two

@@ -2,9 +2,11 @@
  * The framework for one precision: the example sources, then both drivers.
  *
  * Compiled once per precision for the baseline ISA (framework-f32.c,
- * framework-f64.c: the driver table falcon_fw_f32, _f64) and, on x86-64,
- * once more per SIMD backend with that backend's flags (in its folder:
- * kernels/avx2/framework-f32-avx2.c, ...: falcon_fw_avx2_f32, ...), so that
+ * framework-f64.c: the driver table falcon_fw_f32, _f64; recurrent-f32.c,
+ * recurrent-f64.c: its recurrent driver) and, on x86-64, once more per
+ * SIMD backend with that backend's flags (in its folder:
+ * kernels/avx2/framework-f32-avx2.c, recurrent-f32-avx2.c, ...:
+ * falcon_fw_avx2_f32, ...), so that
  * the framework's own O(m) and O(n) loops are vectorized for the CPU the
  * backend's micro-kernels run on. The registry (src/backends.c) pairs each
  * backend's kernels with its drivers.
@@ -39,8 +41,18 @@
 #define FW(name) FW_CAT2(name, FW_PREC)
 #endif
 
+/* The recurrent driver, defined in its own translation unit (below). */
+falcon_status FW(fw_recurrent)(const RS(falcon_head) *heads, int64_t count);
+
 #include "examples.inc.c"
+/* Two translation units a build (precision, ISA): with FW_PART_RECURRENT
+ * the recurrent driver (recurrent-<prec>[-<isa>].c), else the blocked one
+ * and the table of both (framework-<prec>[-<isa>].c). Apart, a change to
+ * one driver rebuilds its own six objects only, about half of what one
+ * unit of both took (a seeded bug's rebuild in verify/mutants.sh). */
+#ifdef FW_PART_RECURRENT
 #include "recurrent.inc.c"
+#else
 #include "blocked.inc.c"
 
 #ifdef FALCON_FW_ISA
@@ -50,4 +62,5 @@
 #else
 #define FW_ISA_NAME "baseline"
 #endif
-const RS(falcon_drivers) FW(falcon_fw) = {FW_ISA_NAME, FW(falcon_recurrent), FW(falcon_blocked)};
+const RS(falcon_drivers) FW(falcon_fw) = {FW_ISA_NAME, FW(fw_recurrent), FW(falcon_blocked)};
+#endif

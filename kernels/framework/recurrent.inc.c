@@ -551,7 +551,7 @@ static void RS(rec_steps)(rec_head *c, int64_t t0, int64_t t1)
 static falcon_status RS(rec_group)(const RS(falcon_head) *const *heads, int64_t count, int *again)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
-    rec_head c[GROUP_MAX]; /* count <= GROUP_MAX: FW(falcon_recurrent) */
+    rec_head c[GROUP_MAX]; /* count <= GROUP_MAX: FW(fw_recurrent) */
     for (int64_t i = 0; i < count; i++) {
         falcon_status s = RS(rec_open)(&c[i], heads[i]);
         if (s) {
@@ -623,7 +623,7 @@ static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
     return RS(rec_close)(&c, 1) ? FALCON_OK : FALCON_E_OVERFLOW;
 }
 
-static falcon_status FW(falcon_recurrent)(const RS(falcon_head) *heads, int64_t count)
+falcon_status FW(fw_recurrent)(const RS(falcon_head) *heads, int64_t count)
 {
     enum { GROUP_MAX = FALCON_HEAD_GROUP_MAX };
     const RS(falcon_head) *group[GROUP_MAX] = {NULL};
