@@ -18,24 +18,14 @@
 SCRIPT_JOBS ?= 3
 TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
-.PHONY: test-cli test-usage test-rules test-stream test-outputs test-check test-plots test-python \
-        test-bench test-study test-scaling
-test-cli:
-	bash verify/test_cli.sh $(BUILD)/falcon
-test-usage:
-	bash verify/test_usage.sh $(BUILD)/falcon
-test-rules:
-	bash verify/test_rules.sh $(BUILD)/falcon
-test-stream:
-	bash verify/test_stream.sh $(BUILD)/falcon
-test-outputs:
-	bash verify/test_outputs.sh $(BUILD)/falcon
-test-check:
-	bash verify/test_check.sh $(BUILD)/falcon
+# The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
+FALCON_SCRIPT_TESTS := cli usage rules stream outputs check python
+
+.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-plots test-bench test-study test-scaling
+$(FALCON_SCRIPT_TESTS:%=test-%): test-%:
+	bash verify/test_$*.sh $(BUILD)/falcon
 test-plots:
 	bash verify/test_plots.sh
-test-python:
-	bash verify/test_python.sh $(BUILD)/falcon
 test-bench:
 	@if [ -n "$(BENCH_OBJ)" ]; then bash verify/test_bench.sh $(BUILD); \
 	else echo "test_bench: skipped (no Google Benchmark, $(BENCH_HEADER))"; fi

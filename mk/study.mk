@@ -57,7 +57,7 @@ endif
 # uninterrupted process (study/test_study.sh).
 .PHONY: study-check
 study-check: $(BUILD)/falcon-study $(STUDY_MPI)
-	bash study/test_study.sh $(BUILD) $(if $(STUDY_MPI),$(STUDY_MPI),none)
+	$(MAKE) test-study
 
 .PHONY: stability learning plots report-all deep
 stability: $(BUILD)/falcon-study
