@@ -104,6 +104,11 @@ uint64_t falcon_f32_unfit_limit(void);
  * blocked while it runs; SIGXFSZ ignored. falcon_outputs_clean_on_signals
  * installs its clean-up this way; `falcon cases export` its own. */
 void falcon_catch_terminating_signals(void (*handler)(int));
+/* outputs.c: a function the transactions call as each temporary's mkostemp
+ * or mkdtemp returns (NULL, the default: none). For tests: a signal raised
+ * there is one delivered as that call returns, the moment TEMP_FIRST is
+ * about (verify/test-outputs.c). */
+void falcon_outputs_set_made_hook(void (*hook)(void));
 /* outputs.c: one file name, no path: not empty, no '/', not "." or "..".
  * What an output directory's files and a case set's folders must be. */
 int falcon_plain_name(const char *s);
