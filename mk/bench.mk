@@ -110,7 +110,7 @@ $(BUILD)/obj/bench/blas.o: bench/blas.c $(BUILD)/obj/bench/blas.stamp $(BUILD)/o
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/falcon-bench: $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
 
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench
@@ -166,7 +166,7 @@ ggml-peer:
 # no Google Benchmark): `make scaling SCALING_ARGS="--form chunk"`.
 SCALING_ARGS ?=
 $(BUILD)/falcon-scaling: $(BUILD)/obj/bench/scaling.o $(BUILD)/obj/bench/inputs.o $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
 
 .PHONY: scaling
 scaling: $(BUILD)/falcon-scaling

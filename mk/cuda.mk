@@ -51,7 +51,7 @@ CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cu
                   $(BUILD)/obj/kernels/cuda/cuda_emulate.o $(BUILD)/obj/verify/gate.o \
                   $(BUILD)/obj/verify/gate-cases.o $(BUILD)/obj/verify/gate-thresholds.o
 $(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB) $(LDLIBS)
 
 cuda-test: $(BUILD)/cuda-check
 	$(BUILD)/cuda-check emulate

@@ -46,11 +46,11 @@ $(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args
 
 $(BUILD)/fuzz/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o $(BUILD)/libfalcon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
 
 $(BUILD)/fuzz/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/libfalcon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
 
 .PHONY: fuzz fuzz-ci fuzz-build fuzz-bin fuzz-replay fuzz-replay-build
 fuzz-replay-build: $(FUZZ_REPLAY_BIN)

@@ -33,7 +33,7 @@ STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
 STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The MPI launcher (study/study-mpi.c), built where mpicc exists (Debian:
 # libopenmpi-dev, openmpi-bin): mpirun -np P $(BUILD)/falcon-study-mpi
@@ -46,7 +46,7 @@ $(BUILD)/obj/study/study-mpi.o: study/study-mpi.c $(BUILD)/obj/flags.stamp
 	@mkdir -p $(dir $@)
 	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/falcon-study-mpi: $(BUILD)/obj/study/study-mpi.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
-	OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)
 else
 STUDY_MPI :=
 endif
