@@ -195,7 +195,10 @@ tree=$scratch/tree
 # Where the CPU runs AVX-512 the gate runs the AVX-512 tables natively, so the
 # SIMDe-emulated copies of the same sources (which stand in for them on AVX2
 # machines) are left out: they were 12-13 s of a micro-kernel mutant's
-# 22-25 s of rebuild at -O1.
+# 22-25 s of rebuild at -O1. Since update_read has units of its own, a
+# mutant of another kernel rebuilds the four small tables (3-4 s, against
+# 9-13 when they held update_read), one of update_read's its four units
+# (9-10 s).
 no_simde=
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then no_simde=SIMDE_HEADER=/nonexistent; fi
 mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build OPT=-O1 NVCC=/nonexistent $no_simde "$@"; }

@@ -7,11 +7,17 @@
 #include "../framework/real.h"
 #include "vec-avx2.h"
 
-#include "../simd/gemm-nt.inc.c"
+/* update_read is compiled in a unit of its own (f32-avx2-update-read.c,
+ * f64-: UK_UPDATE_READ_UNIT), the table and the other kernels in this
+ * one: its instances (each class of k, decay and rows of P, in four
+ * column-block shapes, unrolled) took about four fifths of the table's
+ * compile time, and a change to any one kernel rebuilt all six. */
+void VNAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds, const REAL *E,
+                        int64_t lde, const REAL *Z, int64_t ldz, int64_t r, const REAL *X, int64_t ldx, REAL *P,
+                        int64_t ldp);
+
+#ifdef UK_UPDATE_READ_UNIT
 #include "../simd/axpy.inc.c"
-#include "../simd/gemm-nn.inc.c"
-#include "../simd/rank-update.inc.c"
-#include "../simd/trsm.inc.c"
 /* update_read in column blocks of 4 vectors, not the axpy tile's 2: its
  * accumulators gain one FMA per row of S each, so it takes ports x
  * latency = 2 x 4 = 8 of them (UR_R x UR_NV) to keep both FMA pipes busy;
@@ -26,7 +32,15 @@
  * term a product, Falcon-1 as above: n = 64 the same in fp32 and fp64,
  * n = 128 fp32 1.1 times slower than 4). */
 #define UR_NV 4
+#define UR_LINKAGE
 #include "../simd/update-read.inc.c"
+
+#else
+#include "../simd/gemm-nt.inc.c"
+#include "../simd/axpy.inc.c"
+#include "../simd/gemm-nn.inc.c"
+#include "../simd/rank-update.inc.c"
+#include "../simd/trsm.inc.c"
 
 extern const RS(falcon_uk) RS(falcon_uk_avx2);
 const RS(falcon_uk) RS(falcon_uk_avx2) = {
@@ -38,3 +52,4 @@ const RS(falcon_uk) RS(falcon_uk_avx2) = {
     VNAME(update_read),
     VNAME(dot2_copy),
 };
+#endif

@@ -6,13 +6,17 @@
 #                 machines), where SIMDe's headers exist.
 # x86-64 only; SIMD=0 leaves them out (mk/simd.mk).
 ifeq ($(SIMD)$(SIMD_X86),11)
-AVX512_UK_OBJ  := $(BUILD)/obj/kernels/avx512/f32-avx512.o $(BUILD)/obj/kernels/avx512/f64-avx512.o
+AVX512_UK_OBJ  := $(BUILD)/obj/kernels/avx512/f32-avx512.o $(BUILD)/obj/kernels/avx512/f64-avx512.o \
+                  $(BUILD)/obj/kernels/avx512/f32-avx512-update-read.o \
+                  $(BUILD)/obj/kernels/avx512/f64-avx512-update-read.o
 AVX512_FW_OBJ  := $(BUILD)/obj/kernels/avx512/framework-f32-avx512.o \
                   $(BUILD)/obj/kernels/avx512/framework-f64-avx512.o \
                   $(BUILD)/obj/kernels/avx512/recurrent-f32-avx512.o \
                   $(BUILD)/obj/kernels/avx512/recurrent-f64-avx512.o
 AVX512_EMU_OBJ := $(if $(SIMD_SIMDE),$(BUILD)/obj/kernels/avx512/f32-avx512-simde.o \
-                                     $(BUILD)/obj/kernels/avx512/f64-avx512-simde.o)
+                                     $(BUILD)/obj/kernels/avx512/f64-avx512-simde.o \
+                                     $(BUILD)/obj/kernels/avx512/f32-avx512-simde-update-read.o \
+                                     $(BUILD)/obj/kernels/avx512/f64-avx512-simde-update-read.o)
 $(AVX512_UK_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_UK_OPT)
 $(AVX512_FW_OBJ): CFLAGS += -mavx512f -mavx2 -mfma $(SIMD_FW_OPT)
 # -Wno-psabi: GCC notes the (unchanged since GCC 4.6) ABI of SIMDe's 64-byte

@@ -6,17 +6,26 @@
  *     falcon_uk_avx512_f32/_f64 that src/backends.c selects after a CPU check;
  *   f32-avx512-simde.c, f64-avx512-simde.c: FALCON_AVX512_SIMDE, SIMDe
  *     emulation under -mavx2 -mfma, the tables falcon_uk_avx512emu_f32/_f64
- *     ("avx512-simde") that the tests run on any AVX2 machine. */
+ *     ("avx512-simde") that the tests run on any AVX2 machine;
+ * each with its update_read in a unit of its own (*-update-read.c). */
 #include <stdint.h>
 #include "../ukernel.h"
 #include "../framework/real.h"
 #include "vec-avx512.h"
 
-#include "../simd/gemm-nt.inc.c"
+/* update_read, in both shapes below, is compiled in a unit of its own
+ * (f32-avx512-update-read.c, ...: UK_UPDATE_READ_UNIT), the tables and the
+ * other kernels in this one, as for AVX2 (kernels/avx2/ukernels-avx2.inc.c
+ * says why). */
+#define UK_UR_PROTOTYPE(NAME)                                                                                    \
+    void NAME(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds, const REAL *E, int64_t lde, \
+              const REAL *Z, int64_t ldz, int64_t r, const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
+UK_UR_PROTOTYPE(VNAME(update_read));
+UK_UR_PROTOTYPE(VNAME(half_update_read));
+
+#ifdef UK_UPDATE_READ_UNIT
 #include "../simd/axpy.inc.c"
-#include "../simd/gemm-nn.inc.c"
-#include "../simd/rank-update.inc.c"
-#include "../simd/trsm.inc.c"
+#define UR_LINKAGE
 #include "../simd/update-read.inc.c"
 /* update_read once more in column blocks of 2 vectors, for AVX-512 on a
  * 256-bit datapath (Zen 4: one 512-bit FMA a cycle, as AVX2's two 256-bit
@@ -34,7 +43,15 @@
  * 16 for Z alone, 32 in all (and AVX2 has 16): those tables load them. */
 #define UR_ZREG 4
 #define UR_NAME(x) VNAME(half_##x)
+#define UR_LINKAGE
 #include "../simd/update-read.inc.c"
+
+#else
+#include "../simd/gemm-nt.inc.c"
+#include "../simd/axpy.inc.c"
+#include "../simd/gemm-nn.inc.c"
+#include "../simd/rank-update.inc.c"
+#include "../simd/trsm.inc.c"
 
 #ifdef FALCON_AVX512_SIMDE
 #define AVX512_TABLE(SFX) RS(falcon_uk_avx512emu##SFX)
@@ -64,3 +81,4 @@ const RS(falcon_uk) AVX512_TABLE(_half) = {
     VNAME(half_update_read),
     VNAME(dot2_copy),
 };
+#endif

@@ -44,6 +44,11 @@
 #ifndef UR_NAME
 #define UR_NAME(x) VNAME(x)
 #endif
+/* update_read's linkage: external where a backend compiles it in a unit of
+ * its own and its table in another (kernels/avx2/ukernels-avx2.inc.c). */
+#ifndef UR_LINKAGE
+#define UR_LINKAGE static
+#endif
 
 VINLINE void UR_NAME(ur_block)(const int nv, const int masked, vmask tm, const int kk, const int scale,
                              const int fold, const int rr, int64_t m, int64_t j0, vreal av, vreal fv,
@@ -167,7 +172,7 @@ VINLINE void UR_NAME(ur_sweep)(const int kk2, const int scale, const int fold, c
         else UR_KS1(0, 0, RR);                                                                         \
     } while (0)
 
-static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds,
+UR_LINKAGE void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds,
                                const REAL *E, int64_t lde, const REAL *Z, int64_t ldz, int64_t r,
                                const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
 {
@@ -209,3 +214,4 @@ static void UR_NAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f
 #undef UR_R
 #undef UR_NV
 #undef UR_NAME
+#undef UR_LINKAGE
