@@ -50,8 +50,8 @@
  * verify/test-outputs.c holds it to this: a_signal_as_a_temporary_is_made
  * raises the signal from the hook below, as each kind of temporary's call
  * returns, every run; a_signal_while_temporaries_are_made_leaves_none sends
- * real signals at varied times (that one caught the order reversed in about
- * nine runs of ten: at the 100th to 160th of its 300 signals).
+ * real signals at varied times (that one caught the file's order reversed in
+ * nine runs of ten: at the 109th to 161st of its 300 signals).
  * Registered first, the handler unlinks a name that is the template, a
  * candidate that was never made, or the temporary: only a file of the same
  * "<target>.tmp-" and six letters, made by someone else, could be mistaken
@@ -131,20 +131,28 @@ static int reg_add_locked(const char *path, int kind)
 }
 
 /* falcon_outputs_set_made_hook: called as mkostemp or mkdtemp returns,
- * around the call itself, so that nothing can come between the two. */
+ * around the call itself, so that nothing can come between the two; the
+ * call's errno is kept for the caller's message. */
 static void (*made_hook)(void);
 
 void falcon_outputs_set_made_hook(void (*hook)(void)) { made_hook = hook; }
 
+static void call_made_hook(void)
+{
+    const int err = errno;
+    if (made_hook) made_hook();
+    errno = err;
+}
+
 static int made_file(int fd)
 {
-    if (made_hook) made_hook();
+    call_made_hook();
     return fd;
 }
 
 static char *made_dir(char *path)
 {
-    if (made_hook) made_hook();
+    call_made_hook();
     return path;
 }
 
