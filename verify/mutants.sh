@@ -197,8 +197,8 @@ tree=$scratch/tree
 # machines) are left out: they were 12-13 s of a micro-kernel mutant's
 # 22-25 s of rebuild at -O1. Since update_read has units of its own, a
 # mutant of another kernel rebuilds the four small tables (3-4 s, against
-# 9-13 when they held update_read), one of update_read's its four units
-# (9-10 s).
+# 9-13 when they held update_read), and a mutant of update_read its four
+# units (9-10 s).
 no_simde=
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then no_simde=SIMDE_HEADER=/nonexistent; fi
 mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build OPT=-O1 NVCC=/nonexistent $no_simde "$@"; }

@@ -12,9 +12,8 @@
  * one: its instances (each class of k, decay and rows of P, in four
  * column-block shapes, unrolled) took about four fifths of the table's
  * compile time, and a change to any one kernel rebuilt all six. */
-void VNAME(update_read)(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds, const REAL *E,
-                        int64_t lde, const REAL *Z, int64_t ldz, int64_t r, const REAL *X, int64_t ldx, REAL *P,
-                        int64_t ldp);
+#include "../simd/update-read.h"
+UR_PROTOTYPE(VNAME(update_read));
 
 #ifdef UK_UPDATE_READ_UNIT
 #include "../simd/axpy.inc.c"

@@ -17,11 +17,9 @@
  * (f32-avx512-update-read.c, ...: UK_UPDATE_READ_UNIT), the tables and the
  * other kernels in this one, as for AVX2 (kernels/avx2/ukernels-avx2.inc.c
  * says why). */
-#define UK_UR_PROTOTYPE(NAME)                                                                                    \
-    void NAME(int64_t m, int64_t n, int64_t k, REAL a, REAL f, REAL *S, int64_t lds, const REAL *E, int64_t lde, \
-              const REAL *Z, int64_t ldz, int64_t r, const REAL *X, int64_t ldx, REAL *P, int64_t ldp)
-UK_UR_PROTOTYPE(VNAME(update_read));
-UK_UR_PROTOTYPE(VNAME(half_update_read));
+#include "../simd/update-read.h"
+UR_PROTOTYPE(VNAME(update_read));
+UR_PROTOTYPE(VNAME(half_update_read));
 
 #ifdef UK_UPDATE_READ_UNIT
 #include "../simd/axpy.inc.c"
