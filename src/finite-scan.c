@@ -5,7 +5,7 @@
  * non-finite float is one whose exponent field is all ones, so the scan
  * is an AND and a compare per element and an OR into an accumulator,
  * with no branch. Four independent accumulators over 128-byte steps (and,
- * in the AVX-512 body, a software prefetch 1 KiB ahead) keep enough loads
+ * in the AVX-512 body, a software prefetch 4 KiB ahead) keep enough loads
  * in flight; an AVX2 version (chosen at run time) reads 32 bytes a load,
  * the baseline 16 (SSE2, which the compiler vectorizes the same loop for),
  * and an AVX-512 one 64: from L1 and L2, where the inputs of a short call
@@ -103,18 +103,31 @@ __attribute__((target("avx2"))) static int scan_f64_avx2(const uint64_t *p, int6
 
 #ifdef FALCON_SCAN_AVX2
 /* The same with 64-byte loads and a mask per compare; the tail to the
- * AVX2 version. */
+ * AVX2 version.
+ *
+ * SCAN_AVX512_AHEAD. A software prefetch of two lines a 256-byte step,
+ * into L2 (T1): into L1 (T0) they halved the DRAM rate on Zen 4 (13.4
+ * against 24.5 GB/s over 50 MB; without any, 24.1). 4 KiB ahead: on Zen 5
+ * (the two-pipe cores that take this body), timed right after a call
+ * (falcon_validate, medians of 7-9, ten alternating rounds), the
+ * recurrent case's 24 MiB of inputs (AVX-512 fp32, n = m = 64, 8 heads,
+ * T = 4096) took 0.80 of the time they took 1 KiB ahead (1.16 against
+ * 1.40 ms; 2 KiB 0.99, 3 KiB 0.85) and the chunk case's 48 MiB (n = m =
+ * 128) 0.93 (2.56 against 2.91 ms; 2 and 3 KiB 0.94); 8 KiB ahead was
+ * slower than 1 KiB on both. A test program reading 24 MiB after 64 MiB
+ * of other stores agreed (one stream: 1 KiB ahead 20-25 GB/s, 4 KiB
+ * 25-28); prefetching all four lines of a step instead of two, 1 or 4 KiB
+ * ahead, read the same as two. Sapphire Rapids, whose 12.5 GB/s above was
+ * 1 KiB ahead, has not been measured 4 KiB ahead. */
+#define SCAN_AVX512_AHEAD 4096
 #define SCAN_AVX512_BODY(CMPEQ_MASK, EXP_SET1, PER)                                    \
     const __m512i e = EXP_SET1;                                                        \
     __mmask16 bad = 0;                                                                 \
     int64_t i = 0;                                                                     \
     for (; i + 4 * PER <= count; i += 4 * PER) {                                       \
         const char *v = (const char *)(p + i);                                        \
-        /* one per 128 bytes, as the AVX2 body, but into L2 (T1): into L1 (T0) \
-         * they halved the DRAM rate on Zen 4 (13.4 against 24.5 GB/s over   \
-         * 50 MB; without any, 24.1). */                                      \
-        _mm_prefetch(v + 1024, _MM_HINT_T1);                                          \
-        _mm_prefetch(v + 1152, _MM_HINT_T1);                                          \
+        _mm_prefetch(v + SCAN_AVX512_AHEAD, _MM_HINT_T1);                             \
+        _mm_prefetch(v + SCAN_AVX512_AHEAD + 128, _MM_HINT_T1);                       \
         const __m512i a0 = _mm512_and_si512(_mm512_loadu_si512(v), e);               \
         const __m512i a1 = _mm512_and_si512(_mm512_loadu_si512(v + 64), e);          \
         const __m512i a2 = _mm512_and_si512(_mm512_loadu_si512(v + 128), e);         \
