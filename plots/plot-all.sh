@@ -25,21 +25,58 @@ if ! command -v gnuplot >/dev/null 2>&1; then
     exit 1
 fi
 
-# Pictures are drawn into a temporary folder beside them and renamed into
-# place once both formats are complete: a gnuplot that fails or is killed
-# half-way leaves the earlier picture as it was, never a truncated one.
+# Pictures (and the comparison's table and summary) are written into a
+# temporary folder beside them and renamed into place once complete: a
+# gnuplot or a compare that fails or is killed half-way leaves the earlier
+# files as they were, never a truncated one, and no temporary behind.
 tmp=
 trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
+# make_tmp WHAT: the temporary folder, made once.
+make_tmp() {
+    [ -z "$tmp" ] || return 0
+    if ! tmp=$(mktemp -d "$dir/.plot-all.XXXXXX"); then
+        echo "plot-all: $1: cannot create a temporary folder in $dir" >&2
+        tmp='' status=1
+        return 1
+    fi
+}
+
+# writable PATH: may a new file be renamed onto PATH? Absent, or a regular
+# file; a symlink is refused rather than replaced (or written through: a
+# link to a folder would put the file inside it), and so is anything else.
+writable() {
+    if [ -L "$1" ]; then
+        echo "plot-all: $1 is a symlink: refused (the outputs here are written as regular files; remove the" \
+             "link or point the folder elsewhere)" >&2
+    elif [ -e "$1" ] && [ ! -f "$1" ]; then
+        echo "plot-all: $1 exists and is not a regular file: refused" >&2
+    else
+        return 0
+    fi
+    status=1
+    return 1
+}
+
+# place SRC1 DEST1 [SRC2 DEST2]: rename the files into place together. A
+# signal that comes between the renames is acted on after both, so the
+# pair is never left half old, half new.
+place() {
+    got=
+    trap 'got=1' HUP INT TERM
+    mv -fT "$1" "$2" && { [ $# -lt 4 ] || mv -fT "$3" "$4"; }
+    rc=$?
+    trap 'exit 1' HUP INT TERM
+    [ -z "$got" ] || exit 1
+    [ $rc -eq 0 ] || status=1
+    return $rc
+}
+
 # draw SCRIPT NAME VARS: one figure in both formats; VARS are gnuplot -e assignments.
 draw() {
     script=$1 name=$2 vars=$3
-    if [ -z "$tmp" ] && ! tmp=$(mktemp -d "$dir/.plot-all.XXXXXX"); then
-        echo "plot-all: $name: cannot create a temporary folder in $dir" >&2
-        tmp= status=1
-        return
-    fi
+    writable "$dir/$name.png" && writable "$dir/$name.svg" && make_tmp "$name" || return
     for fmt in png svg; do
         if ! gnuplot -e "out='$tmp'; fmt='$fmt'; $vars" "plots/$script" 2> "$tmp/gnuplot.err" ||
            [ ! -s "$tmp/$name.$fmt" ]; then
@@ -55,7 +92,7 @@ draw() {
             cat "$tmp/gnuplot.err" >&2
         fi
     done
-    mv -f "$tmp/$name.png" "$dir/$name.png" && mv -f "$tmp/$name.svg" "$dir/$name.svg" || { status=1; return; }
+    place "$tmp/$name.png" "$dir/$name.png" "$tmp/$name.svg" "$dir/$name.svg" || return
     drawn=$((drawn + 1))
     echo "plot-all: $dir/$name.png (.svg)"
 }
@@ -138,28 +175,35 @@ if [ -f "$dir/bench.json" ]; then
 else
     skip "benchmark plots" "no $dir/bench.json (run 'make bench BENCH_OUT=$dir/bench.json')"
 fi
+# compare NAME FILES...: `falcon compare FILES --out DIR/NAME.dat`, its
+# summary DIR/NAME.txt; the table and the summary change together or not
+# at all.
+compare() {
+    name=$1
+    shift
+    writable "$dir/$name.dat" && writable "$dir/$name.txt" && make_tmp "$name" || return 1
+    if ! "$falcon" compare "$@" --out "$tmp/$name.dat" > "$tmp/$name.txt"; then
+        rm -f "$tmp/$name.dat" "$tmp/$name.txt"
+        status=1
+        return 1
+    fi
+    place "$tmp/$name.dat" "$dir/$name.dat" "$tmp/$name.txt" "$dir/$name.txt"
+}
 ncompare=$(echo $COMPARE | wc -w)
 if [ "$ncompare" -eq 1 ] && [ -f "$dir/bench.json" ]; then
-    # the summary replaces compare.txt only with the table it goes with
-    if "$falcon" compare "$COMPARE" "$dir/bench.json" --out "$dir/compare.dat" > "$dir/compare.txt.tmp-$$"; then
-        mv -f "$dir/compare.txt.tmp-$$" "$dir/compare.txt"
+    if compare compare "$COMPARE" "$dir/bench.json"; then
         echo "plot-all: $dir/compare.dat: $COMPARE (A) vs $dir/bench.json (B)"
     else
-        rm -f "$dir/compare.txt.tmp-$$"
         echo "plot-all: '$falcon compare' of $COMPARE and $dir/bench.json failed; compare.dat and compare.txt are" \
              "an earlier comparison's, and not drawn" >&2
-        status=1
         nocompare=1
     fi
 elif [ "$ncompare" -gt 1 ] && [ -f "$dir/bench.json" ]; then
     # shellcheck disable=SC2086
-    if "$falcon" compare $COMPARE "$dir/bench.json" --out "$dir/compare-machines.dat" > "$dir/compare-machines.txt.tmp-$$"; then
-        mv -f "$dir/compare-machines.txt.tmp-$$" "$dir/compare-machines.txt"
+    if compare compare-machines $COMPARE "$dir/bench.json"; then
         echo "plot-all: $dir/compare-machines.dat: $COMPARE and $dir/bench.json"
     else
-        rm -f "$dir/compare-machines.txt.tmp-$$"
         echo "plot-all: '$falcon compare' of $ncompare files and this run failed; the earlier comparison is not drawn" >&2
-        status=1
         nocompare=1
     fi
 fi

@@ -46,4 +46,66 @@ if [ $rc -eq 0 ] && [ "$(cat d/bench-compare.png)" = "new png" ] && [ "$(cat d/b
     ok "gnuplot good: both formats replaced"
 else bad "gnuplot good" "status $rc, png '$(cat d/bench-compare.png)'; $(tail -3 good.out)"; fi
 [ -z "$(ls -A d | grep plot-all || true)" ] && ok "good run: no temporary left" || bad "good run" "$(ls -A d)"
+
+# A symlink or a folder where a picture goes is refused, never replaced
+# or written through; the link, its target and the folder stay as they were.
+mkdir elsewhere
+echo mine > elsewhere/bench-compare.png
+echo "old svg" > d/bench-compare.svg
+for kind in file-link dir-link dir; do
+    rm -rf d/bench-compare.png
+    case $kind in
+    file-link) ln -s ../elsewhere/bench-compare.png d/bench-compare.png ;;
+    dir-link) ln -s ../elsewhere d/bench-compare.png ;;
+    dir) mkdir d/bench-compare.png ;;
+    esac
+    rc=0; plot good || rc=$?
+    if [ $rc -ne 0 ] && [ "$(cat elsewhere/bench-compare.png)" = mine ] && [ "$(ls elsewhere)" = bench-compare.png ] &&
+       [ "$(cat d/bench-compare.svg)" = "old svg" ] &&
+       { [ $kind = dir ] && [ -d d/bench-compare.png ] && [ -z "$(ls -A d/bench-compare.png)" ] ||
+         [ -L d/bench-compare.png ]; } && grep -q refused good.out; then
+        ok "picture path a $kind: refused (status $rc), nothing changed"
+    else bad "picture path a $kind" "status $rc; $(ls -l d elsewhere | tr '\n' ' '); $(tail -2 good.out)"; fi
+    [ -z "$(ls -A d | grep plot-all || true)" ] && ok "picture path a $kind: no temporary left" || bad "$kind" "$(ls -A d)"
+done
+rm -rf d/bench-compare.png
+
+# The comparison's table and summary change together. A stand-in falcon
+# writes both after a pause; the script, signalled while it runs, keeps
+# the earlier pair and leaves no temporary; left alone, it replaces both.
+cat > bin/falcon <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
+sleep "${PAUSE:-0}"
+echo "new dat" > "$out"
+echo "new txt"
+SH
+chmod +x bin/falcon
+echo '{}' > d/bench.json
+echo '{}' > other.json
+compare_run() { (cd "$ROOT" && exec env MODE=good PAUSE=$1 PATH="$WORK/bin:$PATH" FALCON="$WORK/bin/falcon" \
+                 COMPARE="$WORK/other.json" sh plots/plot-all.sh "$WORK/d" /nonexistent) > compare.out 2>&1; }
+echo "old dat" > d/compare.dat
+echo "old txt" > d/compare.txt
+# (not through compare_run: $! must be the script's own process)
+(cd "$ROOT" && exec env MODE=good PAUSE=2 PATH="$WORK/bin:$PATH" FALCON="$WORK/bin/falcon" COMPARE="$WORK/other.json" \
+     sh plots/plot-all.sh "$WORK/d" /nonexistent) > compare.out 2>&1 & pid=$!
+sleep 0.5
+kill -TERM $pid
+rc=0; wait $pid || rc=$?
+if [ $rc -ne 0 ] && [ "$(cat d/compare.dat)" = "old dat" ] && [ "$(cat d/compare.txt)" = "old txt" ]; then
+    ok "compare signalled: the earlier table and summary stay (status $rc)"
+else bad "compare signalled" "status $rc, dat '$(cat d/compare.dat)', txt '$(cat d/compare.txt)'"; fi
+left=$(ls -A d | grep -v '^compare.dat$\|^compare.txt$\|^bench' || true)
+[ -z "$left" ] && ok "compare signalled: no temporary left" || bad "compare signalled" "left: $left"
+rc=0; compare_run 0 || rc=$?
+if [ "$(cat d/compare.dat)" = "new dat" ] && [ "$(cat d/compare.txt)" = "new txt" ]; then
+    ok "compare: table and summary replaced"
+else bad "compare" "status $rc, dat '$(cat d/compare.dat)', txt '$(cat d/compare.txt)'; $(tail -3 compare.out)"; fi
+ln -sf ../elsewhere/bench-compare.png d/compare.txt
+rc=0; compare_run 0 || rc=$?
+if [ $rc -ne 0 ] && [ -L d/compare.txt ] && [ "$(cat elsewhere/bench-compare.png)" = mine ] &&
+   [ "$(cat d/compare.dat)" = "new dat" ]; then
+    ok "compare summary path a symlink: refused (status $rc), nothing changed"
+else bad "compare summary path a symlink" "status $rc; $(tail -2 compare.out)"; fi
 test_end
