@@ -291,7 +291,7 @@ int falcon_benchdat_main(int argc, char **argv)
     char err[512];
     static const char *const tables[] = {"cases.dat", "blas.dat", NULL};
     /* the JSON is an input of the set: no table may replace it */
-    if (study_reports_input("BENCH.json", in) || study_reports_check(out, tables)) {
+    if (study_reports_input("BENCH.json", in) || study_reports_check(out, "bench-dat", tables)) {
         study_reports_end(0);
         return 2;
     }

@@ -432,7 +432,7 @@ int study_learning_main(int argc, char **argv)
     }
     P.m = P.n, P.threads = (int)threads;
     static const char *const reports[] = {"learning.json", "tuned.dat", NULL};
-    if (study_mkdir(P.out) || study_reports_check(P.out, reports)) return 2; /* before the runs */
+    if (study_mkdir(P.out) || study_reports_check(P.out, "learning", reports)) return 2; /* before the runs */
     /* Bins: T0 / 8 x 2^k up to factor x T0, the first from step 1. */
     int64_t edge[MAXBIN];
     int nbin = 0;

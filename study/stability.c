@@ -1468,7 +1468,7 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     for (int b = 0; b < gate_backend_count; b++)
         if (skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
     char sub[4200];
-    if (study_mkdir(P.out) || study_reports_check(P.out, stability_reports)) return 2; /* before the streams run */
+    if (study_mkdir(P.out) || study_reports_check(P.out, "stability", stability_reports)) return 2; /* before the streams run */
     snprintf(sub, sizeof sub, "%s/streams", P.out);
     if (study_mkdir(sub)) return 2;
     snprintf(sub, sizeof sub, "%s/resume", P.out);
@@ -1674,7 +1674,7 @@ int falcon_stability_merge_main(int argc, char **argv)
         cli_error("merge: %d of %d streams missing", missing, P.nstream);
         goto done;
     }
-    if (study_mkdir(out) || study_reports_check(out, stability_reports)) goto done;
+    if (study_mkdir(out) || study_reports_check(out, "stability", stability_reports)) goto done;
     printf("falcon stability, %s profile: merged %d streams from %d shard director%s\n", P.profile, P.nstream, ndir,
            ndir == 1 ? "y" : "ies");
     rc = finish(&P, ss, 0, secs);

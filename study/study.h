@@ -91,8 +91,10 @@ int study_reports_end(int ok);
 int study_reports_input(const char *what, const char *path);
 /* The report files dir/names[i] (NULL-terminated) checked as outputs when
  * the command starts, so that a path that can never be written fails
- * before the computing does (-1 with a message). */
-int study_reports_check(const char *dir, const char *const *names);
+ * before the computing does (-1 with a message). kind names the command
+ * in the folder's record (util.c, RECORD): a set removes only its own
+ * kind's earlier files. */
+int study_reports_check(const char *dir, const char *kind, const char *const *names);
 /* FNV-1a over n bytes, continuing from h (STUDY_FNV_BASIS to start): the
  * hashes of saved states, build identities and benchmark cases. */
 #define STUDY_FNV_BASIS 1469598103934665603u

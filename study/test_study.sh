@@ -154,12 +154,52 @@ elif ! grep -q '^bench-dat: 432 cases and 2440 BLAS yardstick entries from bench
     bad "bench-dat on 2872 cases" "$(tail -1 bd.txt)"
 elif ! out=$(diff -r -x .falcon-reports want bd | head -5) || [ -n "$out" ]; then
     bad "bench-dat on 2872 cases: the tables" "$out"
-elif ! cmp -s <(sort bd/.falcon-reports) <(cd bd && find . -type f | sed 's|^\./||' | sort); then
-    bad "bench-dat on 2872 cases" "its record does not list the tables it wrote"
+elif grep -qv '^bench-dat:' bd/.falcon-reports ||
+     ! cmp -s <(sed 's/^bench-dat://' bd/.falcon-reports | sort) <(cd bd && find . -type f | sed 's|^\./||' | sort); then
+    bad "bench-dat on 2872 cases" "its record does not list the tables it wrote, each as bench-dat's"
 else
     ok "bench-dat on 2872 cases: cases.dat, blas.dat and $(find bd -mindepth 2 -name '*.dat' | wc -l) sweep files as the rules give"
 fi
 echo "   (bench-dat: $((SECONDS - t0)) s)"
+
+# ---- 0b. two kinds of report set in one folder ----
+# A set removes the files the folder's record gives to its own kind that it
+# no longer writes, and nothing else: not the other kind's set, not a file
+# both kinds' lines name, not one named by a line without a kind (a record
+# written before kinds were), not one the record does not name.
+t0=$SECONDS
+tiny=(--tmax 200 --tmpfr 100 --tmax-parallel 100 --n 4 --backend scalar)
+sums() { (cd kinds && find . -type f ! -name .falcon-reports ! -name 'zz_*' ! -path './streams/*' ! -path './resume/*' \
+          -print0 | sort -z | xargs -0 sha1sum); }
+if ! "$STUDY" stability "${tiny[@]}" --out kinds >kinds1.txt 2>&1; then
+    bad "two kinds in one folder: the stability set" "$(tail -2 kinds1.txt)"
+else
+    sums > stab.sum
+    if ! "$STUDY" stability --learning --t0 64 --factor 4 --seeds 1 --n 4 --out kinds >kinds2.txt 2>&1; then
+        bad "two kinds in one folder: the learning set" "$(tail -2 kinds2.txt)"
+    elif ! (cd kinds && sha1sum --quiet -c ../stab.sum) >kinds3.txt 2>&1; then
+        bad "two kinds in one folder" "the learning set changed or removed the stability set's files: $(head -3 kinds3.txt)"
+    else
+        ok "two kinds in one folder: the learning set leaves the stability set's $(wc -l < stab.sum) files as they were"
+        sums | awk 'NR == FNR { s[$2] = 1; next } !($2 in s)' stab.sum - > learn.sum
+        for z in stale learn shared legacy unlisted; do echo "$z" > "kinds/curves/zz_$z.dat"; done
+        printf 'stability:curves/zz_stale.dat\nlearning:curves/zz_learn.dat\nstability:curves/zz_shared.dat\n'`
+              `'learning:curves/zz_shared.dat\ncurves/zz_legacy.dat\n' >> kinds/.falcon-reports
+        if ! "$STUDY" stability "${tiny[@]}" --out kinds >kinds4.txt 2>&1; then
+            bad "two kinds in one folder: the stability set again" "$(tail -2 kinds4.txt)"
+        elif [ -e kinds/curves/zz_stale.dat ] || [ "$(cd kinds/curves && ls zz_* | tr '\n' ' ')" != \
+             "zz_learn.dat zz_legacy.dat zz_shared.dat zz_unlisted.dat " ]; then
+            bad "two kinds in one folder: stale files" "left: $(cd kinds/curves && ls zz_* | tr '\n' ' ')"
+        elif ! (cd kinds && sha1sum --quiet -c ../learn.sum) >kinds5.txt 2>&1 ||
+             ! grep -qx 'learning:curves/zz_learn.dat' kinds/.falcon-reports ||
+             grep -q '^stability:curves/zz_stale.dat$' kinds/.falcon-reports; then
+            bad "two kinds in one folder: the second stability set" "$(head -3 kinds5.txt)"
+        else
+            ok "two kinds in one folder: a set removes only its own kind's stale file; the other kind's, shared, unkinded and unlisted files stay"
+        fi
+    fi
+fi
+echo "   (two kinds: $((SECONDS - t0)) s)"
 
 t0=$SECONDS
 if "$STUDY" stability "${OPTS[@]}" --out one >one.txt 2>&1; then

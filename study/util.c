@@ -85,14 +85,19 @@ static struct {
     int slot; /* in reports: closed there too when the FILE is */
 } open_files[8];
 
-/* The set's record: ROOT/.falcon-reports lists the files of the last set
- * written there (relative to ROOT, which study_reports_check names). When
- * a new set is committed, files the old list names and the new set does
- * not write are removed: they are this command's own earlier outputs (a
- * curve of another profile), which the plots would otherwise draw with the
- * new ones. Nothing outside the list is ever removed. */
+/* The sets' record: ROOT/.falcon-reports lists, a line each as
+ * "KIND:NAME", the files of the last set each kind of command (its
+ * study_reports_check's kind) wrote there, relative to ROOT. When a set is
+ * committed, the files the old record gives to the same kind that the new
+ * set does not write are removed: they are this command's own earlier
+ * outputs (a curve of another profile), which the plots would otherwise
+ * draw with the new ones. A file another kind's line names, or one the
+ * record names without a kind (written before kinds were recorded), or
+ * one the record does not name, is never removed: commands of different
+ * kinds may share a folder. */
 #define RECORD ".falcon-reports"
 static char root[4096];
+static char kind[32]; /* the set's kind: "stability", "learning", "bench-dat" */
 static char *written; /* the set's files, relative, one a line */
 static size_t written_len;
 
@@ -130,20 +135,64 @@ static int in_written(const char *e)
     return 0;
 }
 
-/* After a commit: remove what the old record names and the new set lacks. */
-static void drop_stale(const char *old)
+/* Line i of a record split at its first ':' into kind and name (both
+ * copied, each cut to its buffer's size); 0 for a line without a kind. */
+static int record_line(const char *line, size_t n, char *k, size_t klen, char *e, size_t elen)
 {
-    char path[8300];
+    const char *colon = memchr(line, ':', n);
+    if (!colon || (size_t)(colon - line) >= klen || n - (size_t)(colon - line) - 1 >= elen) return 0;
+    memcpy(k, line, (size_t)(colon - line));
+    k[colon - line] = '\0';
+    memcpy(e, colon + 1, n - (size_t)(colon - line) - 1);
+    e[n - (size_t)(colon - line) - 1] = '\0';
+    return 1;
+}
+
+/* Does the old record give name e to a kind other than this set's? */
+static int other_kind_has(const char *old, const char *e)
+{
+    char k[sizeof kind], name[4096];
     for (const char *p = old; p && *p;) {
         const char *nl = strchr(p, '\n');
         const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        char e[4096];
-        if (n < sizeof e) {
-            memcpy(e, p, n);
-            e[n] = '\0';
-            struct stat st;
+        if (record_line(p, n, k, sizeof k, name, sizeof name) && strcmp(k, kind) && !strcmp(name, e)) return 1;
+        p = nl ? nl + 1 : p + n;
+    }
+    return 0;
+}
+
+/* The new record: the old one's lines of other kinds whose files this set
+ * does not write (still theirs), then this set's files. */
+static void write_record(FILE *f, const char *old)
+{
+    char k[sizeof kind], e[4096];
+    for (const char *p = old; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        if (record_line(p, n, k, sizeof k, e, sizeof e) && strcmp(k, kind) && recorded_name_ok(e) && !in_written(e))
+            fprintf(f, "%s:%s\n", k, e);
+        p = nl ? nl + 1 : p + n;
+    }
+    for (const char *p = written; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        fprintf(f, "%s:%.*s\n", kind, (int)(nl - p), p);
+        p = nl + 1;
+    }
+}
+
+/* After a commit: remove what the old record gives to this set's kind and
+ * the new set lacks, unless another kind's line names it too. */
+static void drop_stale(const char *old)
+{
+    char path[8300], k[sizeof kind], e[4096];
+    for (const char *p = old; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        struct stat st;
+        if (record_line(p, n, k, sizeof k, e, sizeof e) && !strcmp(k, kind) && recorded_name_ok(e) &&
+            !in_written(e) && !other_kind_has(old, e)) {
             snprintf(path, sizeof path, "%s/%s", root, e);
-            if (recorded_name_ok(e) && !in_written(e) && lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
         }
         p = nl ? nl + 1 : p + n;
     }
@@ -184,13 +233,14 @@ int study_reports_input(const char *what, const char *path)
     return 0;
 }
 
-int study_reports_check(const char *dir, const char *const *names)
+int study_reports_check(const char *dir, const char *set_kind, const char *const *names)
 {
     falcon_outputs *tx;
     char path[4096];
     int slot, rc = 0;
     if (study_mkdir(dir) || falcon_outputs_begin(&tx)) return -1;
-    snprintf(root, sizeof root, "%s", dir); /* the set's root, for its record */
+    snprintf(root, sizeof root, "%s", dir); /* the set's root and kind, for its record */
+    snprintf(kind, sizeof kind, "%s", set_kind);
     for (int i = 0; names[i] && !rc; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (falcon_outputs_file(tx, names[i], path, &slot)) {
@@ -236,13 +286,18 @@ int study_reports_end(int ok)
         FILE *rf = fopen(path, "r");
         if (rf) {
             old = calloc(1, 1 << 20);
-            if (old) old[fread(old, 1, (1 << 20) - 1, rf)] = '\0';
+            if (old) {
+                old[fread(old, 1, (1 << 20) - 1, rf)] = '\0';
+                char *end = strrchr(old, '\n'); /* a line cut by the limit is not read as a shorter name */
+                if (end) end[1] = '\0';
+                else *old = '\0';
+            }
             fclose(rf);
         }
         FILE *f = study_open(root, RECORD, path, sizeof path);
         if (!f) ok = 0, rc = -1;
         else {
-            fputs(written ? written : "", f);
+            write_record(f, old);
             if (study_close(f)) ok = 0, rc = -1;
         }
     }
@@ -257,7 +312,7 @@ int study_reports_end(int ok)
     }
     free(old);
     free(written);
-    written = NULL, written_len = 0, *root = '\0';
+    written = NULL, written_len = 0, *root = '\0', *kind = '\0';
     return rc;
 }
 
