@@ -347,7 +347,9 @@ falcon_status falcon_outputs_input_tree(falcon_outputs *tx, const char *what, co
 /* A file output; `what` names it in messages ("--out"). *slot: its number. */
 falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const char *path, int *slot);
 /* A directory output replaced as a whole; `names` (NULL-terminated) are the
- * only files it holds. */
+ * only files it holds. An existing directory there must be empty or an
+ * earlier one: regular files of those names only, among them the last name
+ * (a save writes it last). */
 falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const char *path,
                                  const char *const *names, int *slot);
 /* The temporary to write: a file (also open as falcon_outputs_fd) or an empty directory. */

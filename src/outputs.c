@@ -517,7 +517,8 @@ static falcon_status check_aliases(const falcon_outputs *tx, out_slot *s)
                                s->path, e->what);
         if (!s->is_dir && e->is_dir && (in_dir(s->canon, e->canon) || (e->is_dir == 2 && under_dir(s->canon, e->canon))))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
-        if (s->is_dir && e->is_dir == 2 && under_dir(s->canon, e->canon))
+        /* (an input checkpoint's directory too: the new one would change it) */
+        if (s->is_dir && e->is_dir && !same && under_dir(s->canon, e->canon))
             return falcon_fail(FALCON_E_ARGUMENT, "'%s': is inside the directory of the input %s", s->path, e->what);
         /* a directory output replaces all it holds: no input may be in it */
         if (s->is_dir && !same && under_dir(e->canon, s->canon))
@@ -647,22 +648,38 @@ falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const ch
     return FALCON_OK;
 }
 
-/* An existing directory output may hold only its declared names. */
+/* An existing directory output may hold only its declared names, each a
+ * regular file, and if it holds any, the last of them, which a save writes
+ * last: a folder of the user's that happens to hold one of the names (an
+ * S.npy of their own) is not an earlier output, and a directory or a
+ * symlink in it would not be removed with it (the swapped-out directory
+ * would stay behind, holding what the user put there). */
 static falcon_status check_dir_contents(const out_slot *s)
 {
     DIR *d = opendir(s->target);
     if (!d) return falcon_fail(FALCON_E_IO, "'%s': cannot read the directory: %s", s->path, strerror(errno));
     falcon_status st = FALCON_OK;
     struct dirent *e;
+    int any = 0, last = 0;
     while (!st && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         int known = 0;
         for (int i = 0; i < s->nnames && !known; i++) known = !strcmp(e->d_name, s->names[i]);
+        struct stat sb;
         if (!known)
             st = falcon_fail(FALCON_E_IO, "'%s': holds '%.200s', which is not one of its files: the directory is "
                              "replaced as a whole, so it must be new, empty or an earlier one", s->path, e->d_name);
+        else if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            st = falcon_fail(FALCON_E_IO, "'%s': holds '%.200s', which is not a regular file: the directory is "
+                             "replaced as a whole, so it must be new, empty or an earlier one", s->path, e->d_name);
+        any = 1;
+        last |= known && s->nnames > 0 && !strcmp(e->d_name, s->names[s->nnames - 1]);
     }
     closedir(d);
+    if (!st && any && !last)
+        st = falcon_fail(FALCON_E_IO, "'%s': holds some of its files but not '%s', which every save writes last: "
+                         "not an earlier one; the directory is replaced as a whole, so it must be new, empty or an "
+                         "earlier one", s->path, s->names[s->nnames - 1]);
     return st;
 }
 

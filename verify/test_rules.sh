@@ -155,6 +155,9 @@ case_out_symlink_to_device() { ln -sfn /dev/null nulllink.npy; run_args out=null
 case_out_is_input() { cp q.npy qcopy.npy; run_args q=qcopy.npy out=qcopy.npy; }
 case_outputs_alias() { run_args --state-out out.npy; }
 case_checkpoint_out_foreign() { mkdir -p foreign_dir; echo mine >foreign_dir/notes.txt; run_args --checkpoint-out foreign_dir; }
+case_checkpoint_out_dir_inside() { mkdir -p dirin_ck/S.npy; echo mine >dirin_ck/S.npy/notes.txt; run_args --checkpoint-out dirin_ck; }
+case_checkpoint_out_no_manifest() { mkdir -p mine_ck; echo mine >mine_ck/S.npy; run_args --checkpoint-out mine_ck; }
+case_checkpoint_out_in_input() { make_ck in_ck; run_args --checkpoint-in in_ck --checkpoint-out in_ck/sub; }
 case_checkpoint_out_file() { : >plain_ck; run_args --state-out state.npy --checkpoint-out plain_ck; }
 # Checkpoints
 case_checkpoint_missing() { run_args --checkpoint-in nock; }
