@@ -134,11 +134,15 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run, scan = (!s && be->run) || drivers_saw;
     if (scan && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
         s = falcon_fail(FALCON_E_OVERFLOW,
-                        "out[%lld] is not finite: the recurrence overflowed its precision "
-                        "(inputs too large for %s); the state was left unchanged",
+                        "out[%lld] is not finite: the recurrence left the range of %s (inputs too large "
+                        "for it, or keys or gains so small against eps that a step's size underflows); "
+                        "the state was left unchanged",
                         (long long)bad, falcon_precision_name(cfg->precision));
     else if (scan && !all_finite(work->S, FALCON_FP64, work->heads * work->m * work->n, threads, &bad))
-        s = falcon_fail(FALCON_E_OVERFLOW, "S[%lld] is not finite: the memory overflowed; the state was left unchanged",
+        s = falcon_fail(FALCON_E_OVERFLOW,
+                        "S[%lld] is not finite: the memory left the range of its precision (inputs too large, or "
+                        "keys or gains so small against eps that a step's size underflows); the state was left "
+                        "unchanged",
                         (long long)bad);
     else if (drivers_saw) /* the scans must find what the drivers saw */
         s = falcon_fail(FALCON_E_OVERFLOW, "a result was not finite; the state was left unchanged");

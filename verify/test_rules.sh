@@ -102,6 +102,7 @@ case_alpha_negative() { $G rand aneg.npy f8 "$T" 16 --range 0.7 1 --set 9=-0.25;
 case_gain_negative() { $G rand neg_gain.npy f8 "$T,$N" 14 --range 0.5 1.5 --set 1=-1; run_args variant=falcon2 --gain neg_gain.npy; }
 case_batched_index() { $G rand bb.npy f8 "$B,$T,$H" 15 --range 0.2 1.2 --set $(((1 * T + 3) * H + 2))=5; batch_args; ARGS[14]=bb.npy; }
 case_late_segment() { $G rand late_q.npy f8 "$T,$N" 11 --set $((22 * N))=nan; run_args q=late_q.npy --segment 4; }
+case_step_size_underflow() { $G rand tiny_k.npy f8 "$T,$N" 17 --range 1e-13 2e-13; run_args k=tiny_k.npy precision=fp32 --eps 1e30; }
 case_overflow() {
     $G rand ov_v.npy f8 "$T,$M" 13 --range 1e38 3e38; $G rand ov_b.npy f8 "$T" 15 --range 1e30 2e30
     run_args v=ov_v.npy beta=ov_b.npy variant=falcon1a precision=fp32

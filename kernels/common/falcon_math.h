@@ -7,6 +7,7 @@
 #ifndef FALCON_MATH_H
 #define FALCON_MATH_H
 
+#include <float.h>
 #include <stdint.h>
 #include <math.h>
 
@@ -244,7 +245,17 @@ FALCON_HD double falcon_gain_direction_f64(const double *g, const double *x, dou
 }
 #undef FALCON_GAIN_DIRECTION_BODY
 
-#define FALCON_ETA_SCALED_BODY(R)                                           \
+/* c itself must keep its digits whenever beta > 0: tiny keys or gains
+ * (sigma tau far below 1) with a large eps make eps / (sigma tau), and a
+ * huge eps makes eps + sum, so large that c comes out subnormal, with
+ * digits lost, or 0 (fp32 keys of 1e-12 with eps = 1e30: every write 0,
+ * the memory never moving, although the exact writes and outputs are
+ * normal numbers). A c of at least MIN_NORMAL / 8 has lost at most 3 bits
+ * (4 u more in c: subnormal gains of 1e-43 in fp32 with eps = 1e-6 give
+ * c = 1.95 * 2^-128, and outputs within 2 u); below that, NaN, which the
+ * run reports as a result out of its precision's range, rather than a
+ * silent wrong answer. */
+#define FALCON_ETA_SCALED_BODY(R, MIN_NORMAL)                               \
     R b = beta, e = eps, x = sum;                                           \
     if (sigma > 1) { /* sigma^2 sum' may overflow: divide by sigma first */ \
         b = beta / sigma;                                                   \
@@ -255,17 +266,18 @@ FALCON_HD double falcon_gain_direction_f64(const double *g, const double *x, dou
     }                                                                       \
     if (isinf(x)) return (R)NAN;                                            \
     if (e + x == 0) return 0; /* only with sum' = 0: then z' = 0 */         \
-    return FALCON_ETA(b, e, x);
+    const R c = FALCON_ETA(b, e, x);                                        \
+    return beta > 0 && !(c >= (MIN_NORMAL) / 8) ? (R)NAN : c;
 
 FALCON_HD float falcon_eta_scaled_f32(float beta, float eps, float sigma, float tau, float sum)
 {
-    FALCON_ETA_SCALED_BODY(float)
+    FALCON_ETA_SCALED_BODY(float, FLT_MIN)
 }
 
 FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, double tau,
                                         double sum)
 {
-    FALCON_ETA_SCALED_BODY(double)
+    FALCON_ETA_SCALED_BODY(double, DBL_MIN)
 }
 #undef FALCON_ETA_SCALED_BODY
 
