@@ -263,6 +263,7 @@ typedef struct out_slot {
     int existed;       /* the target existed when the commit began */
     dev_t dev;
     ino_t ino;
+    mode_t mode;       /* an existing target's permission bits, which its replacement keeps */
 } out_slot;
 
 typedef struct in_entry {
@@ -576,6 +577,7 @@ static falcon_status resolve(out_slot *s, int want_dir)
     s->exists = 1;
     s->dev = st.st_dev;
     s->ino = st.st_ino;
+    s->mode = st.st_mode & 0777;
     return FALCON_OK;
 }
 
@@ -636,12 +638,15 @@ falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const ch
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
                                         strerror(err)));
     }
-    /* mkstemp makes the file 0600. Reading the umask means setting it: set
-     * the strictest one meanwhile, so that a file another thread creates in
-     * that instant is never more open than it should be. */
+    /* mkstemp makes the file 0600. A file that replaces another keeps its
+     * permission bits (a private 0600 report stays private, as `>` would
+     * leave it); a new one gets 0666 less the umask. Reading the umask
+     * means setting it: set the strictest one meanwhile, so that a file
+     * another thread creates in that instant is never more open than it
+     * should be. */
     const mode_t mask = umask(077);
     umask(mask);
-    if (fchmod(s->fd, 0666 & ~mask) != 0)
+    if (fchmod(s->fd, s->exists ? s->mode : 0666 & ~mask) != 0)
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot set the mode of its temporary file: %s", path,
                                         strerror(errno)));
     *slot = tx->nout++;

@@ -116,6 +116,19 @@ if [ $rc -eq 0 ] && [ -L cklink ] && [ -f realck/falcon-checkpoint.txt ] && [ -z
     ok "1. --checkpoint-out a symlink to a directory: the checkpoint goes there, the link stays"
 else bad "1. --checkpoint-out symlink" "status $rc $(cat stderr.txt); $(fp cklink realck)"; fi
 rm -rf o1.npy realck cklink
+# A replaced file keeps its permission bits (a private one stays private);
+# a new one gets 0666 less the umask.
+old_files
+chmod 600 out.npy; chmod 640 state.npy
+rm -f fresh_state.npy
+run_args --state-out state.npy
+rc=0; "$FALCON" "${ARGS[@]}" 2>stderr.txt || rc=$?
+run_args out=fresh_out.npy --state-out fresh_state.npy
+(umask 027; "$FALCON" "${ARGS[@]}" 2>>stderr.txt) || rc=$?
+if [ $rc -eq 0 ] && cmp -s out.npy n_out.npy && [ "$(stat -c %a out.npy state.npy fresh_out.npy | tr '\n' ' ')" = "600 640 640 " ]; then
+    ok "1. a replaced output keeps its mode (600, 640); a new one follows the umask (027: 640)"
+else bad "1. output modes" "status $rc $(cat stderr.txt); $(stat -c '%n %a' out.npy state.npy fresh_out.npy | tr '\n' ' ')"; fi
+rm -f fresh_out.npy fresh_state.npy
 
 # ---- 2. falcon compare --out never replaces a device or a FIFO ----
 cat >A.json <<'EOF'
