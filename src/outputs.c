@@ -17,10 +17,11 @@
  * Its temporary (a file "<target>.tmp-XXXXXX" or a directory of that name)
  * is created at once, so an unwritable place fails before the run too.
  *
- * Commit: every temporary file is fsynced and closed, the directory outputs
- * are locked (flock on their parent directory: concurrent savers of one
- * checkpoint are serialised; falcon_checkpoint_load holds the same lock
- * shared), every catchable signal is blocked, and the temporaries are
+ * Commit: every temporary file is fsynced and closed, every output's parent
+ * directory is locked (flock, in a fixed order: concurrent commits to the
+ * same files or checkpoint are serialised, never mixed;
+ * falcon_checkpoint_load holds the same lock shared), every catchable
+ * signal is blocked, and the temporaries are
  * renamed onto their targets in declaration order, files first and
  * directories last (an existing directory is swapped with its replacement by
  * renameat2(RENAME_EXCHANGE)). An existing target file is first hard-linked
@@ -273,11 +274,21 @@ typedef struct in_entry {
     ino_t ino;
 } in_entry;
 
+/* A parent directory the commit locks: a directory output's lockfd, or a
+ * descriptor of a file output's directory opened for the commit (own). */
+typedef struct parent_lock {
+    dev_t dev;
+    ino_t ino;
+    int fd, own, slot;
+} parent_lock;
+
 struct falcon_outputs {
     out_slot *out;
     int nout, cap;
     in_entry in[MAX_INPUTS];
     int nin;
+    parent_lock *locks;
+    int nlocks;
 };
 
 falcon_status falcon_outputs_begin(falcon_outputs **tx)
@@ -378,6 +389,9 @@ void falcon_outputs_abort(falcon_outputs *tx)
         free(tx->in[i].what);
         free(tx->in[i].canon);
     }
+    for (int i = 0; i < tx->nlocks; i++)
+        if (tx->locks[i].own) close(tx->locks[i].fd); /* the others close with their slots */
+    free(tx->locks);
     free(tx->out);
     free(tx);
 }
@@ -910,16 +924,51 @@ static falcon_status commit_fail(falcon_outputs *tx, const out_slot *s, const ch
     return st;
 }
 
-/* Does a directory output before slot i have the same parent directory (so
- * that its lock already covers slot i)? */
-static int same_parent_locked(const falcon_outputs *tx, int i)
+static int parent_lock_order(const void *a, const void *b)
 {
-    struct stat a, b;
-    if (fstat(tx->out[i].lockfd, &a) != 0) return 0;
-    for (int j = 0; j < i; j++)
-        if (tx->out[j].is_dir && fstat(tx->out[j].lockfd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-            return 1;
-    return 0;
+    const parent_lock *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* One committer at a time per parent directory: every output's parent is
+ * locked (flock, exclusive), each directory once (two descriptors of one
+ * directory in one process would wait on each other), in the order of
+ * (device, inode), so that two commits sharing several parents never each
+ * hold one the other waits for. So two runs writing the same --out and
+ * --state-out commit one after the other, never a mixture, and concurrent
+ * savers of one checkpoint are serialised (falcon_checkpoint_load holds
+ * the same lock shared). A file output's directory is opened here, not
+ * when it is declared, so that a set of a thousand files does not hold a
+ * thousand descriptors; one that cannot be opened (no read permission) is
+ * written unlocked, as before. */
+static falcon_status lock_parents(falcon_outputs *tx)
+{
+    if (!(tx->locks = calloc((size_t)tx->nout + 1, sizeof *tx->locks)))
+        return falcon_fail(FALCON_E_NOMEM, "out of memory");
+    for (int i = 0; i < tx->nout; i++) {
+        const out_slot *s = &tx->out[i];
+        int fd = s->lockfd;
+        if (!s->is_dir) {
+            char *parent = parent_of(s->canon);
+            fd = parent ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+            free(parent);
+            if (fd < 0) continue;
+        }
+        struct stat st;
+        int seen = fstat(fd, &st) != 0;
+        for (int j = 0; j < tx->nlocks && !seen; j++) seen = tx->locks[j].dev == st.st_dev && tx->locks[j].ino == st.st_ino;
+        if (seen) {
+            if (!s->is_dir) close(fd);
+            continue;
+        }
+        tx->locks[tx->nlocks++] = (parent_lock){st.st_dev, st.st_ino, fd, !s->is_dir, i};
+    }
+    qsort(tx->locks, (size_t)tx->nlocks, sizeof *tx->locks, parent_lock_order);
+    for (int j = 0; j < tx->nlocks; j++)
+        while (flock(tx->locks[j].fd, LOCK_EX) != 0)
+            if (errno != EINTR) return commit_fail(tx, &tx->out[tx->locks[j].slot], "lock the directory it is in", errno);
+    return FALCON_OK;
 }
 
 falcon_status falcon_outputs_commit(falcon_outputs *tx)
@@ -935,15 +984,11 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
             return commit_fail(tx, s, "write it", errno);
         }
     }
-    /* 2. Directory outputs: one saver at a time per parent directory. Each
-     * parent is locked once: two directory outputs in one parent hold two
-     * descriptors of it, and a second flock through the other one would wait
-     * for the first forever. */
-    for (int i = 0; i < tx->nout; i++) {
-        out_slot *s = &tx->out[i];
-        if (!s->is_dir || same_parent_locked(tx, i)) continue;
-        while (flock(s->lockfd, LOCK_EX) != 0)
-            if (errno != EINTR) return commit_fail(tx, s, "lock the directory it is in", errno);
+    /* 2. One committer at a time per parent directory (lock_parents). */
+    falcon_status locked = lock_parents(tx);
+    if (locked) {
+        if (locked == FALCON_E_NOMEM) falcon_outputs_abort(tx);
+        return locked;
     }
     /* 3. The renames, with every signal blocked: files in order, then directories. */
     sigset_t all, old;

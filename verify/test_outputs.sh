@@ -354,6 +354,26 @@ else
     [ -z "$(temps)" ] || bad "8. temporaries" "$(temps)"
 fi
 
+# ---- 8b. two runs writing the same --out and --state-out: one run's pair, never a mixture ----
+if [ -z "$STRACE" ]; then
+    SKIP "8b. two runs writing the same files" "no strace"
+else
+    rm -f o8.npy s8.npy
+    "$FALCON" "${runA[@]}" --out refA_o.npy --state-out refA_s.npy
+    "$FALCON" "${runB[@]}" --out refB_o.npy --state-out refB_s.npy
+    # A is held right after its first rename (--out in place, --state-out
+    # not yet); B runs whole meanwhile, and must wait for A's commit.
+    run_traced pidA.txt -e inject=rename:delay_exit=2000000:when=1 -- "${runA[@]}" --out o8.npy --state-out s8.npy
+    i=0; while [ ! -e o8.npy ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    "$FALCON" "${runB[@]}" --out o8.npy --state-out s8.npy 2>stderrB.txt || bad "8b. run B" "$(cat stderrB.txt)"
+    wait $TRACED || true
+    if { cmp -s o8.npy refA_o.npy && cmp -s s8.npy refA_s.npy; } || { cmp -s o8.npy refB_o.npy && cmp -s s8.npy refB_s.npy; }; then
+        ok "8b. --out and --state-out are run $(cmp -s o8.npy refA_o.npy && echo A || echo B)'s, both"
+    else bad "8b. two runs writing the same files" "a mixture: out $(cmp -s o8.npy refA_o.npy && echo A || echo B)'s, state $(cmp -s s8.npy refA_s.npy && echo A || echo B)'s"; fi
+    [ -z "$(temps)" ] || bad "8b. temporaries" "$(temps)"
+    rm -f o8.npy s8.npy refA_o.npy refA_s.npy refB_o.npy refB_s.npy
+fi
+
 # ---- 9. checkpoint values must fit the run's precision (fp32) ----
 rm -rf ck9 && run_args out=o9.npy --checkpoint-out ck9 && "$FALCON" "${ARGS[@]}"
 $G rand ck9/S.npy f8 "1,$M,$N" 1 --set 0=1e300
