@@ -498,6 +498,24 @@ static void step_size_underflow(falcon_precision prec)
         }
 }
 
+/* l2norm of keys and queries whose norm is subnormal: the unit vector is
+ * representable, but dividing by a norm rounded as a subnormal lost its
+ * digits (fp32 keys of 1e-42: 3000 u in the memory). */
+static void subnormal_l2norm(falcon_precision prec)
+{
+    const int f32 = prec == FALCON_FP32;
+    uint64_t seed = 1190;
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int a = 0; a < 2; a++) {
+            limits_case lc = {base_case((falcon_variant)v, (falcon_align)a, FALCON_PHI_L2NORM, seed++),
+                              f32 ? 1e-42 : 1e-315, 0, 1.0, f32 ? 1e-41 : 1e-314, 0, 0, 0, 0, 0};
+            check(&lc, prec, NULL, 1, "subnormal l2norm");
+        }
+}
+
+Test(limits, subnormal_l2norm_fp32) { subnormal_l2norm(FALCON_FP32); }
+Test(limits, subnormal_l2norm_fp64) { subnormal_l2norm(FALCON_FP64); }
+
 Test(limits, step_size_underflow_fp32) { step_size_underflow(FALCON_FP32); }
 Test(limits, step_size_underflow_fp64) { step_size_underflow(FALCON_FP64); }
 

@@ -304,7 +304,7 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
  * device) as falcon_featurize_f32. Identity is a plain copy (which the
  * compiler vectorizes). l2norm is scaled by the largest magnitude so that
  * the sum of squares can neither overflow nor underflow, and maps 0 to 0. */
-#define FALCON_FEATURIZE_BODY(R, ELEM, SQRT, FABS)                          \
+#define FALCON_FEATURIZE_BODY(R, ELEM, SQRT, FABS, FREXP, LDEXP, MIN_NORMAL) \
     if (phi == FALCON_MATH_PHI_IDENTITY) {                                  \
         for (int64_t i = 0; i < n; i++) out[i] = in[i];                     \
         return;                                                             \
@@ -328,17 +328,34 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
         ss += s * s;                                                        \
     }                                                                       \
     R norm = amax * SQRT(ss);                                               \
-    for (int64_t i = 0; i < n; i++) out[i] = in[i] / norm;
+    if (norm >= (MIN_NORMAL)) {                                             \
+        for (int64_t i = 0; i < n; i++) out[i] = in[i] / norm;             \
+        return;                                                             \
+    }                                                                       \
+    /* A norm below the normal range would be rounded as a subnormal, its  \
+     * digits lost (fp32 keys of 1e-42: errors of 3000 u in the memory):   \
+     * the vector is first multiplied up by 2^-ex, exactly, in two powers  \
+     * of two (2^-ex alone is out of range for the smallest subnormals). */\
+    int ex;                                                                 \
+    (void)FREXP(amax, &ex);                                                 \
+    const R up1 = LDEXP((R)1, -ex / 2), up2 = LDEXP((R)1, -ex - -ex / 2);   \
+    ss = 0;                                                                 \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const R s = in[i] * up1 * up2;                                      \
+        ss += s * s;                                                        \
+    }                                                                       \
+    norm = SQRT(ss);                                                        \
+    for (int64_t i = 0; i < n; i++) out[i] = in[i] * up1 * up2 / norm;
 
 FALCON_HD void falcon_featurize_f32(int phi, const float *FALCON_RESTRICT in, float *FALCON_RESTRICT out, int64_t n)
 {
-    FALCON_FEATURIZE_BODY(float, falcon_phi_elem_f32, sqrtf, fabsf)
+    FALCON_FEATURIZE_BODY(float, falcon_phi_elem_f32, sqrtf, fabsf, frexpf, ldexpf, FLT_MIN)
 }
 
 FALCON_HD void falcon_featurize_f64(int phi, const double *FALCON_RESTRICT in, double *FALCON_RESTRICT out,
                                       int64_t n)
 {
-    FALCON_FEATURIZE_BODY(double, falcon_phi_elem_f64, sqrt, fabs)
+    FALCON_FEATURIZE_BODY(double, falcon_phi_elem_f64, sqrt, fabs, frexp, ldexp, DBL_MIN)
 }
 #undef FALCON_FEATURIZE_BODY
 
