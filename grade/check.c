@@ -176,11 +176,14 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *cases, c
     return found;
 }
 
-/* Every directory in RDIR must be a case of the set. */
+/* Every directory in RDIR that holds a result's file (out.npy or
+ * state.npy) must be a case of the set: a misspelt case is an extra
+ * result. Other folders beside the cases (logs/, .git/) are not read. */
 static int no_extra_results(const check_opts *o, json_t *cases)
 {
     char name[256];
-    const int r = unlisted_folder(o->results, NULL, cases, "name", name, sizeof name);
+    int r = unlisted_folder(o->results, "out.npy", cases, "name", name, sizeof name);
+    if (r == 0) r = unlisted_folder(o->results, "state.npy", cases, "name", name, sizeof name);
     if (r < 0) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
     return r ? cli_error("%s: '%s/%s': a result for a case that is not in '%s' (extra result)", name, o->results, name,
                          o->cases)

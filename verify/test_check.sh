@@ -227,8 +227,14 @@ else bad "JUnit skipped" "$(grep -c '<skipped' skip.xml)"; fi
 one=$(ls r32 | head -1)
 rm -rf rb && cp -r r32 rb && rm rb/"$one"/out.npy
 expect "missing result" 2 "$one: 'rb/$one/out.npy': missing result" "$FALCON" check cs --results rb
-rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case
-expect "extra result" 2 "not-a-case" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case && cp rb/"$one"/out.npy rb/not-a-case/
+expect "extra result (a folder with an out.npy)" 2 "not-a-case" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case2 && cp rb/"$one"/state.npy rb/not-a-case2/
+expect "extra result (a folder with a state.npy)" 2 "not-a-case2" "$FALCON" check cs --results rb
+# Folders beside the cases that hold no result (logs, a git checkout) are not read.
+rm -rf rb && cp -r r32 rb && mkdir -p rb/logs rb/.git/objects && echo log >rb/logs/run.log && echo x >rb/.git/HEAD
+expect "folders beside the cases (logs/, .git/) are not read" 0 "0 failed, 0 skipped: passed" \
+    "$FALCON" check cs --results rb --precision fp32
 rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "a[..., :-1]"
 expect "wrong shape" 2 "$one: rb/$one/out.npy: shape" "$FALCON" check cs --results rb
 rm -rf rb && cp -r r32 rb && edit "rb/$one/state.npy" "a.reshape(-1)"
