@@ -1379,6 +1379,38 @@ static int parse_profile(const char *v)
     return -1;
 }
 
+/* The paths this process will write, checked before any stream runs, as
+ * the report set's fixed names are (study_reports_check): each of its
+ * streams' result and resume state, and, when it writes the reports (not
+ * a shard), each curve's file. A path that can never be written (a
+ * directory, a device) then fails the run at once with status 2, not after
+ * every stream has run. */
+static int check_stream_paths(const study_stab *st)
+{
+    const params *P = &st->P;
+    char path[4600], name[256], dir[4200];
+    int slot, rc = 0;
+    snprintf(dir, sizeof dir, "%s/curves", P->out);
+    if (st->shard_n <= 1 && study_mkdir(dir)) return -1;
+    for (int i = 0; i < P->nstream && !rc; i++) {
+        falcon_outputs *tx; /* one a stream: each file holds a descriptor until the abort */
+        if (!stab_mine(st, i)) continue;
+        if (falcon_outputs_begin(&tx)) return -1;
+        path_of(P, path, sizeof path, "streams", i, ".res", -1);
+        rc = falcon_outputs_file(tx, "stream result", path, &slot) != FALCON_OK;
+        path_of(P, path, sizeof path, "resume", i, ".state", -1);
+        if (!rc) rc = falcon_outputs_file(tx, "resume state", path, &slot) != FALCON_OK;
+        for (int j = 0; j < st->ss[i].ncurve && st->shard_n <= 1 && !rc; j++) {
+            curve_name(&st->ss[i], &st->ss[i].c[j], name, sizeof name);
+            snprintf(path, sizeof path, "%s/%s.dat", dir, name);
+            rc = falcon_outputs_file(tx, "curve", path, &slot) != FALCON_OK;
+        }
+        if (rc) fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
+        falcon_outputs_abort(tx); /* only a check: each stream's files are written when it ends */
+    }
+    return rc ? -1 : 0;
+}
+
 int stab_open(int argc, char **argv, int quiet, study_stab **out)
 {
     *out = NULL;
@@ -1483,6 +1515,10 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     st->P = P, st->shard_k = (int)shard_k, st->shard_n = (int)shard_n, st->threads = (int)threads, st->quiet = quiet;
     build_streams(&st->P, st->ss);
     for (int i = 0; i < P.nstream; i++) st->total += stab_mine(st, i);
+    if (check_stream_paths(st)) { /* before the streams run */
+        stab_close(st);
+        return 2;
+    }
     falcon_outputs_clean_on_signals();
     if (!quiet) {
         for (int b = 0; b < gate_backend_count; b++) {
@@ -1512,7 +1548,10 @@ static int finish(const params *P, const stream *ss, int nomem, double secs)
     int failed = nomem;
     for (int i = 0; i < P->nstream; i++) failed |= ss[i].failed;
     print_summary(P, ss, P->nstream);
-    int io = write_json(P, ss, P->nstream, secs) | write_dat(P, ss, P->nstream);
+    /* A stream that could not be run or saved (no memory, a write that
+     * failed: its message is above) leaves the earlier report set as it
+     * was: the set changes only with every stream's results. */
+    int io = nomem ? -1 : write_json(P, ss, P->nstream, secs) | write_dat(P, ss, P->nstream);
     io |= study_reports_end(!io);
     if (io) printf("\n%s: %d streams in %.1f s; the reports were not written (%s keeps the earlier ones)\n",
                    failed ? "FAILED" : "done", P->nstream, secs, P->out);
