@@ -108,8 +108,10 @@ static int read_array(const char *casename, const char *path, const char *label,
 {
     falcon_npy_reader *r;
     falcon_array info;
-    if (falcon_npy_open(path, &r, &info))
-        return cli_error("%s: %s: %s", casename, label, falcon_last_error());
+    if (falcon_npy_open(path, &r, &info)) { /* the reader's messages name the file already, most of them */
+        const char *why = falcon_last_error();
+        return strstr(why, path) ? cli_error("%s: %s", casename, why) : cli_error("%s: %s: %s", casename, label, why);
+    }
     int ok = json_is_array(want) && (size_t)info.ndim == json_array_size(want);
     for (int i = 0; ok && i < info.ndim; i++) ok = info.shape[i] == json_integer_value(json_array_get(want, (size_t)i));
     if (!ok) {
@@ -132,9 +134,18 @@ static int read_array(const char *casename, const char *path, const char *label,
     for (int64_t i = 0; finite && i < info.count; i++)
         if (!isfinite(x[i])) {
             const double bad = x[i];
+            char at[32 * FALCON_NPY_MAX_NDIM] = ""; /* the index in the array's shape: [t, h, i] */
+            int64_t idx[FALCON_NPY_MAX_NDIM], rest = i;
+            for (int d = info.ndim - 1; d >= 0; d--) {
+                idx[d] = info.shape[d] > 0 ? rest % info.shape[d] : 0;
+                rest = info.shape[d] > 0 ? rest / info.shape[d] : 0;
+            }
+            for (int d = 0; info.ndim > 1 && d < info.ndim; d++)
+                snprintf(at + strlen(at), sizeof at - strlen(at), "%s%lld%s", d ? "," : " [", (long long)idx[d],
+                         d + 1 == info.ndim ? "]" : "");
             free(x);
-            return cli_error("%s: %s: element %lld is %g: an implementation's result must be finite "
-                               "(or the case declared skipped)", casename, label, (long long)i, bad);
+            return cli_error("%s: %s: element %lld%s is %g: an implementation's result must be finite "
+                               "(or the case declared skipped)", casename, label, (long long)i, at, bad);
         }
     *out = x;
     *count = info.count;

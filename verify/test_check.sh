@@ -239,8 +239,10 @@ rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "a[..., :-1]"
 expect "wrong shape" 2 "$one: rb/$one/out.npy: shape" "$FALCON" check cs --results rb
 rm -rf rb && cp -r r32 rb && edit "rb/$one/state.npy" "a.reshape(-1)"
 expect "wrong state shape" 2 "rb/$one/state.npy: shape" "$FALCON" check cs --results rb
-rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "np.where(np.arange(a.size).reshape(a.shape) == 0, np.nan, a).astype(a.dtype)"
-expect "NaN in a result" 2 "$one: rb/$one/out.npy: element 0 is nan" "$FALCON" check cs --results rb
+rm -rf rb && cp -r r32 rb && edit "rb/$one/out.npy" "np.where(np.arange(a.size).reshape(a.shape) == 7, np.nan, a).astype(a.dtype)"
+at=$("$PY" -c "import numpy as np, sys; a = np.load(sys.argv[1]); print(','.join(map(str, np.unravel_index(7, a.shape))))" rb/$one/out.npy)
+expect "NaN in a result, named by its index in the array's shape" 2 "$one: rb/$one/out.npy: element 7 [$at] is nan" \
+    "$FALCON" check cs --results rb
 rm -rf rb && cp -r r32 rb && echo '{"skip": {"no-such-case": "x"}}' >rb/manifest.json
 expect "manifest names an unknown case" 2 "no-such-case" "$FALCON" check cs --results rb
 echo '{"skip": {"'"$one"'": ""}}' >rb/manifest.json
