@@ -55,7 +55,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
     *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0};
     *help = 0;
     opt_scan sc;
-    opt_begin(&sc, argc, argv, "falcon check", defs, OPT_POSITIONALS);
+    opt_begin(&sc, argc, argv, "falcon check", defs, OPT_POSITIONALS | OPT_ONCE); /* a second --results must not win in silence */
     int ch, nset = 0;
     while ((ch = opt_next(&sc)) != OPT_END) {
         switch (ch) {

@@ -231,6 +231,7 @@ rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case && cp rb/"$one"/out.npy rb/not-
 expect "extra result (a folder with an out.npy)" 2 "not-a-case" "$FALCON" check cs --results rb
 rm -rf rb && cp -r r32 rb && mkdir rb/not-a-case2 && cp rb/"$one"/state.npy rb/not-a-case2/
 expect "extra result (a folder with a state.npy)" 2 "not-a-case2" "$FALCON" check cs --results rb
+expect "--results given twice" 2 "--results given twice" "$FALCON" check cs --results r32 --results rb
 # Folders beside the cases that hold no result (logs, a git checkout) are not read.
 rm -rf rb && cp -r r32 rb && mkdir -p rb/logs rb/.git/objects && echo log >rb/logs/run.log && echo x >rb/.git/HEAD
 expect "folders beside the cases (logs/, .git/) are not read" 0 "0 failed, 0 skipped: passed" \
