@@ -35,6 +35,7 @@ static const char *const array_files[6] = {"S.npy",      "prev_key.npy", "has_pr
 static void clear_dir(const char *dir)
 {
     for (int i = 0; i < 6; i++) remove_file(dir, array_files[i]);
+    remove_file(dir, "scale.npy"); /* format 2's seventh array, which a save writes */
     remove_file(dir, "falcon-checkpoint.txt");
 }
 
