@@ -134,18 +134,12 @@ static int read_array(const char *casename, const char *path, const char *label,
     for (int64_t i = 0; finite && i < info.count; i++)
         if (!isfinite(x[i])) {
             const double bad = x[i];
-            char at[32 * FALCON_NPY_MAX_NDIM] = ""; /* the index in the array's shape: [t, h, i] */
-            int64_t idx[FALCON_NPY_MAX_NDIM], rest = i;
-            for (int d = info.ndim - 1; d >= 0; d--) {
-                idx[d] = info.shape[d] > 0 ? rest % info.shape[d] : 0;
-                rest = info.shape[d] > 0 ? rest / info.shape[d] : 0;
-            }
-            for (int d = 0; info.ndim > 1 && d < info.ndim; d++)
-                snprintf(at + strlen(at), sizeof at - strlen(at), "%s%lld%s", d ? "," : " [", (long long)idx[d],
-                         d + 1 == info.ndim ? "]" : "");
+            char at[32 * FALCON_NPY_MAX_NDIM]; /* the index in the array's shape too: [t, h, i] */
+            falcon_npy_unravel(i, info.shape, info.ndim, at, sizeof at);
             free(x);
-            return cli_error("%s: %s: element %lld%s is %g: an implementation's result must be finite "
-                               "(or the case declared skipped)", casename, label, (long long)i, at, bad);
+            return cli_error("%s: %s: element %lld%s%s is %g: an implementation's result must be finite "
+                               "(or the case declared skipped)", casename, label, (long long)i,
+                               info.ndim > 1 ? " " : "", info.ndim > 1 ? at : "", bad);
         }
     *out = x;
     *count = info.count;

@@ -57,6 +57,10 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 
+/* npy-read.c: the index in a shape of flat element `flat`, as "[2,1]" (flat
+ * 7 of shape (3, 3)), into buf; returns buf. */
+const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size);
+
 /* npy-write.c: write buffers to a new file and fsync it (inside a transaction's
  * temporary directory); a whole .npy file the same way; Python's repr of a
  * shape (200 bytes hold any). */

@@ -367,7 +367,7 @@ static falcon_status read_data(const npy_file *f, const npy_header *h, void **da
 }
 
 /* "[2,1]" for flat index 7 of shape (3, 3). */
-static const char *unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size)
+const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size)
 {
     int64_t idx[FALCON_NPY_MAX_NDIM];
     for (int i = ndim - 1; i >= 0; i--) {
@@ -511,7 +511,7 @@ falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t
         if (bad >= 0) {
             char at[SHAPE_TEXT];
             s = falcon_fail(FALCON_E_RANGE, "'%s': element %s = %g does not fit in float32", r->path,
-                            unravel(first + done + bad, r->h.shape, r->h.ndim, at, sizeof at), piece[bad]);
+                            falcon_npy_unravel(first + done + bad, r->h.shape, r->h.ndim, at, sizeof at), piece[bad]);
         }
     }
     for (int64_t done = 0; !s && done < count; done += PIECE) {
