@@ -941,11 +941,14 @@ static int parent_lock_order(const void *a, const void *b)
  * the same lock shared). A file output's directory is opened here, not
  * when it is declared, so that a set of a thousand files does not hold a
  * thousand descriptors; one that cannot be opened (no read permission) is
- * written unlocked, as before. */
+ * written unlocked, as before. A failure aborts the transaction. */
 static falcon_status lock_parents(falcon_outputs *tx)
 {
-    if (!(tx->locks = calloc((size_t)tx->nout + 1, sizeof *tx->locks)))
-        return falcon_fail(FALCON_E_NOMEM, "out of memory");
+    if (!(tx->locks = calloc((size_t)tx->nout + 1, sizeof *tx->locks))) {
+        const falcon_status st = falcon_fail(FALCON_E_NOMEM, "out of memory");
+        falcon_outputs_abort(tx);
+        return st;
+    }
     for (int i = 0; i < tx->nout; i++) {
         const out_slot *s = &tx->out[i];
         int fd = s->lockfd;
@@ -985,11 +988,8 @@ falcon_status falcon_outputs_commit(falcon_outputs *tx)
         }
     }
     /* 2. One committer at a time per parent directory (lock_parents). */
-    falcon_status locked = lock_parents(tx);
-    if (locked) {
-        if (locked == FALCON_E_NOMEM) falcon_outputs_abort(tx);
-        return locked;
-    }
+    const falcon_status locked = lock_parents(tx);
+    if (locked) return locked;
     /* 3. The renames, with every signal blocked: files in order, then directories. */
     sigset_t all, old;
     sigfillset(&all);
