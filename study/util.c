@@ -135,16 +135,20 @@ static int in_written(const char *e)
     return 0;
 }
 
-/* Line i of a record split at its first ':' into kind and name (both
- * copied, each cut to its buffer's size); 0 for a line without a kind. */
-static int record_line(const char *line, size_t n, char *k, size_t klen, char *e, size_t elen)
+/* The next line of a record (*p advances past it), split at its first ':'
+ * into kind and name, each copied and cut to its buffer: 1 for a line of a
+ * kind, 0 for one without (or too long), -1 at the end. */
+static int record_next(const char **p, char *k, size_t klen, char *e, size_t elen)
 {
+    if (!*p || !**p) return -1;
+    const char *line = *p, *nl = strchr(line, '\n');
+    const size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    *p = line + n + (nl != NULL);
     const char *colon = memchr(line, ':', n);
-    if (!colon || (size_t)(colon - line) >= klen || n - (size_t)(colon - line) - 1 >= elen) return 0;
-    memcpy(k, line, (size_t)(colon - line));
-    k[colon - line] = '\0';
-    memcpy(e, colon + 1, n - (size_t)(colon - line) - 1);
-    e[n - (size_t)(colon - line) - 1] = '\0';
+    const size_t kn = colon ? (size_t)(colon - line) : 0, en = colon ? n - kn - 1 : 0;
+    if (!colon || kn >= klen || en >= elen) return 0;
+    memcpy(k, line, kn), k[kn] = '\0';
+    memcpy(e, colon + 1, en), e[en] = '\0';
     return 1;
 }
 
@@ -152,12 +156,8 @@ static int record_line(const char *line, size_t n, char *k, size_t klen, char *e
 static int other_kind_has(const char *old, const char *e)
 {
     char k[sizeof kind], name[4096];
-    for (const char *p = old; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        if (record_line(p, n, k, sizeof k, name, sizeof name) && strcmp(k, kind) && !strcmp(name, e)) return 1;
-        p = nl ? nl + 1 : p + n;
-    }
+    for (int r; (r = record_next(&old, k, sizeof k, name, sizeof name)) >= 0;)
+        if (r && strcmp(k, kind) && !strcmp(name, e)) return 1;
     return 0;
 }
 
@@ -166,13 +166,8 @@ static int other_kind_has(const char *old, const char *e)
 static void write_record(FILE *f, const char *old)
 {
     char k[sizeof kind], e[4096];
-    for (const char *p = old; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        if (record_line(p, n, k, sizeof k, e, sizeof e) && strcmp(k, kind) && recorded_name_ok(e) && !in_written(e))
-            fprintf(f, "%s:%s\n", k, e);
-        p = nl ? nl + 1 : p + n;
-    }
+    for (int r; (r = record_next(&old, k, sizeof k, e, sizeof e)) >= 0;)
+        if (r && strcmp(k, kind) && recorded_name_ok(e) && !in_written(e)) fprintf(f, "%s:%s\n", k, e);
     for (const char *p = written; p && *p;) {
         const char *nl = strchr(p, '\n');
         fprintf(f, "%s:%.*s\n", kind, (int)(nl - p), p);
@@ -185,16 +180,12 @@ static void write_record(FILE *f, const char *old)
 static void drop_stale(const char *old)
 {
     char path[8300], k[sizeof kind], e[4096];
-    for (const char *p = old; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        struct stat st;
-        if (record_line(p, n, k, sizeof k, e, sizeof e) && !strcmp(k, kind) && recorded_name_ok(e) &&
-            !in_written(e) && !other_kind_has(old, e)) {
-            snprintf(path, sizeof path, "%s/%s", root, e);
-            if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
-        }
-        p = nl ? nl + 1 : p + n;
+    struct stat st;
+    const char *p = old;
+    for (int r; (r = record_next(&p, k, sizeof k, e, sizeof e)) >= 0;) {
+        if (!r || strcmp(k, kind) || !recorded_name_ok(e) || in_written(e) || other_kind_has(old, e)) continue;
+        snprintf(path, sizeof path, "%s/%s", root, e);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
     }
 }
 
