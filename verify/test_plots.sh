@@ -30,6 +30,12 @@ chmod +x bin/gnuplot
 printf '# a b\n' > d/compare.dat
 plot() { (cd "$ROOT" && MODE=$1 PATH="$WORK/bin:$PATH" FALCON=/nonexistent sh plots/plot-all.sh "$WORK/d" /nonexistent) \
          > "$1.out" 2>&1; }
+# only_left NAME PATTERN: d holds nothing but the names grep -v PATTERN drops.
+only_left() {
+    local left
+    left=$(ls -A d | grep -v "$2" || true)
+    [ -z "$left" ] && ok "$1" || bad "$1" "left: $left"
+}
 
 for mode in fail killed empty svgfail; do
     echo "old png" > d/bench-compare.png
@@ -38,14 +44,13 @@ for mode in fail killed empty svgfail; do
     if [ $rc -ne 0 ] && [ "$(cat d/bench-compare.png)" = "old png" ] && [ "$(cat d/bench-compare.svg)" = "old svg" ]; then
         ok "gnuplot $mode: the earlier pictures stay (status $rc)"
     else bad "gnuplot $mode" "status $rc, png '$(cat d/bench-compare.png)', svg '$(cat d/bench-compare.svg)'"; fi
-    left=$(ls -A d | grep -v '^compare.dat$\|^bench-compare.png$\|^bench-compare.svg$' || true)
-    [ -z "$left" ] && ok "gnuplot $mode: nothing else left in the folder" || bad "gnuplot $mode" "left: $left"
+    only_left "gnuplot $mode: nothing else left in the folder" '^compare.dat$\|^bench-compare.png$\|^bench-compare.svg$'
 done
 rc=0; plot good || rc=$?
 if [ $rc -eq 0 ] && [ "$(cat d/bench-compare.png)" = "new png" ] && [ "$(cat d/bench-compare.svg)" = "new svg" ]; then
     ok "gnuplot good: both formats replaced"
 else bad "gnuplot good" "status $rc, png '$(cat d/bench-compare.png)'; $(tail -3 good.out)"; fi
-[ -z "$(ls -A d | grep plot-all || true)" ] && ok "good run: no temporary left" || bad "good run" "$(ls -A d)"
+only_left "good run: no temporary left" '^compare.dat$\|^bench-compare.png$\|^bench-compare.svg$'
 
 # A symlink or a folder where a picture goes is refused, never replaced
 # or written through; the link, its target and the folder stay as they were.
@@ -66,7 +71,7 @@ for kind in file-link dir-link dir; do
          [ -L d/bench-compare.png ]; } && grep -q refused good.out; then
         ok "picture path a $kind: refused (status $rc), nothing changed"
     else bad "picture path a $kind" "status $rc; $(ls -l d elsewhere | tr '\n' ' '); $(tail -2 good.out)"; fi
-    [ -z "$(ls -A d | grep plot-all || true)" ] && ok "picture path a $kind: no temporary left" || bad "$kind" "$(ls -A d)"
+    only_left "picture path a $kind: no temporary left" '^compare.dat$\|^bench-compare.png$\|^bench-compare.svg$'
 done
 rm -rf d/bench-compare.png
 
@@ -83,21 +88,23 @@ SH
 chmod +x bin/falcon
 echo '{}' > d/bench.json
 echo '{}' > other.json
-compare_run() { (cd "$ROOT" && exec env MODE=good PAUSE=$1 PATH="$WORK/bin:$PATH" FALCON="$WORK/bin/falcon" \
-                 COMPARE="$WORK/other.json" sh plots/plot-all.sh "$WORK/d" /nonexistent) > compare.out 2>&1; }
+# compare_plot PAUSE: plot-all.sh with the stand-in falcon, exec'd, so that
+# in a subshell run in the background $! is the script's own process.
+compare_plot() {
+    cd "$ROOT" && exec env MODE=good PAUSE="$1" PATH="$WORK/bin:$PATH" FALCON="$WORK/bin/falcon" \
+        COMPARE="$WORK/other.json" sh plots/plot-all.sh "$WORK/d" /nonexistent
+}
+compare_run() { (compare_plot "$1") > compare.out 2>&1; }
 echo "old dat" > d/compare.dat
 echo "old txt" > d/compare.txt
-# (not through compare_run: $! must be the script's own process)
-(cd "$ROOT" && exec env MODE=good PAUSE=2 PATH="$WORK/bin:$PATH" FALCON="$WORK/bin/falcon" COMPARE="$WORK/other.json" \
-     sh plots/plot-all.sh "$WORK/d" /nonexistent) > compare.out 2>&1 & pid=$!
+(compare_plot 2) > compare.out 2>&1 & pid=$!
 sleep 0.5
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 if [ $rc -ne 0 ] && [ "$(cat d/compare.dat)" = "old dat" ] && [ "$(cat d/compare.txt)" = "old txt" ]; then
     ok "compare signalled: the earlier table and summary stay (status $rc)"
 else bad "compare signalled" "status $rc, dat '$(cat d/compare.dat)', txt '$(cat d/compare.txt)'"; fi
-left=$(ls -A d | grep -v '^compare.dat$\|^compare.txt$\|^bench' || true)
-[ -z "$left" ] && ok "compare signalled: no temporary left" || bad "compare signalled" "left: $left"
+only_left "compare signalled: no temporary left" '^compare.dat$\|^compare.txt$\|^bench'
 rc=0; compare_run 0 || rc=$?
 if [ "$(cat d/compare.dat)" = "new dat" ] && [ "$(cat d/compare.txt)" = "new txt" ]; then
     ok "compare: table and summary replaced"
