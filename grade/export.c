@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "grade.h"
 #include "gate.h"
+#include "design.h"
 #include "../src/internal.h"
 
 typedef struct export_opts {
@@ -56,52 +57,7 @@ static void usage(FILE *f)
             "  --decay      none, mild, random, strong, extreme, reset-slow or mix\n");
 }
 
-/* ---- the case list ---- */
-
-typedef struct export_case {
-    gate_case c;
-    int carried; /* starts from a carried state, not a fresh one */
-} export_case;
-
-/* The gate's table, each variant and alignment once more from a carried
- * state, and in the full profile long cases under every decay regime. */
-static int build_cases(int profile, export_case **out)
-{
-    gate_case *table;
-    const int ntable = gate_cases(profile, &table);
-    if (ntable < 0) return -1;
-    const int nlong = profile ? 6 * GATE_DECAY_COUNT : 0;
-    export_case *e = calloc((size_t)(ntable + 12 + nlong), sizeof *e);
-    if (!e) {
-        free(table);
-        return -1;
-    }
-    int n = 0;
-    for (int i = 0; i < ntable; i++) e[n++].c = table[i];
-    uint64_t seed = 90001;
-    for (int v = FALCON_1; v <= FALCON_3A; v++)
-        for (int a = 0; a < 2; a++) {
-            const int W = falcon_variant_has_window((falcon_variant)v);
-            e[n].c = (gate_case){(falcon_variant)v, (falcon_align)a, FALCON_PHI_IDENTITY, GATE_DECAY_RANDOM,
-                                 1, 29, 2, 6, 5, W ? 3 : 1, 8, 1e-6, 1.0, seed++};
-            e[n++].carried = 1;
-        }
-    /* Long cases: every regime, but not an inner-product memory without
-     * decay: it only accumulates, so its error grows like sqrt(T) (38 u to
-     * 48 u at T = 10^4 in fp32 for a correct kernel, against 24 u) and no
-     * bound without T judges it; the stability study measures that growth
-     * instead (docs/cases.md). */
-    for (int v = FALCON_1; v <= FALCON_3A && profile; v++)
-        for (int d = 0; d < GATE_DECAY_COUNT; d++) {
-            const int W = falcon_variant_has_window((falcon_variant)v);
-            if (!falcon_variant_is_regression((falcon_variant)v) && d == GATE_DECAY_NONE) continue;
-            e[n++].c = (gate_case){(falcon_variant)v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, (gate_decay)d,
-                                   1, 10000, 1, 4, 4, W ? 3 : 1, 64, 1e-6, 1.0, seed++};
-        }
-    free(table);
-    *out = e;
-    return n;
-}
+/* ---- the case list: grade/design.c ---- */
 
 /* What a case is there to catch, from its properties. */
 static void describe_stress(const export_case *e, char *buf, size_t size)
@@ -125,7 +81,14 @@ static void describe_stress(const export_case *e, char *buf, size_t size)
     ADD(c->B * c->H > 1, "a [B][T][H][D] batch of several heads");
     ADD(c->phi != FALCON_PHI_IDENTITY, "a feature map on keys and queries");
     ADD(c->n != c->m, "n != m (the memory is not square)");
-    ADD(c->T >= 10000, "a long sequence");
+    ADD(c->T > 1000, "a long sequence (past step 1000)");
+    ADD(c->T >= 2 * c->chunk, "several chunk boundaries (64, 128, ...)");
+    ADD(c->B > 1, "several batch rows: each has its own inputs and state");
+    ADD(e->beta_edges, "beta exactly 0 (no write, but the step's key is still the next previous key) and 2");
+    ADD(e->subnormal, "subnormal keys and queries, which l2norm scales to unit length");
+    ADD(e->memory_log2, "a large carried memory that the regression steps project away");
+    ADD(c->phi == FALCON_PHI_ELU1 && !e->carried && c->align == FALCON_ALIGN_PREFIX,
+        "a fresh prefix state: step 1 has no example (elu1 of a zero key would be 1)");
 #undef ADD
 }
 
@@ -168,11 +131,13 @@ static int round_inputs(gate_data *d, const gate_case *c, grade_unit u)
 /* A state from a few warm-up steps of the same generator (the mpfr backend,
  * rounded to the inputs' format): the memory, previous key and window
  * history an implementation must load before the case's first step. */
-static falcon_status carried_state(const gate_case *c, grade_unit u, falcon_state **out)
+static falcon_status carried_state(const export_case *e, grade_unit u, falcon_state **out)
 {
+    const gate_case *c = &e->c;
     gate_case w = *c;
     w.T = 7;
     w.seed = c->seed + 77777;
+    w.decay = GATE_DECAY_RANDOM; /* the case's own regime may not fit the inputs' format in fp64 (extreme) */
     gate_data d;
     if (gate_data_make(&w, FALCON_FP64, &d)) return FALCON_E_NOMEM;
     falcon_status s = u == GRADE_FP64 ? FALCON_OK : round_inputs(&d, &w, u) ? FALCON_E_RANGE : FALCON_OK;
@@ -185,7 +150,7 @@ static falcon_status carried_state(const gate_case *c, grade_unit u, falcon_stat
         s = falcon_run(&cfg, &d.in64, *out, S + size + 1);
         const double *now = falcon_state_get_view(*out).S;
         for (int64_t i = 0; !s && i < size; i++)
-            if (grade_round(now[i], u, &S[i])) s = FALCON_E_RANGE;
+            if (grade_round(ldexp(now[i], e->memory_log2), u, &S[i])) s = FALCON_E_RANGE;
         if (!s) s = falcon_state_set_memory(*out, S);
         if (s) {
             falcon_state_free(*out);
@@ -195,6 +160,41 @@ static falcon_status carried_state(const gate_case *c, grade_unit u, falcon_stat
     free(S);
     gate_data_free(&d);
     return s;
+}
+
+/* Set element i of the generated inputs to x, rounded to the data's
+ * precision (fp32 data keeps the float and its exact double). */
+static void set_input(gate_data *d, int64_t i, double x)
+{
+    if (d->prec == FALCON_FP64) {
+        ((double *)d->buf)[i] = ((double *)d->buf64)[i] = x;
+    } else {
+        const float f = (float)x;
+        ((float *)d->buf)[i] = f;
+        ((double *)d->buf64)[i] = (double)f;
+    }
+}
+
+/* What the generator does not draw (design.h): betas of exactly 1, or 0
+ * at every fifth step and 2 two steps later; keys and queries of every
+ * fourth step scaled into the subnormal range of the precision. The
+ * buffers hold q, k, gains (rows n each), v (rows m), beta, alpha. */
+static void edit_inputs(const export_case *e, gate_data *d)
+{
+    const gate_case *c = &e->c;
+    const int64_t rows = c->B * c->T * c->H, n = c->n, beta0 = 3 * rows * n + rows * c->m;
+    const double *x = d->buf64;
+    const int tiny = d->prec == FALCON_FP64 ? -1060 : -140;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t t = (r / c->H) % c->T;
+        if (e->unit_beta) set_input(d, beta0 + r, 1.0);
+        if (e->beta_edges && t % 5 == 1) set_input(d, beta0 + r, 0.0);
+        if (e->beta_edges && t % 5 == 3) set_input(d, beta0 + r, 2.0);
+        for (int64_t i = 0; e->subnormal && t % 4 == 2 && i < n; i++) {
+            set_input(d, r * n + i, ldexp(x[r * n + i], tiny));               /* q */
+            set_input(d, rows * n + r * n + i, ldexp(x[rows * n + r * n + i], tiny)); /* k */
+        }
+    }
 }
 
 /* Inputs, initial state and reference of one case; 1 if the case cannot be
@@ -208,13 +208,25 @@ static int case_data_make(const export_case *e, grade_unit u, case_data *k)
     if (u != GRADE_FP64 && u != GRADE_FP32 &&
         (round_inputs(&k->d, &e->c, u) || grade_round(k->eps, u, &k->eps) || k->eps <= 0))
         return 1;
-    falcon_status s = e->carried ? carried_state(&e->c, u, &k->init)
+    edit_inputs(e, &k->d);
+    falcon_status s = e->carried ? carried_state(e, u, &k->init)
                                  : falcon_state_create(e->c.B * e->c.H, e->c.n, e->c.m, e->c.window, &k->init);
     if (s == FALCON_E_RANGE) return 1;
     if (s) return -1;
     gate_case c = e->c;
     c.eps = k->eps; /* already in the inputs' format */
     return gate_reference_from(&c, &k->d, k->init, &k->ref) ? -1 : 0;
+}
+
+/* A case whose reference outputs and final memory are all zero cannot
+ * fail a result that is zero too: the design has none (design.c). */
+static int reference_is_zero(const gate_result *r)
+{
+    for (int64_t i = 0; i < r->out_count; i++)
+        if (r->out[i] != 0) return 0;
+    for (int64_t i = 0; i < r->state_count; i++)
+        if (r->S[i] != 0) return 0;
+    return 1;
 }
 
 /* ---- the value scale of a form's copy ----
@@ -553,8 +565,7 @@ static int keep(const export_case *e, const export_opts *o)
 {
     const gate_case *c = &e->c;
     return (o->variant < 0 || (int)c->variant == o->variant) && (o->align < 0 || (int)c->align == o->align) &&
-           (o->phi < 0 || (int)c->phi == o->phi) && (o->decay < 0 || (int)c->decay == o->decay) &&
-           (o->layout != GRADE_LAYOUT_GGML || c->n == c->m);
+           (o->phi < 0 || (int)c->phi == o->phi) && (o->decay < 0 || (int)c->decay == o->decay);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -597,7 +608,7 @@ int falcon_grade_export_main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     export_case *cases;
-    const int ncase = build_cases(o.profile, &cases);
+    const int ncase = grade_design_cases(o.profile, &cases);
     if (ncase < 0) return cli_error("out of memory");
     int old_mode;
     if ((rc = check_target(o.dir, &old_mode))) {
@@ -624,9 +635,13 @@ int falcon_grade_export_main(int argc, char **argv)
             break;
         }
         if (!keep(&cases[i], &o)) continue;
+        if (o.layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
         case_data k;
         const int made = case_data_make(&cases[i], o.precision, &k);
         if (made < 0) rc = cli_error("cases export: case %d: %s", i + 1, falcon_last_error());
+        if (!made && reference_is_zero(&k.ref))
+            rc = cli_error("cases export: case %d: the reference is all zeros, so a result of zeros would pass "
+                           "(a defect of the case list)", i + 1);
         skipped += made > 0;
         const int64_t n = cases[i].c.n;
         double scale = o.layout == GRADE_LAYOUT_FALCON ? 1.0
