@@ -192,13 +192,18 @@ for config, forms in by.items():
 EOF
 then ok "each form's copy: values, memory and reference times 2^form; keys and queries the same"
 else bad "value scale" "see above"; fi
-twin=$(ls r32 | grep -- '-falcon1-prefix-identity-random-recurrent$' | head -1)
+twin=$(ls r32 | grep -- '-falcon1-prefix-.*-recurrent$' | head -1)
 if [ -n "$twin" ]; then
     chunk_twin=${twin%-recurrent}-chunk
     cp -r r32 rcopy
     cp "r32/$twin/out.npy" "r32/$twin/state.npy" "rcopy/$chunk_twin/"
     expect "a recurrent result filed as the chunk form's fails" 1 "FAIL $chunk_twin" "$FALCON" check cs --results rcopy
-else bad "value scale" "no falcon1-prefix-identity-random recurrent case"; fi
+else bad "value scale" "no falcon1 prefix recurrent case"; fi
+
+# ---- coverage: every feature a wrong kernel could hide behind is in the quick set, in every layout ----
+"$FALCON" cases export cs-ggml --layout ggml --quiet
+if "$PY" "$HERE/tools/coverage.py" cs cs-ggml --require >cov.txt 2>&1; then ok "$(cat cov.txt)"
+else bad "coverage" "$(cat cov.txt)"; fi
 
 # ---- the state is optional; float16 results are read ----
 rm rbad/"$victim"/state.npy
