@@ -38,6 +38,40 @@ int opt_given(const opt_scan *s, int id)
     return 0;
 }
 
+/* Optimal-string-alignment distance between a[0..la) and b[0..lb): edits,
+ * and swaps of two neighbours, each 1. Names are short (< 32). */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    enum { MAX = 32 };
+    size_t d[MAX + 1][MAX + 1];
+    if (la > MAX || lb > MAX) return MAX;
+    for (size_t i = 0; i <= la; i++) d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* The option a mistyped name most likely meant: the closest within two
+ * edits (one for names of up to four letters), or NULL. */
+static const char *closest_option(const opt_def *defs, const char *name, size_t len)
+{
+    const char *best = NULL;
+    size_t best_d = len <= 4 ? 2 : 3;
+    for (int k = 0; defs[k].name; k++) {
+        const size_t d = edit_distance(name, len, defs[k].name, strlen(defs[k].name));
+        if (d < best_d) best = defs[k].name, best_d = d;
+    }
+    return best;
+}
+
 int opt_next(opt_scan *s)
 {
     s->opt = NULL, s->value = NULL;
@@ -58,7 +92,9 @@ int opt_next(opt_scan *s)
             k++;
     const opt_def *d = arg[1] == '-' ? &s->defs[k] : NULL;
     if (!d || !d->name) {
-        cli_error("unknown option '%.*s' (see %s --help)", (int)len, arg, s->cmd);
+        const char *guess = arg[1] == '-' ? closest_option(s->defs, arg + 2, len - 2) : NULL;
+        if (guess) cli_error("unknown option '%.*s': did you mean --%s? (see %s --help)", (int)len, arg, guess, s->cmd);
+        else cli_error("unknown option '%.*s' (see %s --help)", (int)len, arg, s->cmd);
         return OPT_ERROR;
     }
     if ((s->flags & OPT_ONCE) && k < 64 && (s->seen >> k & 1)) {

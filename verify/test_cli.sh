@@ -208,6 +208,9 @@ rc=0; "$FALCON" "${ARGS[@]}" >/dev/null 2>stderr.txt || rc=$?
 if [ $rc -eq 0 ]; then ok "cuda backend (available here)"; rm -f out.npy
 else expect_fail "unavailable backend" "backend cuda is not available" "${ARGS[@]}"; fi
 run_args --frobnicate 1;  expect_fail "unknown option" "unknown option '--frobnicate'" "${ARGS[@]}"
+run_args --frobnicate 1;  expect_fail "no guess for a name far from every option" "'--frobnicate' (see" "${ARGS[@]}"
+run_args --alhpa 0.5;     expect_fail "a typo names the closest option" "unknown option '--alhpa': did you mean --alpha?" "${ARGS[@]}"
+run_args --chunck 8;      expect_fail "... one letter more" "did you mean --chunk?" "${ARGS[@]}"
 run_args --eps;           expect_fail "missing value" "--eps needs a value" "${ARGS[@]}"
 run_args --q q.npy;       expect_fail "repeated option" "--q given twice" "${ARGS[@]}"
 expect_fail "missing --q" "missing required option --q" run --variant falcon1 --form recurrent \
