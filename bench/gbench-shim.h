@@ -60,7 +60,8 @@ int fb_setup(int *argc, char **argv);
 /* bench/output.c: --out=FILE, taken out of argv before Google Benchmark
  * sees it (replaced by its --benchmark_out flags on a temporary; argv may
  * become a new array); fb_out_end commits the file when a case ran. Both
- * return 0 or the exit status. */
+ * return 0 or the exit status. A lone --version prints the version and
+ * exits. */
 int fb_out_begin(int *argc, char ***argv);
 int fb_out_end(size_t ran);
 void fb_usage(void);

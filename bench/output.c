@@ -20,6 +20,10 @@ static char **args; /* the argv handed on, until fb_out_end */
 
 int fb_out_begin(int *argc, char ***argv)
 {
+    if (*argc == 2 && !strcmp((*argv)[1], "--version")) { /* before Google Benchmark takes the flags */
+        printf("falcon-bench %s\n", falcon_version());
+        exit(0);
+    }
     const char *path = NULL;
     int out = 1;
     for (int i = 1; i < *argc; i++) {

@@ -112,6 +112,9 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("falcon-scaling %s\n", falcon_version());
+            return 0;
         } else if (!strcmp(a, "--form")) {
             e = (x = falcon_form_parse(v ? v : "")) < 0;
             o.cfg.form = (falcon_form)x;

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("falcon %s\n", FALCON_VERSION);
+        printf("falcon %s\n", falcon_version());
         return 0;
     }
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);

@@ -26,6 +26,10 @@ extern "C" {
 #endif
 
 #define FALCON_VERSION "0.1.0"
+/* The version of the library linked at run time (FALCON_VERSION is the
+ * header's): a program built against one header and run with another
+ * libfalcon.so can tell. */
+const char *falcon_version(void);
 
 typedef enum falcon_status {
     FALCON_OK = 0,

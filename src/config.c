@@ -56,6 +56,8 @@ static int parse(const char *const *names, int count, const char *s)
     return -1;
 }
 
+const char *falcon_version(void) { return FALCON_VERSION; }
+
 const char *falcon_variant_name(falcon_variant v) { return name_of(variant_names, COUNT(variant_names), (int)v); }
 const char *falcon_align_name(falcon_align a) { return name_of(align_names, COUNT(align_names), (int)a); }
 const char *falcon_phi_name(falcon_phi p) { return name_of(phi_names, COUNT(phi_names), (int)p); }

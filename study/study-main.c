@@ -8,6 +8,7 @@
  * dependencies. */
 #include <stdio.h>
 #include <string.h>
+#include "falcon.h"
 #include "stability.h"
 
 static void usage(FILE *f)
@@ -23,6 +24,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        printf("falcon-study %s\n", falcon_version());
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "stability")) return falcon_stability_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "merge")) return falcon_stability_merge_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "bench-dat")) return falcon_benchdat_main(argc - 1, argv + 1);

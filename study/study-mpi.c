@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "falcon.h"
 #include "stability.h"
 
 enum { TAG_ASK = 1, TAG_WORK = 2, TAG_STOP = 3, TAG_RESULT = 4 };
@@ -108,6 +109,11 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        if (rank == 0) printf("falcon-study-mpi %s\n", falcon_version());
+        MPI_Finalize();
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "stability")) {
         if (rank == 0)
             fprintf(argc > 1 && strcmp(argv[1], "--help") ? stderr : stdout,

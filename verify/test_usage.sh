@@ -56,6 +56,16 @@ else
     bad "bench-dat --help" "$(cat study.txt)"
 fi
 
+# ---- every tool says its version: the header's, read at run time from the library ----
+ROOT=$(cd "$HERE/.." && pwd)
+want=$(sed -n 's/^#define FALCON_VERSION "\(.*\)"/\1/p' "$ROOT/include/falcon.h")
+BIN=$(dirname "$FALCON")
+for tool in falcon falcon-study falcon-scaling falcon-bench falcon-study-mpi; do
+    [ -x "$BIN/$tool" ] || continue
+    got=$("$BIN/$tool" --version 2>&1) || true
+    if [ "$got" = "$tool $want" ]; then ok "$tool --version -> $got"; else bad "$tool --version" "'$got', expected '$tool $want'"; fi
+done
+
 # ---- the README's package list is the Makefile's ----
 ROOT=$(cd "$HERE/.." && pwd)
 mk_pkgs=$(awk '/^DEB_PACKAGES :=/ { on = 1; sub(/^DEB_PACKAGES :=/, "") } on { line = $0; sub(/\\$/, "", line); printf "%s ", line; if ($0 !~ /\\$/) exit }' \
