@@ -186,7 +186,8 @@ class WindowEpsEach(Falcon):
         return beta / (self.eps * self.dt(len(X)) + np.sum(X * Z, dtype=self.dt))
 
 
-@twin("a-regression-residual", "an inner-product variant (1A/2A/3A)", "the A variants write the regression residual y - Sbar x",
+@twin("a-regression-residual", "an inner-product variant (1A/2A/3A)",
+      "the A variants write the regression residual y - Sbar x",
       lambda c: not regression(c) and steps(c))
 class ARegressionResidual(Falcon):
     def __init__(self, case, dt):
@@ -229,7 +230,8 @@ class PrefixZeroKey(Falcon):
         return S, self.phi(np.zeros(self.case.n)) if prev is None else prev, hist
 
 
-@twin("has-prev-ignored", "prefix alignment from a state without a previous key (under elu1, a history, or a stored key)",
+@twin("has-prev-ignored",
+      "prefix alignment from a state without a previous key (under elu1, a history, or a stored key)",
       "the stored prev_key is used even when has_prev is false",
       lambda c: fresh_prefix(c) and (zero_key_visible(c) or bool(np.any(c.state_in["prev_key"]
                                                                             [~c.state_in["has_prev"]] != 0))))
@@ -311,7 +313,8 @@ class L2normAllHeads(Falcon):
         return joint(c.q), joint(c.k)
 
 
-@twin("phi-not-on-queries", "a feature map (phi != identity)", "phi applied to the keys only; the read uses the raw query",
+@twin("phi-not-on-queries", "a feature map (phi != identity)",
+      "phi applied to the keys only; the read uses the raw query",
       any_phi)
 class PhiNotOnQueries(Falcon):
     def features(self, c):
@@ -325,7 +328,8 @@ def raw_keys(f, st, b, h, prev, hist):
     return prev, [(st["hist_k"][head, i].astype(f.dt), y) for i, (_, y) in enumerate(hist)]
 
 
-@twin("phi-not-on-keys", "a feature map (phi != identity)", "phi applied to the queries only; keys written raw", any_phi)
+@twin("phi-not-on-keys", "a feature map (phi != identity)", "phi applied to the queries only; keys written raw",
+      any_phi)
 class PhiNotOnKeys(Falcon):
     def features(self, c):
         return self.phi(c.q), c.k.astype(self.dt)
@@ -413,7 +417,8 @@ class ResidualBeforeDecay(Falcon):
         return S + (self.eta(hd.beta[t], X, Z) * R).T @ Z
 
 
-@twin("decay-skip-chunk-start", "decay at a chunk start with a non-zero memory (t = 1 of a carried state, t = 65, 129, ...)",
+@twin("decay-skip-chunk-start",
+      "decay at a chunk start with a non-zero memory (t = 1 of a carried state, t = 65, 129, ...)",
       "no decay at the first step of every 64-step chunk",
       lambda c: decayed(c) and (memory(c) or c.T > 64))
 class DecaySkipChunkStart(Falcon):
