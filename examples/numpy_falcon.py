@@ -131,6 +131,8 @@ class Falcon:
     def learn(self, S, hd, t):
         X, Y = self.examples(hd)
         Z = self.directions(X, hd, t)
+        if not np.any(Z):  # the write eta * (...) z^T is exactly 0; eta = beta / eps may not fit the dtype
+            return S
         return self.write(S, X, Y, Z, self.eta(hd.beta[t], X, Z))
 
     def keep(self, S, hd, t):
@@ -245,9 +247,12 @@ def half_unfit(case):
     big = max(float(np.max(np.abs(a))) if a is not None and a.size else 0.0 for a in arrays)
     if big > HALF_MAX / 4:  # the margin: a step forms sums of a few such values
         return "a value of %.3g: half's largest finite number is 65504" % big
-    k = case.k.astype(np.float64)
-    if case.T and float(np.min(np.sum(k * k, axis=-1))) < 1e3 * case.eps:
-        return ("small keys (x.x within 1000 eps): eps = %.3g is subnormal in half (4 bits), "
+    x = Falcon(case, np.float64).phi(case.k)  # the features, and the write directions z = g * x
+    z = x if case.variant not in GAINS or case.gain is None else case.gain.astype(np.float64) * x
+    xz = np.sum(x * z, axis=-1)
+    xz = xz[xz > 0]  # a zero direction writes nothing (Falcon.learn)
+    if case.T and xz.size and float(np.min(xz)) < 1e3 * case.eps:
+        return ("small keys (x.z within 1000 eps): eps = %.3g is subnormal in half (4 bits), "
                 "so the normaliser's floor cannot be represented" % case.eps)
     return None
 

@@ -13,7 +13,7 @@
 typedef struct export_case {
     gate_case c;
     int carried;     /* starts from a carried state, not a fresh one */
-    int beta_edges;  /* some steps have beta exactly 0, some exactly 2 */
+    int beta_edges;  /* some steps have beta exactly 0, some exactly 2, some keys and queries exact zeros */
     int subnormal;   /* some steps' keys and queries are subnormal (l2norm makes them count) */
     int memory_log2; /* the carried memory is scaled by 2^memory_log2 (0: as warmed up) */
     int unit_beta;   /* every beta is exactly 1 */

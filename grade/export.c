@@ -84,7 +84,8 @@ static void describe_stress(const export_case *e, char *buf, size_t size)
     ADD(c->T > 1000, "a long sequence (past step 1000)");
     ADD(c->T >= 2 * c->chunk, "several chunk boundaries (64, 128, ...)");
     ADD(c->B > 1, "several batch rows: each has its own inputs and state");
-    ADD(e->beta_edges, "beta exactly 0 (no write, but the step's key is still the next previous key) and 2");
+    ADD(e->beta_edges, "beta exactly 0 (no write, but the step's key is still the next previous key) and 2; "
+                       "key and query entries exactly 0");
     ADD(e->subnormal, "subnormal keys and queries, which l2norm scales to unit length");
     ADD(e->memory_log2, "a large carried memory that the regression steps project away");
     ADD(c->phi == FALCON_PHI_ELU1 && !e->carried && c->align == FALCON_ALIGN_PREFIX,
@@ -176,20 +177,29 @@ static void set_input(gate_data *d, int64_t i, double x)
 }
 
 /* What the generator does not draw (design.h): betas of exactly 1, or 0
- * at every fifth step and 2 two steps later; keys and queries of every
- * fourth step scaled into the subnormal range of the precision. The
+ * at every fifth step and 2 two steps later, with every other entry of the
+ * keys and queries exactly 0 at the step between (where the feature maps
+ * meet their branch point); keys and queries of every fourth step scaled
+ * into the subnormal range of the precision. The
  * buffers hold q, k, gains (rows n each), v (rows m), beta, alpha. */
-static void edit_inputs(const export_case *e, gate_data *d)
+static void edit_inputs(const export_case *e, grade_unit u, gate_data *d)
 {
     const gate_case *c = &e->c;
     const int64_t rows = c->B * c->T * c->H, n = c->n, beta0 = 3 * rows * n + rows * c->m;
     const double *x = d->buf64;
-    const int tiny = d->prec == FALCON_FP64 ? -1060 : -140;
+    /* Below the smallest normal number of the inputs' format, above its
+     * smallest subnormal for most values: fp64 2^-1022, fp32 and bf16
+     * 2^-126 (bf16's subnormals reach 2^-133), fp16 2^-14 (2^-24). */
+    const int tiny = u == GRADE_FP64 ? -1030 : u == GRADE_FP16 ? -16 : -130;
     for (int64_t r = 0; r < rows; r++) {
         const int64_t t = (r / c->H) % c->T;
         if (e->unit_beta) set_input(d, beta0 + r, 1.0);
         if (e->beta_edges && t % 5 == 1) set_input(d, beta0 + r, 0.0);
         if (e->beta_edges && t % 5 == 3) set_input(d, beta0 + r, 2.0);
+        for (int64_t i = 0; e->beta_edges && t % 5 == 2 && i < n; i += 2) { /* phi at exactly 0 */
+            set_input(d, r * n + i, 0.0);
+            set_input(d, rows * n + r * n + i, 0.0);
+        }
         for (int64_t i = 0; e->subnormal && t % 4 == 2 && i < n; i++) {
             set_input(d, r * n + i, ldexp(x[r * n + i], tiny));               /* q */
             set_input(d, rows * n + r * n + i, ldexp(x[rows * n + r * n + i], tiny)); /* k */
@@ -205,10 +215,10 @@ static int case_data_make(const export_case *e, grade_unit u, case_data *k)
     const falcon_precision prec = u == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
     if (gate_data_make(&e->c, prec, &k->d)) return -1;
     k->eps = gate_eps(&e->c, prec);
+    edit_inputs(e, u, &k->d);
     if (u != GRADE_FP64 && u != GRADE_FP32 &&
         (round_inputs(&k->d, &e->c, u) || grade_round(k->eps, u, &k->eps) || k->eps <= 0))
         return 1;
-    edit_inputs(e, &k->d);
     falcon_status s = e->carried ? carried_state(e, u, &k->init)
                                  : falcon_state_create(e->c.B * e->c.H, e->c.n, e->c.m, e->c.window, &k->init);
     if (s == FALCON_E_RANGE) return 1;

@@ -72,6 +72,8 @@ def features(d, c):
         if np.any(beta == 2):
             f.add("beta = 2")
         k = _load(d, c["inputs"]["k"]).astype(np.float64)
+        if np.any(k == 0):
+            f.add("exact zeros in keys")
         tiny = np.finfo(np.float64 if c["precision"] == "fp64" else np.float32).tiny
         if np.any((k != 0) & (np.abs(k) < tiny)):
             f.add("subnormal keys")
@@ -101,7 +103,7 @@ def required(layout):
             "T = 0 from a carried state", "T = 1", "T < C", "C < T < 2C", "T >= 2C", "T > 1000",
             "T a multiple of C", "B > 1", "H > 1", "carried memory", "carried memory differing per batch row",
             "carried previous key", "carried window history", "prefix first step without an example",
-            "large carried memory", "beta = 0", "beta = 2", "subnormal keys", "small keys (x.x near eps)",
+            "large carried memory", "beta = 0", "beta = 2", "exact zeros in keys", "subnormal keys", "small keys (x.x near eps)",
             "window longer than T"]
     if layout != "ggml":
         req.append("n != m")
