@@ -146,6 +146,11 @@ static int read_array(const char *casename, const char *path, const char *label,
     return 0;
 }
 
+/* The index's names and dirs as hash sets (JSON objects: name -> row). */
+typedef struct case_sets {
+    json_t *names, *dirs;
+} case_sets;
+
 static int is_dir(const char *path)
 {
     struct stat st;
@@ -159,10 +164,10 @@ static int exists(const char *path)
 }
 
 /* The first folder in `dir` (one holding `marker`, when given) whose name
- * no case of the list has as its `key`: 1 and its name in `name`; 0 when
- * every one is listed; -1 when dir cannot be read. */
-static int unlisted_folder(const char *dir, const char *marker, json_t *cases, const char *key, char *name,
-                           size_t len)
+ * is not a key of `listed` (a set of the cases' names or dirs, made by
+ * check_case_list): 1 and its name in `name`; 0 when every one is listed;
+ * -1 when dir cannot be read. One look-up per folder. */
+static int unlisted_folder(const char *dir, const char *marker, json_t *listed, char *name, size_t len)
 {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -172,9 +177,7 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *cases, c
         snprintf(path, sizeof path, "%s/%s%s%s", dir, e->d_name, marker ? "/" : "", marker ? marker : "");
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !(marker ? exists(path) : is_dir(path)))
             continue;
-        found = 1;
-        for (size_t i = 0; i < json_array_size(cases) && found; i++)
-            found = strcmp(get_str(json_array_get(cases, i), key), e->d_name) != 0;
+        found = json_object_get(listed, e->d_name) == NULL;
         if (found) snprintf(name, len, "%s", e->d_name);
     }
     closedir(d);
@@ -184,11 +187,11 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *cases, c
 /* Every directory in RDIR that holds a result's file (out.npy or
  * state.npy) must be a case of the set: a misspelt case is an extra
  * result. Other folders beside the cases (logs/, .git/) are not read. */
-static int no_extra_results(const check_opts *o, json_t *cases)
+static int no_extra_results(const check_opts *o, const case_sets *sets)
 {
     char name[256];
-    int r = unlisted_folder(o->results, "out.npy", cases, "name", name, sizeof name);
-    if (r == 0) r = unlisted_folder(o->results, "state.npy", cases, "name", name, sizeof name);
+    int r = unlisted_folder(o->results, "out.npy", sets->names, name, sizeof name);
+    if (r == 0) r = unlisted_folder(o->results, "state.npy", sets->names, name, sizeof name);
     if (r < 0) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
     return r ? cli_error("%s: '%s/%s': a result for a case that is not in '%s' (extra result)", name, o->results, name,
                          o->cases)
@@ -198,10 +201,10 @@ static int no_extra_results(const check_opts *o, json_t *cases)
 /* Every case folder in the set (a folder with a case.json) must be listed:
  * a case taken out of the index, rather than declared skipped in the
  * manifest, would go unjudged without a word. */
-static int no_unlisted_cases(const check_opts *o, json_t *cases)
+static int no_unlisted_cases(const check_opts *o, const case_sets *sets)
 {
     char name[256];
-    const int r = unlisted_folder(o->cases, "case.json", cases, "dir", name, sizeof name);
+    const int r = unlisted_folder(o->cases, "case.json", sets->dirs, name, sizeof name);
     if (r < 0) return cli_error("check: '%s': cannot open it as a directory", o->cases);
     return r ? cli_error("check: '%s/index.json' does not list the case folder '%s': a set is judged whole "
                          "(declare a case skipped in RDIR/manifest.json instead)", o->cases, name)
@@ -211,8 +214,9 @@ static int no_unlisted_cases(const check_opts *o, json_t *cases)
 /* The index's list of cases: at least one, each with a plain name and dir,
  * no name or dir twice (a case listed twice would count twice), as many as
  * its "count" says. A gate that judged nothing, or the same case again,
- * must not report a pass. */
-static int check_case_list(const char *path, json_t *index, json_t *cases)
+ * must not report a pass. Fills `sets` (name -> row, dir -> row: one
+ * hashed look-up each, so that a long list is checked in linear time). */
+static int check_case_list(const char *path, json_t *index, json_t *cases, case_sets *sets)
 {
     const size_t n = json_array_size(cases);
     if (n == 0) return cli_error("check: '%s': the set lists no cases: there is nothing to judge", path);
@@ -226,12 +230,14 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
         if (!falcon_plain_name(name) || !falcon_plain_name(dir))
             return cli_error("check: '%s': case %zu: \"name\" and \"dir\" must each be one folder name "
                              "(no '/', not '.' or '..'): '%s', '%s'", path, i, name, dir);
-        for (size_t j = 0; j < i; j++) {
-            json_t *other = json_array_get(cases, j);
-            if (!strcmp(get_str(other, "name"), name) || !strcmp(get_str(other, "dir"), dir))
-                return cli_error("check: '%s': cases %zu and %zu share a name or dir ('%s'): each case is "
-                                 "listed once", path, j, i, name);
-        }
+        json_t *other = json_object_get(sets->names, name);
+        if (!other) other = json_object_get(sets->dirs, dir);
+        if (other)
+            return cli_error("check: '%s': cases %lld and %zu share a name or dir ('%s'): each case is "
+                             "listed once", path, (long long)json_integer_value(other), i, name);
+        if (json_object_set_new(sets->names, name, json_integer((json_int_t)i)) ||
+            json_object_set_new(sets->dirs, dir, json_integer((json_int_t)i)))
+            return cli_error("check: out of memory");
     }
     return 0;
 }
@@ -240,7 +246,7 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
  * their reasons (non-empty strings). A manifest that skips every case is
  * refused: nothing would be judged, and a gate must not pass on nothing.
  * 0, or 2; *manifest is freed by the caller. */
-static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, json_t **skip)
+static int read_manifest(const check_opts *o, const case_sets *sets, json_t **manifest, json_t **skip)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/manifest.json", o->results);
@@ -253,15 +259,12 @@ static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, 
     const char *key;
     json_t *val;
     json_object_foreach(*skip, key, val) {
-        int known = 0;
-        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
-            known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
-        if (!known) return cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
+        if (!json_object_get(sets->names, key)) return cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
         if (!json_is_string(val) || !*json_string_value(val))
             return cli_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
     }
     /* The keys are distinct (duplicates are refused) known cases, whose names are distinct. */
-    if (*skip && json_object_size(*skip) == json_array_size(cases))
+    if (*skip && json_object_size(*skip) == json_object_size(sets->names))
         return cli_error("manifest: '%s': every case of the set is declared skipped: nothing was judged", path);
     return 0;
 }
@@ -480,7 +483,10 @@ int falcon_grade_check_main(int argc, char **argv)
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
     int set_unit;
-    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit))) {
+    case_sets sets = {json_object(), json_object()};
+    if (!sets.names || !sets.dirs) rc = cli_error("check: out of memory");
+    if (rc || (rc = check_case_list(path, index, cases, &sets)) || (rc = set_precision(path, index, &set_unit))) {
+        json_decref(sets.names), json_decref(sets.dirs);
         json_decref(index);
         falcon_outputs_abort(tx);
         return rc;
@@ -489,9 +495,9 @@ int falcon_grade_check_main(int argc, char **argv)
     const double u = grade_unit_roundoff(unit);
 
     json_t *manifest = NULL, *skip = NULL;
-    rc = read_manifest(&o, cases, &manifest, &skip);
-    if (!rc) rc = no_unlisted_cases(&o, cases);
-    if (!rc) rc = no_extra_results(&o, cases);
+    rc = read_manifest(&o, &sets, &manifest, &skip);
+    if (!rc) rc = no_unlisted_cases(&o, &sets);
+    if (!rc) rc = no_extra_results(&o, &sets);
     const size_t ncase = json_array_size(cases);
     check_case *results = calloc(ncase + 1, sizeof *results);
     if (!rc && !results) rc = cli_error("out of memory");
@@ -508,6 +514,7 @@ int falcon_grade_check_main(int argc, char **argv)
     falcon_outputs_abort(tx);
     free(results);
     json_decref(manifest);
+    json_decref(sets.names), json_decref(sets.dirs);
     json_decref(index);
     return rc;
 }
