@@ -81,11 +81,26 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
 
 /* ---- reading ---- */
 
+/* A JSON object from a file; NULL after one error line: the file's own
+ * problem (a directory, unreadable: its strerror) or the parser's, with
+ * the line it points at. */
 static json_t *load_json(const char *path, const char *what)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("%s: '%s' is a directory, not a JSON file", what, path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_error("%s: '%s': cannot read it: %s", what, path, strerror(errno));
+        return NULL;
+    }
     json_error_t e;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
-    if (!j) cli_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
+    fclose(f);
+    if (!j && e.line > 0) cli_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    else if (!j) cli_error("%s: '%s': %s", what, path, e.text);
     else if (!json_is_object(j)) {
         cli_error("%s: '%s': not a JSON object", what, path);
         json_decref(j);
@@ -189,6 +204,9 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *listed, 
  * result. Other folders beside the cases (logs/, .git/) are not read. */
 static int no_extra_results(const check_opts *o, const case_sets *sets)
 {
+    if (falcon_same_file(o->results, o->cases))
+        return cli_error("check: --results '%s' is the case set '%s' itself: an implementation's results go in "
+                         "a folder of their own", o->results, o->cases);
     char name[256];
     int r = unlisted_folder(o->results, "out.npy", sets->names, name, sizeof name);
     if (r == 0) r = unlisted_folder(o->results, "state.npy", sets->names, name, sizeof name);
@@ -343,6 +361,43 @@ static int only_result_files(const char *name, const char *rdir)
     return rc;
 }
 
+/* The folder of a case's results, when it is there but cannot hold them:
+ * not a directory, a symbolic link loop, unreadable, or the case's own
+ * folder in the set (--results aliasing the set). A missing one is left to
+ * the caller (a missing result). 0, or 2. */
+static int result_folder(const char *name, const char *rdir, const char *cdir)
+{
+    struct stat st;
+    if (stat(rdir, &st) != 0) {
+        if (errno == ELOOP)
+            return cli_error("%s: '%s': a symbolic link loop (it leads back to itself): a case's results are a "
+                             "folder", name, rdir);
+        if (errno == ENOENT && lstat(rdir, &st) == 0)
+            return cli_error("%s: '%s': a symbolic link to nothing (what it names does not exist)", name, rdir);
+        return errno == ENOENT ? 0 : cli_error("%s: '%s': cannot read it: %s", name, rdir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return cli_error("%s: '%s': not a directory (a case's results are a folder holding out.npy and, "
+                         "optionally, state.npy)", name, rdir);
+    if (falcon_same_file(rdir, cdir))
+        return cli_error("%s: '%s' is the case's own folder '%s' in the set: results go in a folder of their own",
+                         name, rdir, cdir);
+    if (access(rdir, R_OK | X_OK) != 0)
+        return cli_error("%s: '%s': cannot read it: %s", name, rdir, strerror(errno));
+    return 0;
+}
+
+/* Whether the result `path` is there: 1, 0 when it does not exist, -1
+ * after an error line when it cannot be looked at (its folder unreadable). */
+static int result_there(const char *name, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0) return 1;
+    if (errno == ENOENT) return 0;
+    cli_error("%s: '%s': cannot read it: %s", name, path, strerror(errno));
+    return -1;
+}
+
 /* The errors of a case that is judged: out.npy is required; state.npy is
  * judged when present, and required when the case has no outputs (T = 0:
  * its only result is the final state, and an empty comparison is no
@@ -352,19 +407,23 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
 {
     char path[4600];
     const char *missing = NULL;
+    int rc = result_folder(name, rdir, cdir), there = 0;
+    if (rc) return rc;
     snprintf(path, sizeof path, "%s/out.npy", rdir);
-    if (!exists(path)) missing = "write it, or declare the case skipped in manifest.json";
+    if ((there = result_there(name, path)) < 0) return 2;
+    if (!there) missing = "write it, or declare the case skipped in manifest.json";
     const int no_outputs = shape_count(json_object_get(expected, "out")) == 0;
     if (!missing) {
         snprintf(path, sizeof path, "%s/state.npy", rdir);
-        if (no_outputs && !exists(path))
+        if ((there = result_there(name, path)) < 0) return 2;
+        if (no_outputs && !there)
             missing = "the case has no steps (T = 0), so its result is the final state: write it, or declare "
                       "the case skipped in manifest.json";
     }
     if (missing) return cli_error("%s: '%s': missing result (%s)", name, path, missing);
-    int rc = only_result_files(name, rdir);
+    rc = only_result_files(name, rdir);
     if (!rc) rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u);
-    if (!rc && exists(path))
+    if (!rc && there)
         rc = error_of(name, rdir, "state.npy", cdir, "ref_state.npy", json_object_get(expected, "state"), u,
                       &out->state_u);
     if (rc) return rc;

@@ -350,6 +350,49 @@ cp cs/index.json index.orig
 expect "an index of unknown precision is refused" 2 "\"precision\" 'fp8'" "$FALCON" check cs --results r32
 cp index.orig cs/index.json
 
+# Each way a case's results cannot be read is named for what it is, not
+# as a missing result.
+rm -rf rb && cp -r r32 rb && rm -r "rb/$one" && echo not-a-folder >"rb/$one"
+expect "a case's results that are a file" 2 "$one: 'rb/$one': not a directory" "$FALCON" check cs --results rb
+rm "rb/$one" && ln -s "$one" "rb/$one"
+expect "a case's results that are a symbolic link to itself" 2 "$one: 'rb/$one': a symbolic link loop" \
+    "$FALCON" check cs --results rb
+rm "rb/$one" && ln -s "$PWD/cs/$one" "rb/$one"
+expect "a case's results that are the case's own folder" 2 "$one: 'rb/$one' is the case's own folder" \
+    "$FALCON" check cs --results rb
+expect "--results that is the case set itself" 2 "--results 'cs' is the case set 'cs' itself" \
+    "$FALCON" check cs --results cs
+ln -s cs cs-again
+expect "--results that is the case set through a link" 2 "is the case set 'cs' itself" \
+    "$FALCON" check cs --results cs-again
+rm -rf rb && cp -r r32 rb && mkdir rb/manifest.json
+expect "a manifest.json that is a directory" 2 "'rb/manifest.json' is a directory, not a JSON file" \
+    "$FALCON" check cs --results rb
+grep -q 'line -1' stderr.txt && bad "manifest directory" "$(cat stderr.txt)"
+rmdir rb/manifest.json
+# An unreadable folder or file: permissions do not stop root, so as root
+# these run as nobody (setpriv); without it they are not checked, said so.
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+    if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+        as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+        chmod 755 "$WORK" cs # mkdtemp made them 700
+    else as_user=(none); fi
+fi
+if [ "${as_user[*]}" = none ]; then
+    echo "     unreadable results not checked: running as root without setpriv"
+else
+    chmod 000 "rb/$one"
+    expect "an unreadable result folder" 2 "$one: 'rb/$one': cannot read it: Permission denied" \
+        "${as_user[@]}" "$FALCON" check cs --results rb
+    chmod 755 "rb/$one"
+    echo '{"skip": {}}' >rb/manifest.json && chmod 000 rb/manifest.json
+    expect "an unreadable manifest.json" 2 "'rb/manifest.json': cannot read it: Permission denied" \
+        "${as_user[@]}" "$FALCON" check cs --results rb
+    grep -q 'line -1' stderr.txt && bad "unreadable manifest" "$(cat stderr.txt)"
+    rm -f rb/manifest.json
+fi
+
 # Checking the index is linear: a 40,000-row index reaches its first error
 # in seconds (comparing every pair took minutes).
 mkdir big big-r
