@@ -29,30 +29,46 @@ typedef struct check_opts {
     const char *cases, *results, *json, *junit;
     int unit; /* -1: the set's own precision */
     int verbose;
+    int require_state;  /* --require-state: a judged case without state.npy is bad input */
+    double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
 } check_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
-            "                    [--json FILE] [--junit FILE] [--verbose]\n"
+            "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
+            "                    [--max-skipped FRACTION]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
             "float16, float32 or float64. RDIR/manifest.json may declare cases skipped:\n"
             "{\"skip\": {\"<case>\": \"reason\"}}. Prints the errors in units of roundoff of\n"
             "--precision (default: the precision the set's inputs are exact in) against\n"
-            "each case's thresholds, per case and per variant and form.\n"
-            "Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 bad\n"
-            "input (a missing or extra result, a wrong shape, NaN, every case skipped;\n"
-            "one line names it).\n");
+            "each case's thresholds, per case and per variant and form. A case whose\n"
+            "threshold in that unit allows more than 2^-4 relative error is not judgeable:\n"
+            "neither passed nor failed. --require-state: a missing state.npy is bad input;\n"
+            "--max-skipped F: more than the fraction F (0..1) of the cases skipped fails.\n"
+            "Exit status: 0 every case judged passed (the others skipped or not judgeable),\n"
+            "1 a case failed or too many were skipped, 2 bad input (a missing or extra\n"
+            "result, a wrong shape, NaN, every case skipped, no case judgeable; one line\n"
+            "names it).\n");
+}
+
+/* A number from 0 to 1, the whole text. 0, or -1. */
+static int parse_fraction(const char *s, double *x)
+{
+    char *end;
+    errno = 0;
+    *x = strtod(s, &end);
+    return end != s && !*end && !errno && *x >= 0 && *x <= 1 ? 0 : -1;
 }
 
 static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
-        {"help", 'h', 0}, {NULL, 0, 0}};
-    *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0};
+        {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {NULL, 0, 0}};
+    *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
     opt_scan sc;
     opt_begin(&sc, argc, argv, "falcon check", defs, OPT_POSITIONALS | OPT_ONCE); /* a second --results must not win in silence */
@@ -68,6 +84,11 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
         case 'x': o->junit = sc.value; break;
         case 'v': o->verbose = 1; break;
         case 'h': *help = 1; return 0;
+        case 's': o->require_state = 1; break;
+        case 'k':
+            if (parse_fraction(sc.value, &o->max_skipped))
+                return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
+            break;
         case OPT_POSITIONAL: o->cases = sc.value, nset++; break;
         default: return CLI_FAIL; /* OPT_ERROR: reported */
         }
@@ -81,11 +102,26 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
 
 /* ---- reading ---- */
 
+/* A JSON object from a file; NULL after one error line: the file's own
+ * problem (a directory, unreadable: its strerror) or the parser's, with
+ * the line it points at. */
 static json_t *load_json(const char *path, const char *what)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("%s: '%s' is a directory, not a JSON file", what, path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_error("%s: '%s': cannot read it: %s", what, path, strerror(errno));
+        return NULL;
+    }
     json_error_t e;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
-    if (!j) cli_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
+    fclose(f);
+    if (!j && e.line > 0) cli_error("%s: '%s': %s (line %d)", what, path, e.text, e.line);
+    else if (!j) cli_error("%s: '%s': %s", what, path, e.text);
     else if (!json_is_object(j)) {
         cli_error("%s: '%s': not a JSON object", what, path);
         json_decref(j);
@@ -104,7 +140,7 @@ static const char *get_str(json_t *o, const char *key)
  * `want` (checked from the header, before any data is read). 0, or 2 after
  * one error line naming the case and the file. */
 static int read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
-                      double **out, int64_t *count)
+                      double **out, int64_t *count, falcon_dtype *dtype)
 {
     falcon_npy_reader *r;
     falcon_array info;
@@ -143,8 +179,14 @@ static int read_array(const char *casename, const char *path, const char *label,
         }
     *out = x;
     *count = info.count;
+    *dtype = info.dtype;
     return 0;
 }
+
+/* The index's names and dirs as hash sets (JSON objects: name -> row). */
+typedef struct case_sets {
+    json_t *names, *dirs;
+} case_sets;
 
 static int is_dir(const char *path)
 {
@@ -159,10 +201,10 @@ static int exists(const char *path)
 }
 
 /* The first folder in `dir` (one holding `marker`, when given) whose name
- * no case of the list has as its `key`: 1 and its name in `name`; 0 when
- * every one is listed; -1 when dir cannot be read. */
-static int unlisted_folder(const char *dir, const char *marker, json_t *cases, const char *key, char *name,
-                           size_t len)
+ * is not a key of `listed` (a set of the cases' names or dirs, made by
+ * check_case_list): 1 and its name in `name`; 0 when every one is listed;
+ * -1 when dir cannot be read. One look-up per folder. */
+static int unlisted_folder(const char *dir, const char *marker, json_t *listed, char *name, size_t len)
 {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -172,9 +214,7 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *cases, c
         snprintf(path, sizeof path, "%s/%s%s%s", dir, e->d_name, marker ? "/" : "", marker ? marker : "");
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !(marker ? exists(path) : is_dir(path)))
             continue;
-        found = 1;
-        for (size_t i = 0; i < json_array_size(cases) && found; i++)
-            found = strcmp(get_str(json_array_get(cases, i), key), e->d_name) != 0;
+        found = json_object_get(listed, e->d_name) == NULL;
         if (found) snprintf(name, len, "%s", e->d_name);
     }
     closedir(d);
@@ -184,11 +224,14 @@ static int unlisted_folder(const char *dir, const char *marker, json_t *cases, c
 /* Every directory in RDIR that holds a result's file (out.npy or
  * state.npy) must be a case of the set: a misspelt case is an extra
  * result. Other folders beside the cases (logs/, .git/) are not read. */
-static int no_extra_results(const check_opts *o, json_t *cases)
+static int no_extra_results(const check_opts *o, const case_sets *sets)
 {
+    if (falcon_same_file(o->results, o->cases))
+        return cli_error("check: --results '%s' is the case set '%s' itself: an implementation's results go in "
+                         "a folder of their own", o->results, o->cases);
     char name[256];
-    int r = unlisted_folder(o->results, "out.npy", cases, "name", name, sizeof name);
-    if (r == 0) r = unlisted_folder(o->results, "state.npy", cases, "name", name, sizeof name);
+    int r = unlisted_folder(o->results, "out.npy", sets->names, name, sizeof name);
+    if (r == 0) r = unlisted_folder(o->results, "state.npy", sets->names, name, sizeof name);
     if (r < 0) return cli_error("check: --results '%s': cannot open it as a directory", o->results);
     return r ? cli_error("%s: '%s/%s': a result for a case that is not in '%s' (extra result)", name, o->results, name,
                          o->cases)
@@ -198,10 +241,10 @@ static int no_extra_results(const check_opts *o, json_t *cases)
 /* Every case folder in the set (a folder with a case.json) must be listed:
  * a case taken out of the index, rather than declared skipped in the
  * manifest, would go unjudged without a word. */
-static int no_unlisted_cases(const check_opts *o, json_t *cases)
+static int no_unlisted_cases(const check_opts *o, const case_sets *sets)
 {
     char name[256];
-    const int r = unlisted_folder(o->cases, "case.json", cases, "dir", name, sizeof name);
+    const int r = unlisted_folder(o->cases, "case.json", sets->dirs, name, sizeof name);
     if (r < 0) return cli_error("check: '%s': cannot open it as a directory", o->cases);
     return r ? cli_error("check: '%s/index.json' does not list the case folder '%s': a set is judged whole "
                          "(declare a case skipped in RDIR/manifest.json instead)", o->cases, name)
@@ -211,8 +254,9 @@ static int no_unlisted_cases(const check_opts *o, json_t *cases)
 /* The index's list of cases: at least one, each with a plain name and dir,
  * no name or dir twice (a case listed twice would count twice), as many as
  * its "count" says. A gate that judged nothing, or the same case again,
- * must not report a pass. */
-static int check_case_list(const char *path, json_t *index, json_t *cases)
+ * must not report a pass. Fills `sets` (name -> row, dir -> row: one
+ * hashed look-up each, so that a long list is checked in linear time). */
+static int check_case_list(const char *path, json_t *index, json_t *cases, case_sets *sets)
 {
     const size_t n = json_array_size(cases);
     if (n == 0) return cli_error("check: '%s': the set lists no cases: there is nothing to judge", path);
@@ -226,21 +270,37 @@ static int check_case_list(const char *path, json_t *index, json_t *cases)
         if (!falcon_plain_name(name) || !falcon_plain_name(dir))
             return cli_error("check: '%s': case %zu: \"name\" and \"dir\" must each be one folder name "
                              "(no '/', not '.' or '..'): '%s', '%s'", path, i, name, dir);
-        for (size_t j = 0; j < i; j++) {
-            json_t *other = json_array_get(cases, j);
-            if (!strcmp(get_str(other, "name"), name) || !strcmp(get_str(other, "dir"), dir))
-                return cli_error("check: '%s': cases %zu and %zu share a name or dir ('%s'): each case is "
-                                 "listed once", path, j, i, name);
-        }
+        json_t *other = json_object_get(sets->names, name);
+        if (!other) other = json_object_get(sets->dirs, dir);
+        if (other)
+            return cli_error("check: '%s': cases %lld and %zu share a name or dir ('%s'): each case is "
+                             "listed once", path, (long long)json_integer_value(other), i, name);
+        if (json_object_set_new(sets->names, name, json_integer((json_int_t)i)) ||
+            json_object_set_new(sets->dirs, dir, json_integer((json_int_t)i)))
+            return cli_error("check: out of memory");
     }
     return 0;
+}
+
+/* Nothing but white space (or nothing at all): ASCII's and Unicode's
+ * spaces (no-break, ideographic, zero-width ...), in UTF-8. */
+static int blank(const char *s)
+{
+    static const char *const spaces[] = {
+        " ", "\t", "\n", "\r", "\f", "\v", "\xc2\x85", "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
+        "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u200b", "\u2028", "\u2029",
+        "\u202f", "\u205f", "\u2060", "\u3000", "\ufeff"};
+    for (size_t i = 0; *s && i < sizeof spaces / sizeof spaces[0];)
+        if (!strncmp(s, spaces[i], strlen(spaces[i]))) s += strlen(spaces[i]), i = 0;
+        else i++;
+    return !*s;
 }
 
 /* RDIR/manifest.json, when there is one: *skip maps cases of the set to
  * their reasons (non-empty strings). A manifest that skips every case is
  * refused: nothing would be judged, and a gate must not pass on nothing.
  * 0, or 2; *manifest is freed by the caller. */
-static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, json_t **skip)
+static int read_manifest(const check_opts *o, const case_sets *sets, json_t **manifest, json_t **skip)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/manifest.json", o->results);
@@ -253,15 +313,13 @@ static int read_manifest(const check_opts *o, json_t *cases, json_t **manifest, 
     const char *key;
     json_t *val;
     json_object_foreach(*skip, key, val) {
-        int known = 0;
-        for (size_t i = 0; i < json_array_size(cases) && !known; i++)
-            known = !strcmp(get_str(json_array_get(cases, i), "name"), key);
-        if (!known) return cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
-        if (!json_is_string(val) || !*json_string_value(val))
-            return cli_error("%s: '%s': a skipped case needs its reason (a non-empty string)", key, path);
+        if (!json_object_get(sets->names, key)) return cli_error("%s: '%s': declared skipped, but the set has no such case", key, path);
+        if (!json_is_string(val) || blank(json_string_value(val)))
+            return cli_error("%s: '%s': a skipped case needs its reason (a string that is not empty or only "
+                             "white space)", key, path);
     }
     /* The keys are distinct (duplicates are refused) known cases, whose names are distinct. */
-    if (*skip && json_object_size(*skip) == json_array_size(cases))
+    if (*skip && json_object_size(*skip) == json_object_size(sets->names))
         return cli_error("manifest: '%s': every case of the set is declared skipped: nothing was judged", path);
     return 0;
 }
@@ -301,10 +359,12 @@ static int regular_file(const char *name, const char *path)
 }
 
 /* The error of the result `file` (out.npy or state.npy in rdir) against the
- * reference `ref` (in cdir), in units u; both of shape `want`. A result that
- * is the reference file itself computed nothing and is refused. 0, or 2. */
+ * reference `ref` (in cdir), in units u; both of shape `want`. *identical:
+ * whether the two are equal bit for bit; *dtype: the result's format. A
+ * result that is the reference file itself computed nothing and is refused.
+ * 0, or 2. */
 static int error_of(const char *name, const char *rdir, const char *file, const char *cdir, const char *ref,
-                    json_t *want, double u, double *err)
+                    json_t *want, double u, double *err, int *identical, falcon_dtype *dtype)
 {
     char path[4600], refpath[4600];
     snprintf(path, sizeof path, "%s/%s", rdir, file);
@@ -315,9 +375,11 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     double *x = NULL, *r = NULL;
     int64_t nx = 0, nr = 0;
     int rc = regular_file(name, path) || regular_file(name, refpath) ? 2 : 0;
-    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx);
-    if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr);
+    falcon_dtype ref_dtype;
+    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx, dtype);
+    if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
     if (!rc) *err = gate_relerr(x, r, nx) / u;
+    if (!rc) *identical = nx == nr && !memcmp(x, r, sizeof(double) * (size_t)nx);
     free(x), free(r);
     return rc;
 }
@@ -340,36 +402,89 @@ static int only_result_files(const char *name, const char *rdir)
     return rc;
 }
 
+/* The folder of a case's results, when it is there but cannot hold them:
+ * not a directory, a symbolic link loop, unreadable, or the case's own
+ * folder in the set (--results aliasing the set). A missing one is left to
+ * the caller (a missing result). 0, or 2. */
+static int result_folder(const char *name, const char *rdir, const char *cdir)
+{
+    struct stat st;
+    if (stat(rdir, &st) != 0) {
+        if (errno == ELOOP)
+            return cli_error("%s: '%s': a symbolic link loop (it leads back to itself): a case's results are a "
+                             "folder", name, rdir);
+        if (errno == ENOENT && lstat(rdir, &st) == 0)
+            return cli_error("%s: '%s': a symbolic link to nothing (what it names does not exist)", name, rdir);
+        return errno == ENOENT ? 0 : cli_error("%s: '%s': cannot read it: %s", name, rdir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return cli_error("%s: '%s': not a directory (a case's results are a folder holding out.npy and, "
+                         "optionally, state.npy)", name, rdir);
+    if (falcon_same_file(rdir, cdir))
+        return cli_error("%s: '%s' is the case's own folder '%s' in the set: results go in a folder of their own",
+                         name, rdir, cdir);
+    if (access(rdir, R_OK | X_OK) != 0)
+        return cli_error("%s: '%s': cannot read it: %s", name, rdir, strerror(errno));
+    return 0;
+}
+
+/* Whether the result `path` is there: 1, 0 when it does not exist, -1
+ * after an error line when it cannot be looked at (its folder unreadable). */
+static int result_there(const char *name, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0) return 1;
+    if (errno == ENOENT) return 0;
+    cli_error("%s: '%s': cannot read it: %s", name, path, strerror(errno));
+    return -1;
+}
+
 /* The errors of a case that is judged: out.npy is required; state.npy is
  * judged when present, and required when the case has no outputs (T = 0:
  * its only result is the final state, and an empty comparison is no
- * verdict). 0, or 2. */
+ * verdict) or with --require-state. A case within its thresholds passes
+ * when they allow at most CHECK_MAX_RELERR, and is not judgeable
+ * otherwise; one beyond them fails either way. 0, or 2. */
 static int judge_results(const char *name, const char *rdir, const char *cdir, json_t *expected, double u,
-                         check_case *out)
+                         int require_state, check_case *out)
 {
     char path[4600];
     const char *missing = NULL;
+    int rc = result_folder(name, rdir, cdir), there = 0;
+    if (rc) return rc;
     snprintf(path, sizeof path, "%s/out.npy", rdir);
-    if (!exists(path)) missing = "write it, or declare the case skipped in manifest.json";
+    if ((there = result_there(name, path)) < 0) return 2;
+    if (!there) missing = "write it, or declare the case skipped in manifest.json";
     const int no_outputs = shape_count(json_object_get(expected, "out")) == 0;
     if (!missing) {
         snprintf(path, sizeof path, "%s/state.npy", rdir);
-        if (no_outputs && !exists(path))
+        if ((there = result_there(name, path)) < 0) return 2;
+        if (no_outputs && !there)
             missing = "the case has no steps (T = 0), so its result is the final state: write it, or declare "
                       "the case skipped in manifest.json";
+        else if (require_state && !there)
+            missing = "--require-state: every judged case's final state is judged: write it, or declare the case "
+                      "skipped in manifest.json";
     }
     if (missing) return cli_error("%s: '%s': missing result (%s)", name, path, missing);
-    int rc = only_result_files(name, rdir);
-    if (!rc) rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u);
-    if (!rc && exists(path))
+    rc = only_result_files(name, rdir);
+    int same_out = 0, same_state = 1;
+    falcon_dtype dtype = FALCON_DTYPE_F64, state_dtype;
+    if (!rc)
+        rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u,
+                      &same_out, &dtype);
+    if (!rc && there)
         rc = error_of(name, rdir, "state.npy", cdir, "ref_state.npy", json_object_get(expected, "state"), u,
-                      &out->state_u);
+                      &out->state_u, &same_state, &state_dtype);
     if (rc) return rc;
+    out->identical = same_out && same_state;
+    out->dtype = dtype == FALCON_DTYPE_F16 ? "float16" : dtype == FALCON_DTYPE_F32 ? "float32" : "float64";
     /* Written so that a NaN error (none is expected) fails rather than passes. */
     const double ro = out->out_u / out->thr_out_u;
     const double rs = isnan(out->state_u) ? 0 : out->state_u / out->thr_state_u;
     out->ratio = ro > rs || isnan(ro) ? ro : rs;
-    out->status = ro <= 1 && rs <= 1 ? CHECK_PASS : CHECK_FAIL;
+    const int judgeable = out->thr_out_u * u <= CHECK_MAX_RELERR && out->thr_state_u * u <= CHECK_MAX_RELERR;
+    out->status = !(ro <= 1 && rs <= 1) ? CHECK_FAIL : judgeable ? CHECK_PASS : CHECK_UNJUDGEABLE;
     return 0;
 }
 
@@ -377,9 +492,9 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
 {
     const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
     memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    snprintf(out->variant, sizeof out->variant, "%s", get_str(row, "variant"));
-    snprintf(out->form, sizeof out->form, "%s", get_str(row, "form"));
+    check_copy_text(out->name, sizeof out->name, name);
+    check_copy_text(out->variant, sizeof out->variant, get_str(row, "variant"));
+    check_copy_text(out->form, sizeof out->form, get_str(row, "form"));
     if (!falcon_plain_name(name) || !falcon_plain_name(dirname)) /* check_case_list refused it already */
         return cli_error("check: '%s/index.json': a case without a valid name or dir", o->cases);
     char cdir[4400], path[4600], rdir[4400];
@@ -399,8 +514,8 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
                              path, same[i], get_str(row, same[i]), get_str(c, same[i]));
         }
     }
-    snprintf(out->align, sizeof out->align, "%s", get_str(c, "align"));
-    snprintf(out->decay, sizeof out->decay, "%s", get_str(c, "decay"));
+    check_copy_text(out->align, sizeof out->align, get_str(c, "align"));
+    check_copy_text(out->decay, sizeof out->decay, get_str(c, "decay"));
     json_t *thr = json_object_get(c, "thresholds"), *expected = json_object_get(c, "expected");
     out->thr_out_u = json_number_value(json_object_get(thr, "out_u"));
     out->thr_state_u = json_number_value(json_object_get(thr, "state_u"));
@@ -412,14 +527,25 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
                        "remove one of the two", name, rdir);
     } else if (why) {
         out->status = CHECK_SKIP;
-        snprintf(out->reason, sizeof out->reason, "%s", why);
+        out->reason = why; /* the manifest outlives the report */
     } else if (!(out->thr_out_u > 0) || !(out->thr_state_u > 0) || !json_is_object(expected)) {
         rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
-        rc = judge_results(name, rdir, cdir, expected, u, out);
+        rc = judge_results(name, rdir, cdir, expected, u, o->require_state, out);
     }
     json_decref(c);
     return rc;
+}
+
+/* A verdict needs a case judged: a run where every case read is not
+ * judgeable in the unit (the rest skipped) passed nothing. 0, or 2. */
+static int something_judged(const check_report *r)
+{
+    const check_tally t = check_count(r);
+    if (t.judged) return 0;
+    return cli_error("check: no case is judgeable in %s units: %d of %d cases have a threshold above 2^-4 "
+                     "relative error there (%d skipped): nothing was judged; judge in a smaller unit "
+                     "(--precision fp32)", r->unit, t.unjudgeable, r->count, t.skip);
 }
 
 /* Text into a report's temporary (the transaction commits it). */
@@ -480,7 +606,10 @@ int falcon_grade_check_main(int argc, char **argv)
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
     int set_unit;
-    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit))) {
+    case_sets sets = {json_object(), json_object()};
+    if (!sets.names || !sets.dirs) rc = cli_error("check: out of memory");
+    if (rc || (rc = check_case_list(path, index, cases, &sets)) || (rc = set_precision(path, index, &set_unit))) {
+        json_decref(sets.names), json_decref(sets.dirs);
         json_decref(index);
         falcon_outputs_abort(tx);
         return rc;
@@ -489,15 +618,16 @@ int falcon_grade_check_main(int argc, char **argv)
     const double u = grade_unit_roundoff(unit);
 
     json_t *manifest = NULL, *skip = NULL;
-    rc = read_manifest(&o, cases, &manifest, &skip);
-    if (!rc) rc = no_unlisted_cases(&o, cases);
-    if (!rc) rc = no_extra_results(&o, cases);
+    rc = read_manifest(&o, &sets, &manifest, &skip);
+    if (!rc) rc = no_unlisted_cases(&o, &sets);
+    if (!rc) rc = no_extra_results(&o, &sets);
     const size_t ncase = json_array_size(cases);
     check_case *results = calloc(ncase + 1, sizeof *results);
     if (!rc && !results) rc = cli_error("out of memory");
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
+    check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase, o.max_skipped};
+    if (!rc) rc = something_judged(&rep);
     if (!rc) {
-        check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
         check_print(stdout, &rep, o.verbose);
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
@@ -508,6 +638,7 @@ int falcon_grade_check_main(int argc, char **argv)
     falcon_outputs_abort(tx);
     free(results);
     json_decref(manifest);
+    json_decref(sets.names), json_decref(sets.dirs);
     json_decref(index);
     return rc;
 }

@@ -7,19 +7,67 @@
 #include "grade.h"
 #include "report.h"
 
-int check_failed(const check_report *r)
+/* ---- text from the outside: UTF-8 ---- */
+
+/* The length of the well-formed UTF-8 character at s (1 to 4 bytes: no
+ * overlong form, no surrogate, at most U+10FFFF, as jansson requires), or 0
+ * when s does not start one. */
+static int utf8_char(const unsigned char *s)
 {
-    for (int i = 0; i < r->count; i++)
-        if (r->cases[i].status == CHECK_FAIL) return 1;
-    return 0;
+    if (s[0] < 0x80) return 1;
+    const int len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    if (!len || s[0] > 0xf4) return 0;
+    unsigned cp = s[0] & (0x7f >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
 }
 
-/* One row of the table: a variant and form, in the order the set lists them. */
+void check_copy_text(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    for (int k; src && src[n] && (k = utf8_char((const unsigned char *)src + n)) && n + (size_t)k < size;) n += (size_t)k;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
+}
+
+/* s as a JSON string: a byte that is not part of a well-formed character
+ * becomes U+FFFD, so that no key is ever lost to json_string's refusal. */
+static json_t *json_text(const char *s)
+{
+    if (!s) return json_null();
+    json_t *j = json_string(s);
+    if (j) return j;
+    const size_t len = strlen(s);
+    char *b = malloc(3 * len + 1);
+    if (!b) return json_null();
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        const int k = utf8_char((const unsigned char *)s + i);
+        if (k) memcpy(b + n, s + i, (size_t)k), n += (size_t)k, i += (size_t)k;
+        else memcpy(b + n, "\xef\xbf\xbd", 3), n += 3, i++;
+    }
+    j = json_stringn(b, n);
+    free(b);
+    return j ? j : json_null();
+}
+
+/* ---- counts ---- */
+
+/* One row of the table: a variant and form, in the order the set lists them.
+ * read: cases not skipped (their results were read); no_state: of those, the
+ * ones without a state.npy; identical: the ones equal to the reference. */
 typedef struct group {
     const char *variant, *form;
-    int cases, failed, skipped;
+    int cases, failed, skipped, unjudgeable, read, no_state, identical;
     double out_u, state_u, ratio;
 } group;
+
+static int group_identical(const group *g) { return g->read > 0 && g->identical == g->read; }
 
 static int groups_of(const check_report *r, group *g)
 {
@@ -28,19 +76,74 @@ static int groups_of(const check_report *r, group *g)
         const check_case *c = &r->cases[i];
         int k = 0;
         while (k < n && (strcmp(g[k].variant, c->variant) || strcmp(g[k].form, c->form))) k++;
-        if (k == n) g[n++] = (group){c->variant, c->form, 0, 0, 0, 0, 0, 0};
+        if (k == n) g[n++] = (group){.variant = c->variant, .form = c->form};
         g[k].cases++;
         if (c->status == CHECK_SKIP) {
             g[k].skipped++;
             continue;
         }
+        g[k].read++;
         g[k].failed += c->status == CHECK_FAIL;
+        g[k].unjudgeable += c->status == CHECK_UNJUDGEABLE;
+        g[k].no_state += isnan(c->state_u);
+        g[k].identical += c->identical;
         if (c->out_u > g[k].out_u) g[k].out_u = c->out_u;
         if (c->state_u > g[k].state_u) g[k].state_u = c->state_u; /* NaN compares false */
         if (c->ratio > g[k].ratio) g[k].ratio = c->ratio;
     }
     return n;
 }
+
+check_tally check_count(const check_report *r)
+{
+    check_tally t = {0};
+    for (int i = 0; i < r->count; i++) {
+        const check_case *c = &r->cases[i];
+        t.pass += c->status == CHECK_PASS, t.fail += c->status == CHECK_FAIL, t.skip += c->status == CHECK_SKIP;
+        t.unjudgeable += c->status == CHECK_UNJUDGEABLE;
+        t.no_state += c->status != CHECK_SKIP && isnan(c->state_u);
+    }
+    t.judged = t.pass + t.fail;
+    t.too_many_skips = r->max_skipped >= 0 && t.skip > r->max_skipped * r->count;
+    group *g = calloc((size_t)r->count + 1, sizeof *g);
+    const int ng = g ? groups_of(r, g) : 0;
+    for (int k = 0; k < ng; k++) t.identical_groups += group_identical(&g[k]);
+    free(g);
+    return t;
+}
+
+int check_failed(const check_report *r)
+{
+    const check_tally t = check_count(r);
+    return t.fail || t.too_many_skips;
+}
+
+/* ---- words shared by the reports ---- */
+
+/* Why a case is not judgeable: its threshold in the unit, as a relative error. */
+static void unjudgeable_why(char *b, size_t n, const check_case *c, const check_report *r)
+{
+    const double thr = c->thr_out_u > c->thr_state_u ? c->thr_out_u : c->thr_state_u;
+    snprintf(b, n, "not judgeable in %s: its threshold %.3g u is a relative error of %.3g, above 2^-4 "
+             "(judge it in a smaller unit)", r->unit, thr, thr * r->u);
+}
+
+/* A failing result stored in a coarser format than the unit it is judged
+ * in: the likely cause, named ("" otherwise). */
+static const char *dtype_hint(const check_case *c, const check_report *r)
+{
+    if (c->status != CHECK_FAIL || !c->dtype) return "";
+    if (!strcmp(c->dtype, "float16") && r->u < ldexp(1, -11))
+        return " (the result is float16: judge it with --precision fp16)";
+    if (!strcmp(c->dtype, "float32") && r->u < ldexp(1, -24))
+        return " (the result is float32: judge it with --precision fp32)";
+    return "";
+}
+
+#define IDENTICAL_WHY "identical to the reference bit for bit: a copy of the reference, or an fp64 kernel " \
+                      "matching MPFR exactly"
+
+/* ---- the table ---- */
 
 /* Text from the results (a skip reason) on one line of the table: control
  * bytes escaped, so that a reason cannot add lines that read as results. */
@@ -53,7 +156,7 @@ static void put_one_line(FILE *f, const char *s)
     }
 }
 
-static void print_case(FILE *f, const check_case *c)
+static void print_case(FILE *f, const check_case *c, const check_report *r)
 {
     if (c->status == CHECK_SKIP) {
         fprintf(f, "skip %s: ", c->name);
@@ -61,91 +164,151 @@ static void print_case(FILE *f, const check_case *c)
         fputc('\n', f);
         return;
     }
-    fprintf(f, "%s %s: out %.3g u (threshold %.3g)", c->status == CHECK_PASS ? "pass" : "FAIL", c->name, c->out_u,
-            c->thr_out_u);
-    if (isnan(c->state_u)) fprintf(f, ", S not given\n");
-    else fprintf(f, ", S %.3g u (threshold %.3g)\n", c->state_u, c->thr_state_u);
+    static const char *const word[] = {"pass", "FAIL", "skip", "not judgeable"};
+    fprintf(f, "%s %s: out %.3g u (threshold %.3g)", word[c->status], c->name, c->out_u, c->thr_out_u);
+    if (isnan(c->state_u)) fprintf(f, ", S not given");
+    else fprintf(f, ", S %.3g u (threshold %.3g)", c->state_u, c->thr_state_u);
+    if (c->status == CHECK_UNJUDGEABLE) {
+        char why[256];
+        unjudgeable_why(why, sizeof why, c, r);
+        fprintf(f, ": %s", why);
+    }
+    fprintf(f, "%s\n", dtype_hint(c, r));
+}
+
+static void print_group(FILE *f, const group *x)
+{
+    fprintf(f, "%-9s %-10s %6d %7d %11d ", x->variant, x->form, x->cases, x->skipped, x->unjudgeable);
+    if (x->read == 0) {
+        fprintf(f, "%12s %12s %10s  %s\n", "-", "-", "-", "skipped");
+        return;
+    }
+    fprintf(f, "%12.3g ", x->out_u);
+    if (x->no_state == x->read) fprintf(f, "%12s ", "not given");
+    else fprintf(f, "%12.3g ", x->state_u);
+    fprintf(f, "%10.3f  %s\n", x->ratio,
+            x->failed ? "FAIL" : x->unjudgeable == x->read ? "not judgeable" : "pass");
+}
+
+/* The lines that qualify the verdict, before the summary line. */
+static void print_notes(FILE *f, const check_report *r, const check_tally *t, const group *g, int ng)
+{
+    if (t->unjudgeable)
+        fprintf(f, "not judgeable in %s: %d case%s whose threshold allows more than 2^-4 relative error "
+                "(too loose to tell a wrong result from a right one): neither passed nor failed; judge them in a "
+                "smaller unit\n",
+                r->unit, t->unjudgeable, t->unjudgeable == 1 ? "" : "s");
+    if (t->no_state)
+        fprintf(f, "state not given: %d case%s judged on their outputs alone, without state.npy "
+                "(--require-state makes that an error)\n", t->no_state, t->no_state == 1 ? "" : "s");
+    for (int k = 0; k < ng; k++)
+        if (group_identical(&g[k]))
+            fprintf(f, "warning: %s %s: every result is " IDENTICAL_WHY "\n", g[k].variant, g[k].form);
+    if (t->too_many_skips)
+        fprintf(f, "FAIL: %d of %d cases skipped (%.1f%%), more than --max-skipped %g allows\n", t->skip, r->count,
+                100.0 * t->skip / r->count, r->max_skipped);
 }
 
 void check_print(FILE *f, const check_report *r, int verbose)
 {
-    int pass = 0, fail = 0, skip = 0;
-    for (int i = 0; i < r->count; i++) {
-        const check_case *c = &r->cases[i];
-        pass += c->status == CHECK_PASS, fail += c->status == CHECK_FAIL, skip += c->status == CHECK_SKIP;
-        if (verbose || c->status == CHECK_FAIL) print_case(f, c);
-    }
+    for (int i = 0; i < r->count; i++)
+        if (verbose || r->cases[i].status == CHECK_FAIL) print_case(f, &r->cases[i], r);
+    const check_tally t = check_count(r);
     group *g = calloc((size_t)r->count + 1, sizeof *g);
     const int ng = g ? groups_of(r, g) : 0;
-    fprintf(f, "\n%-9s %-10s %6s %7s %12s %12s %10s  %s\n", "variant", "form", "cases", "skipped", "max out (u)",
-            "max S (u)", "max/thr", "result");
-    for (int k = 0; k < ng; k++) {
-        const group *x = &g[k];
-        const int judged = x->cases - x->skipped;
-        if (judged == 0)
-            fprintf(f, "%-9s %-10s %6d %7d %12s %12s %10s  %s\n", x->variant, x->form, x->cases, x->skipped, "-", "-",
-                    "-", "skipped");
-        else
-            fprintf(f, "%-9s %-10s %6d %7d %12.3g %12.3g %10.3f  %s\n", x->variant, x->form, x->cases, x->skipped,
-                    x->out_u, x->state_u, x->ratio, x->failed ? "FAIL" : "pass");
-    }
+    fprintf(f, "\n%-9s %-10s %6s %7s %11s %12s %12s %10s  %s\n", "variant", "form", "cases", "skipped",
+            "unjudgeable", "max out (u)", "max S (u)", "max/thr", "result");
+    for (int k = 0; k < ng; k++) print_group(f, &g[k]);
+    fputc('\n', f);
+    print_notes(f, r, &t, g, ng);
     free(g);
-    fprintf(f, "\ncheck (%s units, u = %.3g): %d cases: %d passed, %d failed, %d skipped: %s\n", r->unit, r->u,
-            r->count, pass, fail, skip, fail ? "FAILED" : "passed");
+    fprintf(f, "check (%s units, u = %.3g): %d cases, judged %d of %d", r->unit, r->u, r->count, t.judged, r->count);
+    if (t.unjudgeable && t.no_state)
+        fprintf(f, " (%d not judgeable, %d without state.npy)", t.unjudgeable, t.no_state);
+    else if (t.unjudgeable) fprintf(f, " (%d not judgeable)", t.unjudgeable);
+    else if (t.no_state) fprintf(f, " (%d without state.npy)", t.no_state);
+    fprintf(f, ": %d passed, %d failed, %d skipped: %s\n", t.pass, t.fail, t.skip,
+            t.fail || t.too_many_skips ? "FAILED" : "passed");
 }
+
+/* ---- JSON ---- */
 
 static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
+static json_t *case_json(const check_case *c, const check_report *r)
+{
+    static const char *const status[] = {"pass", "fail", "skip", "unjudgeable"};
+    json_t *j = json_object();
+    json_object_set_new(j, "name", json_text(c->name));
+    json_object_set_new(j, "variant", json_text(c->variant));
+    json_object_set_new(j, "form", json_text(c->form));
+    json_object_set_new(j, "align", json_text(c->align));
+    json_object_set_new(j, "decay", json_text(c->decay));
+    json_object_set_new(j, "status", json_string(status[c->status]));
+    if (c->status == CHECK_SKIP) json_object_set_new(j, "reason", json_text(c->reason));
+    if (c->status == CHECK_UNJUDGEABLE) {
+        char why[256];
+        unjudgeable_why(why, sizeof why, c, r);
+        json_object_set_new(j, "reason", json_text(why));
+    }
+    const int read = c->status != CHECK_SKIP;
+    json_object_set_new(j, "out_u", read ? number_or_null(c->out_u) : json_null());
+    json_object_set_new(j, "state_u", read ? number_or_null(c->state_u) : json_null());
+    json_object_set_new(j, "state_given", json_boolean(read && !isnan(c->state_u)));
+    json_object_set_new(j, "thr_out_u", json_real(c->thr_out_u));
+    json_object_set_new(j, "thr_state_u", json_real(c->thr_state_u));
+    json_object_set_new(j, "ratio", read ? number_or_null(c->ratio) : json_null());
+    json_object_set_new(j, "identical", json_boolean(read && c->identical));
+    json_object_set_new(j, "dtype", read && c->dtype ? json_string(c->dtype) : json_null());
+    return j;
+}
+
+/* A group's maxima are null where nothing was read (every case skipped), or
+ * no state was given. */
+static json_t *group_json(const group *g)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "variant", json_text(g->variant));
+    json_object_set_new(j, "form", json_text(g->form));
+    json_object_set_new(j, "cases", json_integer(g->cases));
+    json_object_set_new(j, "failed", json_integer(g->failed));
+    json_object_set_new(j, "skipped", json_integer(g->skipped));
+    json_object_set_new(j, "unjudgeable", json_integer(g->unjudgeable));
+    json_object_set_new(j, "state_not_given", json_integer(g->no_state));
+    json_object_set_new(j, "max_out_u", g->read ? json_real(g->out_u) : json_null());
+    json_object_set_new(j, "max_state_u", g->read > g->no_state ? json_real(g->state_u) : json_null());
+    json_object_set_new(j, "worst_ratio", g->read ? json_real(g->ratio) : json_null());
+    json_object_set_new(j, "identical", json_boolean(group_identical(g)));
+    return j;
+}
+
 char *check_json_text(const check_report *r)
 {
-    static const char *const status[] = {"pass", "fail", "skip"};
     json_t *root = json_object(), *cases = json_array(), *groups = json_array();
-    int pass = 0, fail = 0, skip = 0;
-    for (int i = 0; i < r->count; i++) {
-        const check_case *c = &r->cases[i];
-        pass += c->status == CHECK_PASS, fail += c->status == CHECK_FAIL, skip += c->status == CHECK_SKIP;
-        json_t *j = json_object();
-        json_object_set_new(j, "name", json_string(c->name));
-        json_object_set_new(j, "variant", json_string(c->variant));
-        json_object_set_new(j, "form", json_string(c->form));
-        json_object_set_new(j, "align", json_string(c->align));
-        json_object_set_new(j, "decay", json_string(c->decay));
-        json_object_set_new(j, "status", json_string(status[c->status]));
-        if (c->status == CHECK_SKIP) json_object_set_new(j, "reason", json_string(c->reason));
-        const int judged = c->status != CHECK_SKIP;
-        json_object_set_new(j, "out_u", judged ? number_or_null(c->out_u) : json_null());
-        json_object_set_new(j, "state_u", judged ? number_or_null(c->state_u) : json_null());
-        json_object_set_new(j, "thr_out_u", json_real(c->thr_out_u));
-        json_object_set_new(j, "thr_state_u", json_real(c->thr_state_u));
-        json_object_set_new(j, "ratio", judged ? number_or_null(c->ratio) : json_null());
-        json_array_append_new(cases, j);
-    }
+    for (int i = 0; i < r->count; i++) json_array_append_new(cases, case_json(&r->cases[i], r));
     group *g = calloc((size_t)r->count + 1, sizeof *g);
     const int ng = g ? groups_of(r, g) : 0;
-    for (int k = 0; k < ng; k++) {
-        json_t *j = json_object();
-        json_object_set_new(j, "variant", json_string(g[k].variant));
-        json_object_set_new(j, "form", json_string(g[k].form));
-        json_object_set_new(j, "cases", json_integer(g[k].cases));
-        json_object_set_new(j, "failed", json_integer(g[k].failed));
-        json_object_set_new(j, "skipped", json_integer(g[k].skipped));
-        json_object_set_new(j, "max_out_u", json_real(g[k].out_u));
-        json_object_set_new(j, "max_state_u", json_real(g[k].state_u));
-        json_object_set_new(j, "worst_ratio", json_real(g[k].ratio));
-        json_array_append_new(groups, j);
-    }
+    for (int k = 0; k < ng; k++) json_array_append_new(groups, group_json(&g[k]));
     free(g);
+    const check_tally t = check_count(r);
     json_t *counts = json_object();
-    json_object_set_new(counts, "pass", json_integer(pass));
-    json_object_set_new(counts, "fail", json_integer(fail));
-    json_object_set_new(counts, "skip", json_integer(skip));
+    json_object_set_new(counts, "pass", json_integer(t.pass));
+    json_object_set_new(counts, "fail", json_integer(t.fail));
+    json_object_set_new(counts, "skip", json_integer(t.skip));
+    json_object_set_new(counts, "unjudgeable", json_integer(t.unjudgeable));
+    json_object_set_new(counts, "state_not_given", json_integer(t.no_state));
     json_object_set_new(root, "format", json_string("falcon-check"));
     json_object_set_new(root, "version", json_integer(1));
-    json_object_set_new(root, "cases_dir", json_string(r->cases_dir));
-    json_object_set_new(root, "results_dir", json_string(r->results_dir));
+    json_object_set_new(root, "cases_dir", json_text(r->cases_dir));
+    json_object_set_new(root, "results_dir", json_text(r->results_dir));
     json_object_set_new(root, "precision", json_string(r->unit));
     json_object_set_new(root, "u", json_real(r->u));
-    json_object_set_new(root, "passed", json_boolean(!fail));
+    json_object_set_new(root, "max_relerr", json_real(CHECK_MAX_RELERR));
+    json_object_set_new(root, "passed", json_boolean(!t.fail && !t.too_many_skips));
+    json_object_set_new(root, "judged", json_integer(t.judged));
+    json_object_set_new(root, "max_skipped", r->max_skipped >= 0 ? json_real(r->max_skipped) : json_null());
+    json_object_set_new(root, "too_many_skipped", json_boolean(t.too_many_skips));
+    json_object_set_new(root, "identical_groups", json_integer(t.identical_groups));
     json_object_set_new(root, "counts", counts);
     json_object_set_new(root, "cases", cases);
     json_object_set_new(root, "groups", groups);
@@ -159,6 +322,8 @@ char *check_json_text(const check_report *r)
     }
     return text;
 }
+
+/* ---- JUnit XML ---- */
 
 /* A growing text buffer; `oom` records a failed allocation, so that a
  * truncated document is never written. */
@@ -185,14 +350,19 @@ static void put(text *t, const char *s, size_t n)
     t->b[t->len] = '\0';
 }
 
-/* Text with XML's five special characters escaped (control bytes dropped). */
+/* Text with XML's five special characters escaped, control bytes dropped and
+ * a byte that is not part of a well-formed UTF-8 character replaced by
+ * U+FFFD: the document stays well-formed whatever the text holds. */
 static void xml_put(text *t, const char *s)
 {
-    for (; s && *s; s++) {
+    while (s && *s) {
         const char *rep = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '"' ? "&quot;"
                         : *s == '\'' ? "&apos;" : NULL;
+        const int k = utf8_char((const unsigned char *)s);
         if (rep) put(t, rep, strlen(rep));
-        else if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') put(t, s, 1);
+        else if (!k) put(t, "\xef\xbf\xbd", 3);
+        else if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t') put(t, s, (size_t)k);
+        s += k ? k : 1;
     }
 }
 
@@ -208,15 +378,46 @@ static void xml_raw(text *t, const char *fmt, ...)
     put(t, tmp, strlen(tmp));
 }
 
+static void junit_case(text *b, const check_case *c, const check_report *r)
+{
+    xml_raw(b, "    <testcase classname=\"falcon.");
+    xml_put(b, c->variant);
+    xml_raw(b, ".");
+    xml_put(b, c->form);
+    xml_raw(b, "\" name=\"");
+    xml_put(b, c->name);
+    xml_raw(b, "\" time=\"0\">");
+    const char *state = c->status != CHECK_SKIP && isnan(c->state_u) ? ", S not given (no state.npy)" : "";
+    if (c->status == CHECK_SKIP) {
+        xml_raw(b, "<skipped message=\"");
+        xml_put(b, c->reason);
+        xml_raw(b, "\"/>");
+    } else if (c->status == CHECK_UNJUDGEABLE) {
+        char why[256];
+        unjudgeable_why(why, sizeof why, c, r);
+        xml_raw(b, "<skipped message=\"");
+        xml_put(b, why);
+        xml_raw(b, "\"/><system-out>out %.6g u (threshold %.6g u)%s</system-out>", c->out_u, c->thr_out_u, state);
+    } else if (c->status == CHECK_FAIL) {
+        xml_raw(b, "<failure message=\"error above threshold (%s units)\">out %.6g u (threshold %.6g u)", r->unit,
+                c->out_u, c->thr_out_u);
+        if (!isnan(c->state_u)) xml_raw(b, ", S %.6g u (threshold %.6g u)", c->state_u, c->thr_state_u);
+        xml_raw(b, "%s%s</failure>", state, dtype_hint(c, r));
+    } else {
+        xml_raw(b, "<system-out>out %.6g u, max/thr %.4f%s%s</system-out>", c->out_u, c->ratio, state,
+                c->identical ? ": identical to the reference bit for bit" : "");
+    }
+    xml_raw(b, "</testcase>\n");
+}
+
 char *check_junit_text(const check_report *r)
 {
     text b = {0};
     put(&b, "", 0);
-    int fail = 0, skip = 0;
-    for (int i = 0; i < r->count; i++) fail += r->cases[i].status == CHECK_FAIL, skip += r->cases[i].status == CHECK_SKIP;
+    const check_tally t = check_count(r);
     xml_raw(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     xml_raw(&b, "<testsuites name=\"falcon check (%s units)\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
-            r->unit, r->count, fail, skip);
+            r->unit, r->count, t.fail, t.skip + t.unjudgeable);
     group *g = calloc((size_t)r->count + 1, sizeof *g);
     const int ng = g ? groups_of(r, g) : 0;
     for (int k = 0; k < ng; k++) {
@@ -225,33 +426,12 @@ char *check_junit_text(const check_report *r)
         xml_raw(&b, ".");
         xml_put(&b, g[k].form);
         xml_raw(&b, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", g[k].cases, g[k].failed,
-                g[k].skipped);
+                g[k].skipped + g[k].unjudgeable);
         for (int i = 0; i < r->count; i++) {
             const check_case *c = &r->cases[i];
-            if (strcmp(c->variant, g[k].variant) || strcmp(c->form, g[k].form)) continue;
-            xml_raw(&b, "    <testcase classname=\"falcon.");
-            xml_put(&b, c->variant);
-            xml_raw(&b, ".");
-            xml_put(&b, c->form);
-            xml_raw(&b, "\" name=\"");
-            xml_put(&b, c->name);
-            xml_raw(&b, "\" time=\"0\">");
-            if (c->status == CHECK_SKIP) {
-                xml_raw(&b, "<skipped message=\"");
-                xml_put(&b, c->reason);
-                xml_raw(&b, "\"/>");
-            } else if (c->status == CHECK_FAIL) {
-                xml_raw(&b,
-                        "<failure message=\"error above threshold (%s units)\">out %.6g u (threshold %.6g u)",
-                        r->unit, c->out_u, c->thr_out_u);
-                if (!isnan(c->state_u))
-                    xml_raw(&b, ", S %.6g u (threshold %.6g u)", c->state_u, c->thr_state_u);
-                xml_raw(&b, "</failure>");
-            } else {
-                xml_raw(&b, "<system-out>out %.6g u, max/thr %.4f</system-out>", c->out_u, c->ratio);
-            }
-            xml_raw(&b, "</testcase>\n");
+            if (!strcmp(c->variant, g[k].variant) && !strcmp(c->form, g[k].form)) junit_case(&b, c, r);
         }
+        if (group_identical(&g[k])) xml_raw(&b, "    <system-out>warning: " IDENTICAL_WHY "</system-out>\n");
         xml_raw(&b, "  </testsuite>\n");
     }
     free(g);

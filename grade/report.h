@@ -4,15 +4,28 @@
 
 #include <stdio.h>
 
-typedef enum check_status { CHECK_PASS = 0, CHECK_FAIL, CHECK_SKIP } check_status;
+/* The largest normwise relative error a threshold may allow: 2^-4. A case
+ * whose threshold in the judged unit (thr_u * u) is larger, for its outputs
+ * or its state, cannot pass: it is CHECK_UNJUDGEABLE (an all-zero result,
+ * relative error 1, would be within such a threshold). */
+#define CHECK_MAX_RELERR 0.0625
+
+typedef enum check_status {
+    CHECK_PASS = 0,
+    CHECK_FAIL,
+    CHECK_SKIP,
+    CHECK_UNJUDGEABLE /* within its threshold, but the threshold allows more than CHECK_MAX_RELERR */
+} check_status;
 
 typedef struct check_case {
-    char name[256], variant[16], form[16], align[16], decay[16];
+    char name[256], variant[16], form[16], align[16], decay[16]; /* cut at a UTF-8 character boundary */
     check_status status;
-    char reason[256];             /* CHECK_SKIP: the manifest's reason */
+    const char *reason;           /* CHECK_SKIP: the manifest's reason, whole (owned by the manifest) */
     double out_u, state_u;        /* errors in units of roundoff; state_u NaN when no state was given */
     double thr_out_u, thr_state_u;
     double ratio;                 /* the larger error over its threshold */
+    int identical;                /* out (and state, when given) equal the reference bit for bit */
+    const char *dtype;            /* the result out.npy's format: "float16", "float32", "float64" */
 } check_case;
 
 typedef struct check_report {
@@ -20,11 +33,27 @@ typedef struct check_report {
     double u;
     const check_case *cases;
     int count;
+    double max_skipped; /* --max-skipped: the largest fraction of cases that may be skipped; < 0: any */
 } check_report;
 
+/* The run's counts. judged: cases with a verdict (pass + fail); no_state:
+ * cases read without a state.npy; identical_groups: variant and form groups
+ * whose every result equals the reference bit for bit; too_many_skips:
+ * more skipped cases than --max-skipped allows. */
+typedef struct check_tally {
+    int pass, fail, skip, unjudgeable, judged, no_state, identical_groups, too_many_skips;
+} check_tally;
+
+/* src copied into dst (size bytes), cut at the last whole UTF-8 character
+ * that fits (and before a byte that starts none): never half a character. */
+void check_copy_text(char *dst, size_t size, const char *src);
+check_tally check_count(const check_report *r);
+/* A case failed, or more cases were skipped than --max-skipped allows. */
 int check_failed(const check_report *r);
 /* Failing cases (every case with verbose), the per variant and form table
- * (the columns of `falcon verify`), and a summary line. */
+ * (the columns of `falcon verify`), and a summary line with the lines that
+ * qualify it (cases not judgeable, states not given, groups identical to
+ * the reference, too many skips). */
 void check_print(FILE *f, const check_report *r, int verbose);
 /* The report as JSON and as JUnit XML; NULL when out of memory (free it). */
 char *check_json_text(const check_report *r);

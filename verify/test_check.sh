@@ -28,6 +28,12 @@ expect() {
     fi
 }
 
+# group_names SET VARIANT FORM: the names of that group's cases, one line.
+group_names() {
+    "$PY" -c "import json, sys; print(*[r['name'] for r in json.load(open(sys.argv[1] + '/index.json'))['cases']
+        if (r['variant'], r['form']) == tuple(sys.argv[2:])])" "$@"
+}
+
 # numpy edit of a result: edit FILE PYTHON-EXPRESSION-OF-a (the array)
 edit() {
     "$PY" -c "import numpy as np, sys; a = np.load(sys.argv[1]); a = $2; np.save(sys.argv[1], a)" "$1"
@@ -143,8 +149,9 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 n = int(sys.argv[2])
 assert j["format"] == "falcon-check" and j["passed"] is True, j["passed"]
-assert j["counts"] == {"pass": n, "fail": 0, "skip": 0}, j["counts"]
-assert len(j["cases"]) == n and all(c["ratio"] <= 1 for c in j["cases"])
+assert j["counts"] == {"pass": n, "fail": 0, "skip": 0, "unjudgeable": 0, "state_not_given": 0}, j["counts"]
+assert j["judged"] == n and j["identical_groups"] == 0 and j["max_skipped"] is None, j
+assert len(j["cases"]) == n and all(c["ratio"] <= 1 and c["state_given"] for c in j["cases"])
 assert sum(g["cases"] for g in j["groups"]) == n
 EOF
 then ok "JSON report"; else bad "JSON report" "see above"; fi
@@ -210,7 +217,10 @@ rm rbad/"$victim"/state.npy
 expect "no state.npy: judged on the outputs" 0 "passed" "$FALCON" check cs --results rbad
 edit "rbad/$victim/out.npy" "a.astype(np.float16)"
 expect "float16 results are read, judged in fp16 units" 0 "passed" "$FALCON" check cs --results rbad --precision fp16
-expect "... and fail in fp32 units" 1 "FAIL $victim" "$FALCON" check cs --results rbad
+expect "... and fail in fp32 units, with a hint naming the dtype" 1 \
+    "the result is float16: judge it with --precision fp16" "$FALCON" check cs --results rbad
+grep -q "^FAIL $victim: .*(the result is float16: judge it with --precision fp16)" stdout.txt &&
+    ok "the hint is on the failing case's line" || bad "float16 hint" "$(grep "^FAIL" stdout.txt)"
 rm -rf rbad && cp -r r32 rbad
 
 # ---- skipped cases: declared in the manifest, shown as skipped, never passed ----
@@ -224,9 +234,34 @@ json.dump({"skip": {n: "falcon2 not implemented" for n in sys.argv[2:]}}, open(o
 EOF
 nskip=$(echo $skipped | wc -w)
 expect "skipped cases" 0 "$nskip skipped" "$FALCON" check cs --results rbad --json skip.json --junit skip.xml
+grep -qF "judged $((ncase - nskip)) of $ncase:" stdout.txt && ok "the summary says how many were judged" ||
+    bad "judged N of M" "$(tail -n 1 stdout.txt)"
+if "$PY" - skip.json <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+skipped = [g for g in j["groups"] if g["variant"] == "falcon2"]
+assert skipped and all(g["skipped"] == g["cases"] for g in skipped), skipped
+for g in skipped:  # nothing was read: no maxima, not 0
+    assert g["max_out_u"] is None and g["max_state_u"] is None and g["worst_ratio"] is None, g
+assert all(g["max_out_u"] is not None for g in j["groups"] if g["variant"] != "falcon2")
+EOF
+then ok "fully skipped groups report no maxima (null, not 0)"; else bad "skipped groups' maxima" "see above"; fi
 grep -q '^falcon2   recurrent .* skipped$' stdout.txt && ok "table shows falcon2 skipped" || bad "skip row" "$(grep falcon2 stdout.txt)"
 if xmllint --noout skip.xml && [ "$(grep -c '<skipped ' skip.xml)" -eq "$nskip" ]; then ok "JUnit marks them skipped"
 else bad "JUnit skipped" "$(grep -c '<skipped' skip.xml)"; fi
+# --max-skipped: more skips than the fraction fail the run (exit 1); as many pass.
+frac=$("$PY" -c "print(($nskip + 0.5) / $ncase)")
+expect "--max-skipped below the fraction skipped fails" 1 "more than --max-skipped 0.1 allows" \
+    "$FALCON" check cs --results rbad --max-skipped 0.1 --json maxskip.json
+grep -q ': FAILED$' stdout.txt && "$PY" -c "import json, sys; j = json.load(open('maxskip.json'))
+sys.exit(not (j['passed'] is False and j['too_many_skipped'] is True and j['counts']['fail'] == 0))" &&
+    ok "... the summary and the JSON say failed" || bad "--max-skipped report" "$(tail -n 2 stdout.txt)"
+expect "--max-skipped above the fraction skipped passes" 0 "$nskip skipped: passed" \
+    "$FALCON" check cs --results rbad --max-skipped "$frac"
+expect "--max-skipped 0 with nothing skipped passes" 0 "0 skipped: passed" "$FALCON" check cs --results r32 --max-skipped 0
+for v in 1.5 -0.1 x nan; do
+    expect "--max-skipped $v is refused" 2 "--max-skipped $v" "$FALCON" check cs --results rbad --max-skipped "$v"
+done
 
 # ---- bad input: status 2, one line naming the case and the file ----
 one=$(ls r32 | head -1)
@@ -354,6 +389,198 @@ cp cs/index.json index.orig
 "$PY" -c "import json; j = json.load(open('cs/index.json')); j['precision'] = 'fp8'; json.dump(j, open('cs/index.json', 'w'))"
 expect "an index of unknown precision is refused" 2 "\"precision\" 'fp8'" "$FALCON" check cs --results r32
 cp index.orig cs/index.json
+
+# ---- verdicts that cannot be vacuous ----
+# No threshold may allow more than 2^-4 relative error: a case whose
+# threshold in the judged unit is larger is "not judgeable", neither passed
+# nor failed. In fp16 units (u = 2^-11) the quick set's loosest cases are;
+# in bf16 units (u = 2^-8) every case is, and a run that judged nothing is
+# bad input.
+loose=$("$PY" - cs <<'EOF'
+import json, os, sys
+cs = sys.argv[1]
+loose = []
+for r in json.load(open(os.path.join(cs, "index.json")))["cases"]:
+    t = json.load(open(os.path.join(cs, r["dir"], "case.json")))["thresholds"]
+    if max(t["out_u"], t["state_u"]) * 2.0**-11 > 2.0**-4:
+        loose.append((t["out_u"], r["name"]))
+print(len(loose), max(loose)[1])
+EOF
+)
+nloose=${loose% *} loosest=${loose#* }
+expect "fp16 units: the cases with a threshold above 2^-4 are not judgeable" 0 \
+    "judged $((ncase - nloose)) of $ncase ($nloose not judgeable)" \
+    "$FALCON" check cs --results r32 --precision fp16 --json u16.json --junit u16.xml --verbose
+grep -qF "not judgeable $loosest: " stdout.txt && grep -qF "not judgeable in fp16: $nloose cases" stdout.txt &&
+    ok "... each named, and counted before the summary" || bad "not judgeable lines" "$(grep -i judgeable stdout.txt | head -3)"
+if "$PY" - u16.json "$nloose" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+st = [c["status"] for c in j["cases"]]
+assert j["counts"]["unjudgeable"] == n == st.count("unjudgeable") and j["counts"]["pass"] == len(st) - n, j["counts"]
+assert j["judged"] == len(st) - n and j["max_relerr"] == 0.0625, j["judged"]
+for c in j["cases"]:
+    loose = max(c["thr_out_u"], c["thr_state_u"]) * j["u"] > 2.0**-4
+    assert (c["status"] == "unjudgeable") == loose, c
+    assert not loose or c["reason"].startswith("not judgeable in fp16"), c
+assert sum(g["unjudgeable"] for g in j["groups"]) == n
+EOF
+then ok "JSON: counts.unjudgeable and each case's status"; else bad "JSON unjudgeable" "see above"; fi
+if xmllint --noout u16.xml && [ "$(grep -c '<skipped message="not judgeable in fp16: ' u16.xml)" -eq "$nloose" ] &&
+    grep -q "<testsuites [^>]* skipped=\"$nloose\"" u16.xml; then ok "JUnit: not judgeable cases are <skipped>, counted"
+else bad "JUnit unjudgeable" "$(grep -c 'not judgeable' u16.xml)"; fi
+expect "bf16 units on the quick set: no case judgeable, nothing judged" 2 "no case is judgeable in bf16 units" \
+    "$FALCON" check cs --results r32 --precision bf16
+# A result 10% off is within the loosest case's threshold in fp16 units
+# (246 u = 0.12): not judgeable there, never passed.
+rm -rf rb && cp -r r32 rb && edit "rb/$loosest/out.npy" "a * np.float32(0.9)"
+expect "a result 10% off within a threshold above 2^-4" 0 "" "$FALCON" check cs --results rb --precision fp16 --json u.json
+"$PY" -c "import json, sys; j = json.load(open('u.json'))
+sys.exit(not [c for c in j['cases'] if c['name'] == sys.argv[1] and c['status'] == 'unjudgeable'])" "$loosest" &&
+    ok "... is reported not judgeable, not passed" || bad "10% off" "$(grep -F "$loosest" stdout.txt)"
+# All-zero results never pass, in any unit: with a long case (T = 10^4,
+# threshold 617 u) an all-zero result was within its threshold in bf16
+# units (relative error 1 = 256 u).
+"$FALCON" cases export cl --profile full --form parallel --variant falcon1 --align prefix --phi identity \
+    --decay mild --quiet
+mkdir rzero
+"$PY" - cl rzero <<'EOF'
+import json, os, sys, numpy as np
+cs, rd = sys.argv[1], sys.argv[2]
+for r in json.load(open(os.path.join(cs, "index.json")))["cases"]:
+    c = json.load(open(os.path.join(cs, r["dir"], "case.json")))
+    os.mkdir(os.path.join(rd, r["name"]))
+    for f in ("out", "state"):
+        np.save(os.path.join(rd, r["name"], f + ".npy"), np.zeros(c["expected"][f], np.float32))
+EOF
+for unit in fp64 fp32 tf32 bf16 fp16; do
+    rc=0; "$FALCON" check cl --results rzero --precision "$unit" --json zero.json >stdout.txt 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ] && "$PY" -c "import json, sys; j = json.load(open('zero.json'))
+sys.exit(any(c['status'] == 'pass' for c in j['cases']))"; then ok "all-zero results pass no case in $unit units (status $rc)"
+    else bad "all-zero results in $unit units" "status $rc: $(grep -E '^(pass|check)' stdout.txt)"; fi
+    rm -f zero.json
+done
+
+# A missing state.npy is shown as not given (not 0), counted, and with
+# --require-state is bad input.
+rm -rf rb && cp -r r32 rb
+nostate=$(group_names cs falcon1 recurrent)
+for d in $nostate; do rm "rb/$d/state.npy"; done
+nns=$(echo $nostate | wc -w)
+expect "states not given: counted in the summary" 0 "($nns without state.npy)" \
+    "$FALCON" check cs --results rb --json ns.json --junit ns.xml
+grep -q '^falcon1   recurrent .* not given .* pass$' stdout.txt && grep -qF "state not given: $nns cases" stdout.txt &&
+    ok "the table shows the group's state as not given" || bad "state not given in the table" "$(grep '^falcon1 ' stdout.txt)"
+if "$PY" - ns.json "$nns" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+assert j["counts"]["state_not_given"] == n, j["counts"]
+missing = [c for c in j["cases"] if not c["state_given"]]
+assert len(missing) == n and all(c["state_u"] is None for c in missing), missing[:1]
+g = [g for g in j["groups"] if (g["variant"], g["form"]) == ("falcon1", "recurrent")][0]
+assert g["max_state_u"] is None and g["state_not_given"] == n and g["max_out_u"] > 0, g
+EOF
+then ok "JSON: state_given false, state_u and the group's max_state_u null"; else bad "JSON state not given" "see above"; fi
+[ "$(grep -c 'S not given (no state.npy)' ns.xml)" -eq "$nns" ] && xmllint --noout ns.xml &&
+    ok "JUnit: each case without its state says so" || bad "JUnit state not given" "$(grep -c 'not given' ns.xml)"
+first=$(echo $nostate | tr ' ' '\n' | sort | head -1)
+expect "--require-state: a missing state.npy is bad input, naming the case" 2 \
+    "$first: 'rb/$first/state.npy': missing result (--require-state" "$FALCON" check cs --results rb --require-state
+expect "--require-state with every state given passes" 0 "0 failed" "$FALCON" check cs --results r32 --require-state
+
+# Results identical to the reference across a group: a warning, not a failure.
+rm -rf rb && cp -r r32 rb
+for d in $(group_names cs falcon3 chunk); do
+    cp "cs/$d/ref_out.npy" "rb/$d/out.npy" && cp "cs/$d/ref_state.npy" "rb/$d/state.npy"
+done
+expect "a group identical to the reference: a warning" 0 \
+    "warning: falcon3 chunk: every result is identical to the reference bit for bit" \
+    "$FALCON" check cs --results rb --json same.json
+[ "$(grep -c '^warning: ' stdout.txt)" -eq 1 ] && "$PY" -c "import json; j = json.load(open('same.json'))
+assert j['identical_groups'] == 1 and [(g['variant'], g['form']) for g in j['groups'] if g['identical']] == [('falcon3', 'chunk')]" &&
+    ok "... for that group only" || bad "identical group" "$(grep '^warning' stdout.txt)"
+
+# A skip reason is kept whole, never cut inside a UTF-8 character: the
+# JUnit file stays well-formed and the JSON keeps the reason.
+rm -rf rb && cp -r r32 rb && rm -r "rb/$one"
+"$PY" -c "import json, sys; json.dump({'skip': {sys.argv[1]: 'x' + '\u00e9' * 200}}, open('rb/manifest.json', 'w'))" "$one"
+expect "a 401-byte UTF-8 skip reason" 0 "1 skipped" "$FALCON" check cs --results rb --json utf.json --junit utf.xml
+if xmllint --noout utf.xml && "$PY" -c "import json, sys; j = json.load(open('utf.json'))
+sys.exit(not [c for c in j['cases'] if c['name'] == sys.argv[1] and c.get('reason') == 'x' + '\u00e9' * 200])" "$one"
+then ok "... JUnit is well-formed and JSON keeps the whole reason"; else bad "UTF-8 skip reason" "$(xmllint --noout utf.xml 2>&1 | head -2)"; fi
+# A reason of white space alone is no reason.
+for blank in '   ' '\t\n' '\u00a0\u3000'; do
+    "$PY" -c "import json, sys; json.dump({'skip': {sys.argv[1]: '$blank'}}, open('rb/manifest.json', 'w'))" "$one"
+    expect "a skip reason of white space ('$blank') is refused" 2 "needs its reason" "$FALCON" check cs --results rb
+done
+
+# Each way a case's results cannot be read is named for what it is, not
+# as a missing result.
+rm -rf rb && cp -r r32 rb && rm -r "rb/$one" && echo not-a-folder >"rb/$one"
+expect "a case's results that are a file" 2 "$one: 'rb/$one': not a directory" "$FALCON" check cs --results rb
+rm "rb/$one" && ln -s "$one" "rb/$one"
+expect "a case's results that are a symbolic link to itself" 2 "$one: 'rb/$one': a symbolic link loop" \
+    "$FALCON" check cs --results rb
+rm "rb/$one" && ln -s "$PWD/cs/$one" "rb/$one"
+expect "a case's results that are the case's own folder" 2 "$one: 'rb/$one' is the case's own folder" \
+    "$FALCON" check cs --results rb
+expect "--results that is the case set itself" 2 "--results 'cs' is the case set 'cs' itself" \
+    "$FALCON" check cs --results cs
+ln -s cs cs-again
+expect "--results that is the case set through a link" 2 "is the case set 'cs' itself" \
+    "$FALCON" check cs --results cs-again
+rm -rf rb && cp -r r32 rb && mkdir rb/manifest.json
+expect "a manifest.json that is a directory" 2 "'rb/manifest.json' is a directory, not a JSON file" \
+    "$FALCON" check cs --results rb
+grep -q 'line -1' stderr.txt && bad "manifest directory" "$(cat stderr.txt)"
+rmdir rb/manifest.json
+# An unreadable folder or file: permissions do not stop root, so as root
+# these run as nobody (setpriv); without it they are not checked, said so.
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+    if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+        as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+        chmod 755 "$WORK" cs # mkdtemp made them 700
+    else as_user=(none); fi
+fi
+if [ "${as_user[*]}" = none ]; then
+    echo "     unreadable results not checked: running as root without setpriv"
+else
+    chmod 000 "rb/$one"
+    expect "an unreadable result folder" 2 "$one: 'rb/$one': cannot read it: Permission denied" \
+        "${as_user[@]}" "$FALCON" check cs --results rb
+    chmod 755 "rb/$one"
+    echo '{"skip": {}}' >rb/manifest.json && chmod 000 rb/manifest.json
+    expect "an unreadable manifest.json" 2 "'rb/manifest.json': cannot read it: Permission denied" \
+        "${as_user[@]}" "$FALCON" check cs --results rb
+    grep -q 'line -1' stderr.txt && bad "unreadable manifest" "$(cat stderr.txt)"
+    rm -f rb/manifest.json
+fi
+
+# Checking the index is linear: a 40,000-row index reaches its first error
+# in seconds (comparing every pair took minutes).
+mkdir big big-r
+"$PY" - big big-r <<'EOF'
+import json, os, sys
+n = 40000
+rows = [{"name": "c%05d" % i, "dir": "c%05d" % i, "variant": "falcon1", "form": "recurrent"} for i in range(n)]
+index = {"format": "falcon-cases", "version": 1, "precision": "fp32", "count": n, "cases": rows}
+json.dump(index, open(os.path.join(sys.argv[1], "index.json"), "w"))
+json.dump({"skip": {r["name"]: "not done" for r in rows}}, open(os.path.join(sys.argv[2], "manifest.json"), "w"))
+index["cases"], index["count"] = rows + rows[:1], n + 1
+json.dump(index, open(os.path.join(sys.argv[1], "index-twice.json"), "w"))
+EOF
+for how in skipped twice; do
+    [ $how = twice ] && mv big/index-twice.json big/index.json
+    text=$([ $how = twice ] && echo "cases 0 and 40000 share a name" || echo "every case of the set is declared skipped")
+    start=$(date +%s%N)
+    expect "a 40,000-row index ($how): its error" 2 "$text" timeout 120 "$FALCON" check big --results big-r
+    ms=$((($(date +%s%N) - start) / 1000000))
+    [ "$ms" -lt 10000 ] && ok "... within seconds ($ms ms)" || bad "40,000-row index ($how)" "$ms ms"
+done
+rm -rf rb
 
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet

@@ -119,10 +119,13 @@ def export_cases(directory, profile="quick", quiet=False, **filters):
 
 
 class CheckResult:
-    """What `falcon check` decided. `passed` is True when every case not
-    skipped passed (exit 0); `cases` the per-case dicts of the JSON report
-    (name, variant, form, align, decay, status, out_u, state_u, thr_out_u,
-    thr_state_u, ratio), `failed` / `skipped` / `passed_cases` their names,
+    """What `falcon check` decided. `passed` is True when every case judged
+    passed and no more were skipped than `max_skipped` allows (exit 0);
+    `cases` the per-case dicts of the JSON report (name, variant, form,
+    align, decay, status, out_u, state_u, state_given, thr_out_u,
+    thr_state_u, ratio, identical, dtype), `failed` / `skipped` /
+    `unjudgeable` / `passed_cases` their names (unjudgeable: a threshold
+    above 2^-4 relative error in the unit, neither passed nor failed),
     `groups` the per-(variant, form) summary, `report` the text printed,
     `json` the whole JSON document, `status` the exit status (0 or 1)."""
 
@@ -138,6 +141,7 @@ class CheckResult:
         self.u = doc.get("u")
         self.failed = [c["name"] for c in self.cases if c.get("status") == "fail"]
         self.skipped = [c["name"] for c in self.cases if c.get("status") == "skip"]
+        self.unjudgeable = [c["name"] for c in self.cases if c.get("status") == "unjudgeable"]
         self.passed_cases = [c["name"] for c in self.cases if c.get("status") == "pass"]
 
     def __bool__(self):
@@ -150,9 +154,9 @@ class CheckResult:
         raise KeyError(name)
 
     def __repr__(self):
-        return "<CheckResult %s: %d pass, %d fail, %d skip (%s)>" % (
+        return "<CheckResult %s: %d pass, %d fail, %d skip, %d not judgeable (%s)>" % (
             "passed" if self.passed else "FAILED", len(self.passed_cases), len(self.failed),
-            len(self.skipped), self.precision)
+            len(self.skipped), len(self.unjudgeable), self.precision)
 
     def summary(self):
         """One line per failing case: name, errors and thresholds in units."""
@@ -166,14 +170,17 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, quiet=False):
+def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, quiet=False,
+          require_state=False, max_skipped=None):
     """Grade the results in `results_dir` against the case set `cases_dir`
     (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
-    bf16, fp16; None: the set's own). Returns a CheckResult:
-    `assert falcon.check(cases, results).passed`. `junit`: also write JUnit
-    XML there; `quiet`: do not echo the printed table (it is in .report).
+    bf16, fp16; None, the default: the set's own, as the command's). Returns
+    a CheckResult: `assert falcon.check(cases, results).passed`. `junit`:
+    also write JUnit XML there; `quiet`: do not echo the printed table (it
+    is in .report); `require_state`: a missing state.npy is bad input;
+    `max_skipped`: the largest fraction of cases that may be skipped.
     Raises CheckInputError for bad input (exit status 2: a missing result, a
-    wrong shape, NaN/Inf ...), carrying the error line."""
+    wrong shape, NaN/Inf, no case judgeable ...), carrying the error line."""
     fd, jpath = tempfile.mkstemp(prefix="falcon-check-", suffix=".json")
     os.close(fd)
     os.unlink(jpath)  # the command writes it
@@ -185,6 +192,10 @@ def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, q
             argv += ["--junit", str(junit)]
         if verbose:
             argv.append("--verbose")
+        if require_state:
+            argv.append("--require-state")
+        if max_skipped is not None:
+            argv += ["--max-skipped", repr(float(max_skipped))]
         status, out, err = _call_main("falcon_grade_check_main", argv, quiet)
         if status == 2:
             raise CheckInputError(_error_line(err, status), status)
@@ -318,7 +329,7 @@ def write_manifest(results_dir, skip):
     string fails before anything is written."""
     skip = dict(skip)
     for k, why in skip.items():
-        if not isinstance(k, str) or not isinstance(why, str) or not why:
+        if not isinstance(k, str) or not isinstance(why, str) or not why.strip():
             raise ValueError("manifest: skip must map case names to reasons (non-empty strings): %r: %r" % (k, why))
     text = json.dumps({"skip": skip}, indent=1, sort_keys=True) + "\n"
     os.makedirs(os.fsdecode(results_dir), exist_ok=True)

@@ -300,6 +300,39 @@ def test_decay_after_write_fails_on_decayed_cases_only():
         assert result.case(name)["decay"] != "none", name
 
 
+def test_check_defaults_to_the_sets_precision():
+    """As the command: with no precision given, an fp64 set is judged in fp64
+    units, where float32 results fail (judged in fp32 units they pass)."""
+    cdir = os.path.join(tmpdir(), "cases-fp64")
+    falcon.export_cases(cdir, profile="quick", quiet=True, precision="fp64", variant="falcon1", form="recurrent")
+    rdir = tempfile.mkdtemp(dir=tmpdir())
+    assert numpy_falcon.main([cdir, rdir, "--dtype", "float32"]) == 0
+    result = falcon.check(cdir, rdir, quiet=True)
+    assert result.precision == "fp64" and not result.passed and result.failed, result
+    assert falcon.check(cdir, rdir, precision="fp32", quiet=True).passed
+
+
+def test_check_options_reach_the_command():
+    """require_state: a missing state.npy is bad input; max_skipped: too many
+    skips fail; unjudgeable cases are listed, never among the passed."""
+    import json
+    rdir = numpy_results("float32")
+    names = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))
+    os.unlink(os.path.join(rdir, names[0], "state.npy"))
+    assert falcon.check(cases_dir(), rdir, quiet=True).case(names[0])["state_given"] is False
+    _raises(lambda: falcon.check(cases_dir(), rdir, quiet=True, require_state=True), falcon.CheckInputError,
+            "--require-state")
+    manifest = os.path.join(rdir, "manifest.json")
+    skip = json.load(open(manifest))["skip"] if os.path.exists(manifest) else {}
+    shutil.rmtree(os.path.join(rdir, names[1]))
+    skip[names[1]] = "not done"
+    falcon.write_manifest(rdir, skip)
+    assert falcon.check(cases_dir(), rdir, quiet=True, max_skipped=0.5).passed
+    assert not falcon.check(cases_dir(), rdir, quiet=True, max_skipped=0.0).passed
+    result = falcon.check(cases_dir(), rdir, precision="fp16", quiet=True)
+    assert result.passed and result.unjudgeable and not set(result.unjudgeable) & set(result.passed_cases)
+
+
 def test_missing_result_is_bad_input():
     rdir = numpy_results("float32")
     victim = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))[0]
