@@ -24,18 +24,20 @@
 #include "../src/internal.h"
 #include "gate.h"
 #include "report.h"
+#include "set.h"
 
 typedef struct check_opts {
     const char *cases, *results, *json, *junit;
     int unit; /* -1: the set's own precision */
     int verbose;
+    int trust_set; /* judge the set as it is, without re-deriving it */
 } check_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
-            "                    [--json FILE] [--junit FILE] [--verbose]\n"
+            "                    [--json FILE] [--junit FILE] [--verbose] [--trust-set]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
             "float16, float32 or float64. RDIR/manifest.json may declare cases skipped:\n"
@@ -44,15 +46,19 @@ static void usage(FILE *f)
             "each case's thresholds, per case and per variant and form.\n"
             "Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 bad\n"
             "input (a missing or extra result, a wrong shape, NaN, every case skipped;\n"
-            "one line names it).\n");
+            "one line names it).\n"
+            "The set is verified first: it is re-derived in memory from the export its\n"
+            "index.json records, and any file that differs (a raised threshold, a replaced\n"
+            "reference, an edited case, a set of another version) is refused (status 2).\n"
+            "  --trust-set  judge the set as it is, unverified (the table says so)\n");
 }
 
 static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
-        {"help", 'h', 0}, {NULL, 0, 0}};
-    *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0};
+        {"help", 'h', 0}, {"trust-set", 'T', 0}, {NULL, 0, 0}};
+    *o = (check_opts){NULL, NULL, NULL, NULL, -1, 0, 0};
     *help = 0;
     opt_scan sc;
     opt_begin(&sc, argc, argv, "falcon check", defs, OPT_POSITIONALS | OPT_ONCE); /* a second --results must not win in silence */
@@ -68,6 +74,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
         case 'x': o->junit = sc.value; break;
         case 'v': o->verbose = 1; break;
         case 'h': *help = 1; return 0;
+        case 'T': o->trust_set = 1; break;
         case OPT_POSITIONAL: o->cases = sc.value, nset++; break;
         default: return CLI_FAIL; /* OPT_ERROR: reported */
         }
@@ -480,7 +487,8 @@ int falcon_grade_check_main(int argc, char **argv)
         return cli_error("check: '%s': not a falcon case set index (format falcon-cases, version 1)", path);
     }
     int set_unit;
-    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit))) {
+    if ((rc = check_case_list(path, index, cases)) || (rc = set_precision(path, index, &set_unit)) ||
+        (!o.trust_set && (rc = grade_verify_set(o.cases, index)))) {
         json_decref(index);
         falcon_outputs_abort(tx);
         return rc;
@@ -498,6 +506,8 @@ int falcon_grade_check_main(int argc, char **argv)
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
     if (!rc) {
         check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
+        if (o.trust_set) printf("set %s: NOT verified (--trust-set): its thresholds and references are taken as they are\n", o.cases);
+        else printf("set %s: verified: every file is what this version's export writes\n", o.cases);
         check_print(stdout, &rep, o.verbose);
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
