@@ -166,14 +166,19 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, quiet=False):
+def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, quiet=False,
+          trust_set=False):
     """Grade the results in `results_dir` against the case set `cases_dir`
     (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
     bf16, fp16; None: the set's own). Returns a CheckResult:
     `assert falcon.check(cases, results).passed`. `junit`: also write JUnit
     XML there; `quiet`: do not echo the printed table (it is in .report).
+    The set is verified first: re-derived in memory from the export its
+    index.json records, any file that differs (an edited threshold or
+    reference, another version's set) is bad input; `trust_set=True`
+    (--trust-set) judges the set as it is, and the report says so.
     Raises CheckInputError for bad input (exit status 2: a missing result, a
-    wrong shape, NaN/Inf ...), carrying the error line."""
+    wrong shape, NaN/Inf, an edited set ...), carrying the error line."""
     fd, jpath = tempfile.mkstemp(prefix="falcon-check-", suffix=".json")
     os.close(fd)
     os.unlink(jpath)  # the command writes it
@@ -185,6 +190,8 @@ def check(cases_dir, results_dir, precision="fp32", junit=None, verbose=False, q
             argv += ["--junit", str(junit)]
         if verbose:
             argv.append("--verbose")
+        if trust_set:
+            argv.append("--trust-set")
         status, out, err = _call_main("falcon_grade_check_main", argv, quiet)
         if status == 2:
             raise CheckInputError(_error_line(err, status), status)
