@@ -506,8 +506,9 @@ int falcon_grade_check_main(int argc, char **argv)
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
     if (!rc) {
         check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase};
-        if (o.trust_set) printf("set %s: NOT verified (--trust-set): its thresholds and references are taken as they are\n", o.cases);
-        else printf("set %s: verified: every file is what this version's export writes\n", o.cases);
+        printf("set %s: %s\n", o.cases,
+               o.trust_set ? "NOT verified (--trust-set): its thresholds and references are taken as they are"
+                           : "verified: every file is what this version's export writes");
         check_print(stdout, &rep, o.verbose);
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
