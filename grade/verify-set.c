@@ -47,6 +47,12 @@ static int *filter_field(export_opts *o, int which)
     return f[which];
 }
 
+static int filter_value(const export_opts *o, int which)
+{
+    const int f[NFILTER] = {o->variant, o->form, o->align, o->phi, o->decay};
+    return f[which];
+}
+
 json_t *grade_export_record(const export_opts *o)
 {
     json_t *j = json_object();
@@ -55,7 +61,7 @@ json_t *grade_export_record(const export_opts *o)
     json_object_set_new(j, "precision", json_string(grade_unit_name(o->precision)));
     json_object_set_new(j, "scale", o->scale ? json_real(o->scale) : json_null()); /* null: the layout's */
     for (int i = 0; i < NFILTER; i++) {
-        const int v = *filter_field((export_opts *)o, i);
+        const int v = filter_value(o, i);
         json_object_set_new(j, filter_keys[i], v < 0 ? json_null() : json_string(filter_name(i, v)));
     }
     return j;
@@ -67,7 +73,7 @@ void grade_export_command(const export_opts *o, char *buf, size_t size)
                                  o->profile ? "full" : "quick", grade_unit_name(o->precision),
                                  grade_layout_name(o->layout));
     for (int i = 0; i < NFILTER && at < size; i++) {
-        const int v = *filter_field((export_opts *)o, i);
+        const int v = filter_value(o, i);
         if (v >= 0) at += (size_t)snprintf(buf + at, size - at, " --%s %s", filter_keys[i], filter_name(i, v));
     }
     if (o->scale && at < size) snprintf(buf + at, size - at, " --scale %.17g", o->scale);
