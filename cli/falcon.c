@@ -30,6 +30,7 @@ static void print_usage(FILE *f)
                "       falcon stability [--profile quick|full|huge|deep] [--shard K/N] ...\n"
                "       falcon cases export DIR [--profile quick|full] [filters] [--layout L]\n"
                "       falcon check DIR --results RDIR [--precision P] [--json F] [--junit F]\n"
+               "                    [--trust-set]\n"
                "       falcon --help | --version\n\n"
                "  run        run a Falcon recurrence on .npy inputs (options: falcon run --help)\n"
                "  verify     the accuracy gate against the MPFR reference, as a table (quick\n"

@@ -24,6 +24,7 @@
 #include "../src/internal.h"
 #include "gate.h"
 #include "report.h"
+#include "set.h"
 
 typedef struct check_opts {
     const char *cases, *results, *json, *junit;
@@ -31,6 +32,7 @@ typedef struct check_opts {
     int verbose;
     int require_state;  /* --require-state: a judged case without state.npy is bad input */
     double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
+    int trust_set;      /* judge the set as it is, without re-deriving it */
 } check_opts;
 
 static void usage(FILE *f)
@@ -38,7 +40,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
             "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
-            "                    [--max-skipped FRACTION]\n"
+            "                    [--max-skipped FRACTION] [--trust-set]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
             "float16, float32 or float64. RDIR/manifest.json may declare cases skipped:\n"
@@ -51,7 +53,11 @@ static void usage(FILE *f)
             "Exit status: 0 every case judged passed (the others skipped or not judgeable),\n"
             "1 a case failed or too many were skipped, 2 bad input (a missing or extra\n"
             "result, a wrong shape, NaN, every case skipped, no case judgeable; one line\n"
-            "names it).\n");
+            "names it).\n"
+            "The set is verified first: it is re-derived in memory from the export its\n"
+            "index.json records, and any file that differs (a raised threshold, a replaced\n"
+            "reference, an edited case, a set of another version) is refused (status 2).\n"
+            "  --trust-set  judge the set as it is, unverified (the table says so)\n");
 }
 
 /* A number from 0 to 1, the whole text. 0, or -1. */
@@ -67,7 +73,8 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
-        {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {NULL, 0, 0}};
+        {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
+        {NULL, 0, 0}};
     *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
     opt_scan sc;
@@ -89,6 +96,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
             if (parse_fraction(sc.value, &o->max_skipped))
                 return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
             break;
+        case 'T': o->trust_set = 1; break;
         case OPT_POSITIONAL: o->cases = sc.value, nset++; break;
         default: return CLI_FAIL; /* OPT_ERROR: reported */
         }
@@ -608,7 +616,8 @@ int falcon_grade_check_main(int argc, char **argv)
     int set_unit;
     case_sets sets = {json_object(), json_object()};
     if (!sets.names || !sets.dirs) rc = cli_error("check: out of memory");
-    if (rc || (rc = check_case_list(path, index, cases, &sets)) || (rc = set_precision(path, index, &set_unit))) {
+    if (rc || (rc = check_case_list(path, index, cases, &sets)) || (rc = set_precision(path, index, &set_unit)) ||
+        (!o.trust_set && (rc = grade_verify_set(o.cases, index)))) {
         json_decref(sets.names), json_decref(sets.dirs);
         json_decref(index);
         falcon_outputs_abort(tx);
@@ -628,6 +637,9 @@ int falcon_grade_check_main(int argc, char **argv)
     check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase, o.max_skipped};
     if (!rc) rc = something_judged(&rep);
     if (!rc) {
+        printf("set %s: %s\n", o.cases,
+               o.trust_set ? "NOT verified (--trust-set): its thresholds and references are taken as they are"
+                           : "verified: every file is what this version's export writes");
         check_print(stdout, &rep, o.verbose);
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));

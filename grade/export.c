@@ -22,19 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "grade.h"
+#include "set.h"
 #include "gate.h"
 #include "design.h"
 #include "../src/internal.h"
-
-typedef struct export_opts {
-    const char *dir;
-    int profile;          /* 0 quick, 1 full */
-    int variant, form, align, phi, decay; /* -1: all */
-    grade_unit precision; /* the inputs' values are exact in it */
-    grade_layout layout;
-    double scale;         /* 0: the layout's default */
-    int quiet;
-} export_opts;
 
 static void usage(FILE *f)
 {
@@ -49,7 +40,10 @@ static void usage(FILE *f)
             "of roundoff (case.json), and index.json listing them. An implementation\n"
             "writes RDIR/<case>/out.npy (and state.npy) and `falcon check DIR --results\n"
             "RDIR` judges it. The quick profile takes seconds; full adds the gate's whole\n"
-            "table and long cases (T = 10^4, every decay regime).\n"
+            "table and long cases (T = 10^4, every decay regime). The same arguments write\n"
+            "the same bytes; index.json records them, and `falcon check` re-derives the set\n"
+            "from them and refuses one that differs (an edited threshold or reference).\n"
+            "Case names start with the profile's letter: q0001-... (quick), f0001-... (full).\n"
             "  --precision  the inputs' values are exact in this format (default fp32)\n"
             "  --layout     falcon (the library's), fla (PyTorch libraries: state [B,H,K,V]),\n"
             "               ggml (ggml_gated_delta_net: n = m cases, reads scaled 1/sqrt(S))\n"
@@ -282,11 +276,12 @@ static falcon_status scaled_state(const falcon_state *init, double s, falcon_sta
     return FALCON_OK;
 }
 
-static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndim, const int64_t *shape,
-                     const double *x)
+/* dir/name, an array of x in the type dt, through the sink. */
+static int write_npy(set_sink *sink, const char *dir, const char *name, falcon_dtype dt, int ndim,
+                     const int64_t *shape, const double *x)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char rel[4200];
+    snprintf(rel, sizeof rel, "%s/%s", dir, name);
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) count *= shape[i];
     falcon_array a = {dt, ndim, {0}, count, NULL};
@@ -294,15 +289,15 @@ static int write_npy(const char *dir, const char *name, falcon_dtype dt, int ndi
     float *f = NULL;
     if (dt == FALCON_DTYPE_F32) {
         f = malloc(sizeof(float) * (size_t)(count + 1));
-        if (!f) return cli_error("'%s': out of memory", path);
+        if (!f) return cli_error("'%s': out of memory", rel);
         for (int64_t i = 0; i < count; i++) f[i] = (float)x[i];
         a.data = f;
     } else {
         a.data = (void *)x;
     }
-    falcon_status s = falcon_npy_write(path, &a);
+    const int rc = sink_npy(sink, rel, &a);
     free(f);
-    return s ? cli_error("%s", falcon_last_error()) : 0;
+    return rc;
 }
 
 /* A [B][H][m][n] memory in the layout's order (fla: [B][H][n][m]). */
@@ -317,23 +312,6 @@ static void state_in_layout(const double *S, int64_t heads, int64_t m, int64_t n
             }
 }
 
-static int write_json(const char *path, json_t *j)
-{
-    char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    if (!text) return cli_error("'%s': out of memory", path);
-    const size_t len = strlen(text);
-    char *withnl = malloc(len + 2);
-    int rc = withnl ? 0 : cli_error("'%s': out of memory", path);
-    if (!rc) {
-        memcpy(withnl, text, len);
-        withnl[len] = '\n';
-        rc = grade_write_file(path, withnl, len + 1);
-    }
-    free(withnl);
-    free(text);
-    return rc;
-}
-
 static json_t *shape_json(int ndim, const int64_t *shape)
 {
     json_t *a = json_array();
@@ -342,16 +320,17 @@ static json_t *shape_json(int ndim, const int64_t *shape)
 }
 
 /* The directory of one (case, form); `name` receives its name. */
-static int write_case(const char *root, int index, const export_case *e, const case_data *k, falcon_form form,
+static int write_case(set_sink *sink, int index, const export_case *e, const case_data *k, falcon_form form,
                       const export_opts *o, double scale, char *name, size_t name_size, json_t *list)
 {
     const gate_case *c = &e->c;
-    snprintf(name, name_size, "%04d-%s-%s-%s-%s-%s%s", index, falcon_variant_name(c->variant),
-             falcon_align_name(c->align), falcon_phi_name(c->phi), gate_decay_name(c->decay),
-             falcon_form_name(form), e->carried ? "-carried" : "");
-    char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/%s", root, name);
-    if (mkdir(dir, 0777)) return cli_error("'%s': cannot create it", dir);
+    /* The profile's letter first: a name means one case in every set. */
+    snprintf(name, name_size, "%c%04d-%s-%s-%s-%s-%s%s", o->profile ? 'f' : 'q', index,
+             falcon_variant_name(c->variant), falcon_align_name(c->align), falcon_phi_name(c->phi),
+             gate_decay_name(c->decay), falcon_form_name(form), e->carried ? "-carried" : "");
+    const char *dir = name; /* inside the set */
+    char path[4200];
+    if (sink_dir(sink, dir)) return 2;
     const falcon_dtype dt = o->precision == GRADE_FP64 ? FALCON_DTYPE_F64 : FALCON_DTYPE_F32;
     const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, heads = B * H;
     const int64_t sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m}, sh_1[3] = {B, T, H};
@@ -364,27 +343,29 @@ static int write_case(const char *root, int index, const export_case *e, const c
     if (!rc && scaled_state(k->init, vs, &init)) rc = cli_error("%s", falcon_last_error());
     if (!rc) {
         for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = vs * ((const double *)in->v)[i];
-        rc = write_npy(dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(dir, "k.npy", dt, 4, sh_n, in->k) ||
-             write_npy(dir, "v.npy", dt, 4, sh_m, buf) || write_npy(dir, "beta.npy", dt, 3, sh_1, in->beta) ||
-             (in->alpha && write_npy(dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
-             (in->gain && write_npy(dir, "gain.npy", dt, 4, sh_n, in->gain));
+        rc = write_npy(sink, dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(sink, dir, "k.npy", dt, 4, sh_n, in->k) ||
+             write_npy(sink, dir, "v.npy", dt, 4, sh_m, buf) || write_npy(sink, dir, "beta.npy", dt, 3, sh_1, in->beta) ||
+             (in->alpha && write_npy(sink, dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
+             (in->gain && write_npy(sink, dir, "gain.npy", dt, 4, sh_n, in->gain))
+                 ? 2
+                 : 0;
     }
     if (!rc) {
         snprintf(path, sizeof path, "%s/state0", dir);
-        if (falcon_checkpoint_save(init, path)) rc = cli_error("%s", falcon_last_error());
+        rc = sink_checkpoint(sink, path, init);
     }
     if (!rc) {
         state_in_layout(falcon_state_get_view(init).S, heads, m, n, o->layout, buf);
-        rc = write_npy(dir, "state0.npy", dt, 4, sh_S, buf);
+        rc = write_npy(sink, dir, "state0.npy", dt, 4, sh_S, buf);
     }
     if (!rc) {
         for (int64_t i = 0; i < heads * m * n; i++) buf[i] = vs * k->ref.S[i];
         state_in_layout(buf, heads, m, n, o->layout, buf + heads * m * n);
-        rc = write_npy(dir, "ref_state.npy", FALCON_DTYPE_F64, 4, sh_S, buf + heads * m * n);
+        rc = write_npy(sink, dir, "ref_state.npy", FALCON_DTYPE_F64, 4, sh_S, buf + heads * m * n);
     }
     if (!rc) {
         for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = scale * (vs * k->ref.out[i]);
-        rc = write_npy(dir, "ref_out.npy", FALCON_DTYPE_F64, 4, sh_m, buf);
+        rc = write_npy(sink, dir, "ref_out.npy", FALCON_DTYPE_F64, 4, sh_m, buf);
     }
     falcon_state_free(init);
     free(buf);
@@ -442,8 +423,9 @@ static int write_case(const char *root, int index, const export_case *e, const c
     json_object_set_new(expected, "state", shape_json(4, sh_S));
     json_object_set_new(j, "expected", expected);
     snprintf(path, sizeof path, "%s/case.json", dir);
-    rc = write_json(path, j);
+    rc = sink_json(sink, path, j);
     json_decref(j);
+    if (!rc) rc = sink_only(sink, dir); /* nothing else in the case's folder */
     if (rc) return rc;
 
     json_t *row = json_object();
@@ -605,6 +587,65 @@ static char *temp_dir_name(const char *dir)
     return tmp;
 }
 
+/* set.h. Every case in the order of grade_design_cases, then index.json; a
+ * terminating signal (noted by the export's handler) stops it between two
+ * cases. */
+int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *skipped)
+{
+    export_case *cases;
+    const int ncase = grade_design_cases(o->profile, &cases);
+    if (ncase < 0) return cli_error("out of memory");
+    json_t *list = json_array();
+    int rc = list ? 0 : cli_error("out of memory");
+    *written = *skipped = 0;
+    for (int i = 0; i < ncase && !rc; i++) {
+        if (stop_signal) {
+            rc = cli_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o->dir);
+            break;
+        }
+        if (!keep(&cases[i], o)) continue;
+        if (o->layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
+        case_data k;
+        const int made = case_data_make(&cases[i], o->precision, &k);
+        if (made < 0) rc = cli_error("cases export: case %d: %s", i + 1, falcon_last_error());
+        if (!made && reference_is_zero(&k.ref))
+            rc = cli_error("cases export: case %d: the reference is all zeros, so a result of zeros would pass "
+                           "(a defect of the case list)", i + 1);
+        *skipped += made > 0;
+        const int64_t n = cases[i].c.n;
+        double scale = o->layout == GRADE_LAYOUT_FALCON ? 1.0
+                     : o->layout == GRADE_LAYOUT_GGML   ? 1.0 / sqrt((double)n)
+                     : o->scale                         ? o->scale
+                                                        : 1.0 / sqrt((double)n);
+        for (int f = 0; f < 3 && !rc && !made; f++) {
+            if (o->form >= 0 && f != o->form) continue;
+            char name[256];
+            rc = write_case(sink, i + 1, &cases[i], &k, (falcon_form)f, o, scale, name, sizeof name, list);
+            *written += !rc;
+        }
+        if (made >= 0) case_data_free(&k);
+    }
+    free(cases);
+    if (!rc && *written == 0) rc = cli_error("cases export: no case matches the filters");
+    if (!rc) {
+        json_t *index = json_object();
+        json_object_set_new(index, "format", json_string("falcon-cases"));
+        json_object_set_new(index, "version", json_integer(1));
+        json_object_set_new(index, "falcon_version", json_string(FALCON_VERSION));
+        json_object_set_new(index, "profile", json_string(o->profile ? "full" : "quick"));
+        json_object_set_new(index, "layout", json_string(grade_layout_name(o->layout)));
+        json_object_set_new(index, "precision", json_string(grade_unit_name(o->precision)));
+        json_object_set_new(index, "export", grade_export_record(o)); /* how to make it again */
+        json_object_set_new(index, "count", json_integer(*written));
+        json_object_set_new(index, "cases", json_incref(list));
+        rc = sink_json(sink, "index.json", index);
+        json_decref(index);
+    }
+    json_decref(list);
+    if (!rc) rc = sink_only(sink, ""); /* nothing beside the cases and the index */
+    return rc ? 2 : 0;
+}
+
 int falcon_grade_export_main(int argc, char **argv)
 {
     export_opts o;
@@ -617,72 +658,20 @@ int falcon_grade_export_main(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    export_case *cases;
-    const int ncase = grade_design_cases(o.profile, &cases);
-    if (ncase < 0) return cli_error("out of memory");
     int old_mode;
-    if ((rc = check_target(o.dir, &old_mode))) {
-        free(cases);
-        return rc;
-    }
+    if ((rc = check_target(o.dir, &old_mode))) return rc;
     char *tmp = temp_dir_name(o.dir);
-    if (!tmp) {
-        free(cases);
-        return cli_error("out of memory");
-    }
+    if (!tmp) return cli_error("out of memory");
     if (!mkdtemp(tmp)) {
         rc = cli_error("cases export: cannot create the directory '%s' beside '%s': %s", tmp, o.dir,
                        strerror(errno));
         free(tmp);
-        free(cases);
         return rc;
     }
-    json_t *list = json_array();
     int written = 0, skipped = 0;
-    for (int i = 0; i < ncase && !rc; i++) {
-        if (stop_signal) {
-            rc = cli_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o.dir);
-            break;
-        }
-        if (!keep(&cases[i], &o)) continue;
-        if (o.layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
-        case_data k;
-        const int made = case_data_make(&cases[i], o.precision, &k);
-        if (made < 0) rc = cli_error("cases export: case %d: %s", i + 1, falcon_last_error());
-        if (!made && reference_is_zero(&k.ref))
-            rc = cli_error("cases export: case %d: the reference is all zeros, so a result of zeros would pass "
-                           "(a defect of the case list)", i + 1);
-        skipped += made > 0;
-        const int64_t n = cases[i].c.n;
-        double scale = o.layout == GRADE_LAYOUT_FALCON ? 1.0
-                     : o.layout == GRADE_LAYOUT_GGML   ? 1.0 / sqrt((double)n)
-                     : o.scale                         ? o.scale
-                                                       : 1.0 / sqrt((double)n);
-        for (int f = 0; f < 3 && !rc && !made; f++) {
-            if (o.form >= 0 && f != o.form) continue;
-            char name[256];
-            rc = write_case(tmp, i + 1, &cases[i], &k, (falcon_form)f, &o, scale, name, sizeof name, list);
-            written += !rc;
-        }
-        if (made >= 0) case_data_free(&k);
-    }
-    if (!rc && written == 0) rc = cli_error("cases export: no case matches the filters");
-    if (!rc) {
-        json_t *index = json_object();
-        json_object_set_new(index, "format", json_string("falcon-cases"));
-        json_object_set_new(index, "version", json_integer(1));
-        json_object_set_new(index, "falcon_version", json_string(FALCON_VERSION));
-        json_object_set_new(index, "profile", json_string(o.profile ? "full" : "quick"));
-        json_object_set_new(index, "layout", json_string(grade_layout_name(o.layout)));
-        json_object_set_new(index, "precision", json_string(grade_unit_name(o.precision)));
-        json_object_set_new(index, "count", json_integer(written));
-        json_object_set_new(index, "cases", json_incref(list));
-        char path[4200];
-        snprintf(path, sizeof path, "%s/index.json", tmp);
-        rc = write_json(path, index);
-        json_decref(index);
-    }
-    json_decref(list);
+    set_sink *sink = sink_open(tmp, 0, "");
+    rc = sink ? grade_export_write(&o, sink, &written, &skipped) : cli_error("out of memory");
+    sink_close(sink);
     if (!rc && stop_signal) rc = cli_error("cases export: interrupted by signal %d: '%s' was not written",
                                              (int)stop_signal, o.dir);
     if (!rc && old_mode >= 0 && chmod(tmp, (mode_t)old_mode))
@@ -697,7 +686,6 @@ int falcon_grade_export_main(int argc, char **argv)
                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
                skipped ? "; some cases were left out: their values do not fit the inputs' format" : "");
     free(tmp);
-    free(cases);
     if (catching && stop_signal) die_of_signal(stop_signal);
     return rc;
 }

@@ -63,12 +63,7 @@ void falcon_grade_export_catch_signals(void);
 /* ---- shared by export and check ---- */
 
 /* Messages are cli_error's "falcon: error: <message>" line (util/opts.h),
- * as every command's; arguments are read with its option scanner. */
-
-/* Write `len` bytes to `path` through a temporary file in the same
- * directory, fsynced, then renamed over it. A path that exists and is not a
- * regular file (a directory, a device, a symlink) is refused: the tool
- * never replaces what is not its own. 0, or 2 after cli_error. */
-int grade_write_file(const char *path, const char *data, size_t len);
+ * as every command's; arguments are read with its option scanner. The
+ * files of a case set are written and verified through grade/set.h. */
 
 #endif

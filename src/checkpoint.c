@@ -113,31 +113,65 @@ static falcon_status in_file(falcon_status s, const char *path)
 
 /* ---- save ---- */
 
-/* Write one array of the layout (flags and counts go out as float64). */
+/* One array of the layout as the array saved (flags and counts go out as
+ * float64, converted into *tmp, which the caller frees). */
+static falcon_status entry_array(const entry *e, falcon_array *a, double **tmp)
+{
+    *a = (falcon_array){FALCON_DTYPE_F64, e->ndim, {0}, entry_count(e), e->real};
+    memcpy(a->shape, e->shape, sizeof e->shape);
+    *tmp = NULL;
+    if (e->kind == KIND_FLAG || e->kind == KIND_COUNT) {
+        *tmp = malloc(sizeof(double) * (size_t)(a->count + 1));
+        if (!*tmp) return falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", e->file);
+        for (int64_t i = 0; i < a->count; i++) (*tmp)[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
+        a->data = *tmp;
+    }
+    return FALCON_OK;
+}
+
 static falcon_status save_entry(const entry *e, const char *path)
 {
-    falcon_array a = {FALCON_DTYPE_F64, e->ndim, {0}, entry_count(e), e->real};
-    memcpy(a.shape, e->shape, sizeof e->shape);
-    double *tmp = NULL;
-    if (e->kind == KIND_FLAG || e->kind == KIND_COUNT) {
-        tmp = malloc(sizeof(double) * (size_t)(a.count + 1));
-        if (!tmp) return falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
-        for (int64_t i = 0; i < a.count; i++) tmp[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
-        a.data = tmp;
-    }
-    falcon_status s = falcon_npy_write_new(path, &a);
+    falcon_array a;
+    double *tmp;
+    falcon_status s = entry_array(e, &a, &tmp);
+    if (!s) s = falcon_npy_write_new(path, &a);
     free(tmp);
     return s;
+}
+
+/* The manifest's text into buf (256 bytes hold it); its length. */
+static size_t manifest_text(const falcon_state *s, char *buf, size_t size)
+{
+    return (size_t)snprintf(buf, size, FORMAT_LINE "\nheads %lld\nn %lld\nm %lld\nwindow %lld\n", (long long)s->heads,
+                            (long long)s->n, (long long)s->m, (long long)s->window);
 }
 
 static falcon_status save_manifest(const falcon_state *s, const char *path)
 {
     char text[256];
-    const int len = snprintf(text, sizeof text, FORMAT_LINE "\nheads %lld\nn %lld\nm %lld\nwindow %lld\n",
-                             (long long)s->heads, (long long)s->n, (long long)s->m, (long long)s->window);
     const void *parts[1] = {text};
-    const size_t sizes[1] = {(size_t)len};
+    const size_t sizes[1] = {manifest_text(s, text, sizeof text)};
     return falcon_write_new_file(path, parts, sizes, 1);
+}
+
+/* internal.h: the same files as bytes, through the same layout and
+ * conversions as a save, so the two cannot disagree. */
+int falcon_checkpoint_encode(const falcon_state *state, falcon_checkpoint_file_fn fn, void *ctx)
+{
+    entry e[NUM_ARRAYS];
+    layout(state, e);
+    int rc = 0;
+    for (int i = 0; !rc && i < NUM_ARRAYS; i++) {
+        falcon_array a;
+        double *tmp;
+        char *bytes = NULL;
+        size_t len = 0;
+        rc = entry_array(&e[i], &a, &tmp) || falcon_npy_encode(&a, &bytes, &len) ? -1 : fn(ctx, e[i].file, bytes, len);
+        free(tmp);
+        free(bytes);
+    }
+    char text[256];
+    return rc ? rc : fn(ctx, MANIFEST, text, manifest_text(state, text, sizeof text));
 }
 
 /* Paths of the arrays, then the manifest's; *paths[i] NULL if out of memory. */

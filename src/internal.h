@@ -69,6 +69,16 @@ falcon_status falcon_write_new_file(const char *path, const void *const *parts, 
  * write makes no progress and says nothing). */
 int falcon_write_full(int fd, const void *buf, size_t len);
 falcon_status falcon_npy_write_new(const char *path, const falcon_array *a);
+/* The bytes of the .npy file falcon_npy_write_new writes for `a`, in a new
+ * buffer (*bytes, free it; *len bytes): what a reader of a written file
+ * compares it with. */
+falcon_status falcon_npy_encode(const falcon_array *a, char **bytes, size_t *len);
+/* checkpoint.c: the files falcon_checkpoint_save writes for `state`, as
+ * bytes: fn(ctx, file name, bytes, length) for each, in the order of a
+ * save, until one returns non-zero. 0; fn's non-zero return; -1 when out of
+ * memory (falcon_last_error says so). */
+typedef int (*falcon_checkpoint_file_fn)(void *ctx, const char *name, const void *bytes, size_t len);
+int falcon_checkpoint_encode(const falcon_state *state, falcon_checkpoint_file_fn fn, void *ctx);
 const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
 
 /* 1 when all count elements are finite: a vectorized yes/no (threads share

@@ -240,6 +240,24 @@ falcon_status falcon_npy_write(const char *path, const falcon_array *a)
     return falcon_npy_commit(w);
 }
 
+/* internal.h */
+falcon_status falcon_npy_encode(const falcon_array *a, char **bytes, size_t *len)
+{
+    falcon_status s = check_layout(a);
+    if (s) return s;
+    if (a->count > 0 && !a->data) return falcon_fail(FALCON_E_ARGUMENT, "npy_encode: data is NULL");
+    char header[SHAPE_TEXT + 2 * HEADER_ALIGN + 64];
+    const size_t hlen = format_header(a, header, sizeof header);
+    const size_t dlen = (size_t)a->count * dtype_size(a->dtype);
+    char *b = malloc(hlen + dlen + 1);
+    if (!b) return falcon_fail(FALCON_E_NOMEM, "npy_encode: out of memory");
+    memcpy(b, header, hlen);
+    if (dlen) memcpy(b + hlen, a->data, dlen);
+    *bytes = b;
+    *len = hlen + dlen;
+    return FALCON_OK;
+}
+
 falcon_status falcon_npy_write_new(const char *path, const falcon_array *a)
 {
     falcon_status s = check_layout(a);

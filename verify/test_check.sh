@@ -54,6 +54,18 @@ elapsed=$((($(date +%s%N) - start) / 1000000))
 ncase=$("$PY" -c "import json; print(json.load(open('cs/index.json'))['count'])")
 echo "     quick export: $ncase cases in $elapsed ms"
 if [ "$ncase" -ge 150 ]; then ok "quick set has $ncase cases"; else bad "quick set size" "$ncase cases"; fi
+# The same arguments write the same bytes (what `falcon check` re-derives a
+# set by), and index.json records them: the export can be repeated from it.
+"$FALCON" cases export cs-again --quiet
+if diff -r cs cs-again >/dev/null && "$PY" -c "import json, sys; sys.exit(json.load(open('cs/index.json')).get('export') != {
+        'profile': 'quick', 'layout': 'falcon', 'precision': 'fp32', 'scale': None,
+        'variant': None, 'form': None, 'align': None, 'phi': None, 'decay': None})"; then
+    ok "the same export twice is byte-identical; index.json records its arguments"
+else bad "deterministic export" "$(diff -rq cs cs-again | head -3; grep -A3 '"export"' cs/index.json)"; fi
+rm -rf cs-again
+# Case names carry the profile: a name means one case in every set.
+if ls cs | grep -v '^index.json$' | grep -qv '^q[0-9]\{4\}-'; then bad "quick names" "$(ls cs | grep -v '^q' | head -3)"
+else ok "the quick profile's cases are named q0001-..."; fi
 mkdir keep && echo mine >keep/file
 expect "export refuses a non-empty directory" 2 "is not empty" "$FALCON" cases export keep
 if [ "$(cat keep/file)" = mine ] && [ "$(ls keep)" = file ]; then ok "the existing directory is untouched"
@@ -109,6 +121,11 @@ if "$PY" -c "import json, sys; c = json.load(open('f1/index.json'))['cases']; sy
         (r['variant'], r['form'], r['align']) == ('falcon3', 'chunk', 'prefix') for r in c)))"; then
     ok "filters keep only falcon3 chunk prefix ($(ls f1 | grep -c falcon3) cases)"
 else bad "filters" "$(ls f1 | head -3)"; fi
+if "$PY" -c "import json, sys; e = json.load(open('f1/index.json'))['export']; sys.exit(e != {
+        'profile': 'quick', 'layout': 'falcon', 'precision': 'fp32', 'scale': None,
+        'variant': 'falcon3', 'form': 'chunk', 'align': 'prefix', 'phi': None, 'decay': None})"; then
+    ok "index.json records the filters (null when absent)"
+else bad "recorded filters" "$(grep -A10 '"export"' f1/index.json)"; fi
 # The temporary directory beside DIR is cut to NAME_MAX like every output's
 # temporary: a 250-byte name exports; so does a DIR written with slashes.
 long=$(printf 'd%.0s' $(seq 250))
@@ -321,7 +338,8 @@ json.dump(j, open(path, "w"))
 EOF
     text=$(case $how in empty) echo "lists no cases";; twice) echo "share a name";; count) echo '"count" says';;
            dropped) echo "does not list";; relabel) echo "disagree on \"form\"";; *) echo "one folder name";; esac)
-    expect "index with $how cases is refused" 2 "$text" "$FALCON" check cs --results r32
+    expect "index with $how cases is refused" 2 "" "$FALCON" check cs --results r32
+    expect "... and with --trust-set, by its own rule" 2 "$text" "$FALCON" check cs --results r32 --trust-set
     cp index.orig cs/index.json
 done
 expect "not a case set" 2 "not a directory" "$FALCON" check nowhere --results r32
@@ -352,6 +370,8 @@ expect "--json through a symlink to a file: the file is updated" 0 "passed" "$FA
     --phi identity --quiet
 "$PY" "$RUN_CLI" "$FALCON" cz rz --precision fp32
 expect "T = 0 with its state passes" 0 "0 failed" "$FALCON" check cz --results rz
+if ls cz | grep -v '^index.json$' | grep -qv '^f[0-9]\{4\}-'; then bad "full names" "$(ls cz | grep -v '^f' | head -3)"
+else ok "the full profile's cases are named f0001-...: no name is a quick case's"; fi
 zero=$("$PY" -c "import json; print(*[r['name'] for r in json.load(open('cz/index.json'))['cases']
     if json.load(open('cz/' + r['dir'] + '/case.json'))['T'] == 0])")
 rm rz/"$zero"/state.npy
@@ -598,11 +618,79 @@ for how in skipped twice; do
     [ $how = twice ] && mv big/index-twice.json big/index.json
     text=$([ $how = twice ] && echo "cases 0 and 40000 share a name" || echo "every case of the set is declared skipped")
     start=$(date +%s%N)
-    expect "a 40,000-row index ($how): its error" 2 "$text" timeout 120 "$FALCON" check big --results big-r
+    expect "a 40,000-row index ($how): its error" 2 "$text" timeout 120 "$FALCON" check big --results big-r --trust-set
     ms=$((($(date +%s%N) - start) / 1000000))
     [ "$ms" -lt 10000 ] && ok "... within seconds ($ms ms)" || bad "40,000-row index ($how)" "$ms ms"
 done
 rm -rf rb
+
+# ---- a trusted set: check re-derives the set and refuses any other ----
+# The set's thresholds and references decide the verdict, so an edited set
+# (a raised threshold, a wrong result copied over the reference, another
+# precision in the index) would pass a wrong kernel. `falcon check`
+# re-derives every file of the set from the export its index records and
+# refuses one that differs; --trust-set judges the set as it is, and says so.
+expect "a fresh set is verified" 0 "set cs: verified" "$FALCON" check cs --results r32
+# a configuration with steps and decay (its alpha.npy is deleted below), not a carried one
+cfg=$("$PY" -c "import json, sys; d = sys.argv[1]
+for r in json.load(open(d + '/index.json'))['cases']:
+    c = json.load(open(d + '/' + r['dir'] + '/case.json'))
+    if r['name'].endswith('-recurrent') and c['T'] > 0 and c['inputs']['alpha'] and c['variant'] == 'falcon1':
+        print(r['name'][:-len('-recurrent')]); break" cs)
+tamper() { # tamper NAME TEXT SHELL-EDIT: the edit on a copy of cs is refused, naming TEXT
+    rm -rf ce && cp -r cs ce && (eval "$3")
+    expect "$1 is refused" 2 "$2" "$FALCON" check ce --results r32
+}
+thr_edit='import json, sys; p = sys.argv[1]; j = json.load(open(p)); j["thresholds"]["out_u"] *= 1e6
+j["thresholds"]["state_u"] *= 1e6; open(p, "w").write(json.dumps(j, indent=1) + "\n")'
+tamper "a raised threshold" "$cfg-chunk: 'ce/$cfg-chunk/case.json': differs from what \`falcon cases export DIR --profile quick" \
+    '"$PY" -c "$thr_edit" ce/$cfg-chunk/case.json'
+# The threshold raised and a result 1000 times off: --trust-set takes the
+# set as it is and passes it (what the verification is there to stop).
+cp -r r32 rwrong && edit "rwrong/$cfg-chunk/out.npy" "a * np.float32(1 + 1e-3)"
+expect "... and --trust-set judges the edited set as it is" 0 "NOT verified (--trust-set)" \
+    "$FALCON" check ce --results rwrong --trust-set
+expect "... while the original set fails that result" 1 "FAIL $cfg-chunk" "$FALCON" check cs --results rwrong --trust-set
+tamper "ref_out.npy replaced by another case's" "$cfg-chunk: 'ce/$cfg-chunk/ref_out.npy': differs" \
+    'cp ce/$cfg-recurrent/ref_out.npy ce/$cfg-chunk/ref_out.npy'
+expect "... which --trust-set judges: the right result fails against it" 1 "FAIL $cfg-chunk" \
+    "$FALCON" check ce --results r32 --trust-set
+tamper "ref_state.npy replaced" "'ce/$cfg-chunk/ref_state.npy': differs" \
+    'cp ce/$cfg-recurrent/ref_state.npy ce/$cfg-chunk/ref_state.npy'
+tamper "the index's precision edited" "check: 'ce/index.json': differs" \
+    "sed -i '0,/\"precision\": \"fp32\"/s//\"precision\": \"bf16\"/' ce/index.json"
+tamper "the index's precision and its export record edited" "--precision bf16" \
+    "sed -i 's/\"precision\": \"fp32\"/\"precision\": \"bf16\"/' ce/index.json"
+tamper "a case.json edited (its description)" "'ce/$cfg-chunk/case.json': differs" \
+    "sed -i 's/\"stresses\": \"/\"stresses\": \"x/' ce/$cfg-chunk/case.json"
+tamper "a file deleted from a case" "'ce/$cfg-chunk/alpha.npy': missing" 'rm ce/$cfg-chunk/alpha.npy'
+tamper "a file deleted from a case's state0/" "'ce/$cfg-chunk/state0/hist_v.npy': missing" 'rm ce/$cfg-chunk/state0/hist_v.npy'
+tamper "a file added to a case" "'ce/$cfg-chunk/gain.npy': an extra file" 'cp ce/$cfg-chunk/beta.npy ce/$cfg-chunk/gain.npy'
+tamper "a folder added beside the cases" "'ce/notes': an extra file" 'mkdir ce/notes'
+tamper "a set of another falcon_version" "a set written by falcon 0.0.0-old" \
+    "sed -i 's/\"falcon_version\": \"[^\"]*\"/\"falcon_version\": \"0.0.0-old\"/' ce/index.json"
+tamper "a set whose index records no export" "does not record the arguments" \
+    '"$PY" -c "import json; j = json.load(open(\"ce/index.json\")); del j[\"export\"]; json.dump(j, open(\"ce/index.json\", \"w\"))"'
+# A ggml set with a filter verifies too (its results here are in the
+# library's layout, unscaled, so they fail: judged after the verification).
+"$FALCON" cases export csg --layout ggml --variant falcon1 --quiet
+"$PY" "$RUN_CLI" "$FALCON" csg rg --precision fp32
+expect "a filtered ggml set is verified, then judged" 1 "set csg: verified" "$FALCON" check csg --results rg
+# So does an fla set with its own --scale (recorded, and re-derived with it).
+"$FALCON" cases export css --layout fla --scale 0.3 --variant falcon2 --form chunk --quiet
+"$PY" "$RUN_CLI" "$FALCON" css rs --precision fp32 && rm rs/*/state.npy # the library's layout: not judged
+"$PY" - css rs <<'EOF' # ... and the cases without steps, whose only result is the state, skipped
+import json, os, shutil, sys
+cs, rd = sys.argv[1:3]
+skip = {}
+for r in json.load(open(os.path.join(cs, "index.json")))["cases"]:
+    if json.load(open(os.path.join(cs, r["dir"], "case.json")))["T"] == 0:
+        shutil.rmtree(os.path.join(rd, r["name"]))
+        skip[r["name"]] = "no steps, and the state is not judged here"
+json.dump({"skip": skip}, open(os.path.join(rd, "manifest.json"), "w"))
+EOF
+expect "an fla set with --scale 0.3 is verified, then judged" 1 "set css: verified" "$FALCON" check css --results rs
+rm -rf ce rwrong
 
 # ---- the fla layout: state [B,H,K,V], reads scaled ----
 "$FALCON" cases export csf --layout fla --variant falcon1 --quiet
@@ -619,6 +707,9 @@ for row in json.load(open(os.path.join(cs, "index.json")))["cases"]:
     np.save(os.path.join(d, "state.npy"), np.load(os.path.join(d, "state.npy")).transpose(0, 1, 3, 2).copy())
 EOF
 expect "fla layout: scaled reads and [B,H,K,V] state pass" 0 "0 failed" "$FALCON" check csf --results rf
+rm -rf ce && cp -r csf ce && g=$(ls csf | grep -v index.json | head -1) && "$PY" -c "$thr_edit" "ce/$g/case.json"
+expect "fla layout: a raised threshold is refused" 2 "'ce/$g/case.json': differs from what \`falcon cases export DIR --profile quick --precision fp32 --layout fla --variant falcon1\`" \
+    "$FALCON" check ce --results rf
 "$PY" - rf <<'EOF2'
 import glob, numpy as np, sys
 for f in glob.glob(sys.argv[1] + "/*/state.npy"):  # square states back to the library's layout

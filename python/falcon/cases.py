@@ -171,7 +171,7 @@ class CheckResult:
 
 
 def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, quiet=False,
-          require_state=False, max_skipped=None):
+          require_state=False, max_skipped=None, trust_set=False):
     """Grade the results in `results_dir` against the case set `cases_dir`
     (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
     bf16, fp16; None, the default: the set's own, as the command's). Returns
@@ -179,8 +179,13 @@ def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, qui
     also write JUnit XML there; `quiet`: do not echo the printed table (it
     is in .report); `require_state`: a missing state.npy is bad input;
     `max_skipped`: the largest fraction of cases that may be skipped.
+    The set is verified first: re-derived in memory from the export its
+    index.json records, any file that differs (an edited threshold or
+    reference, another version's set) is bad input; `trust_set=True`
+    (--trust-set) judges the set as it is, and the report says so.
     Raises CheckInputError for bad input (exit status 2: a missing result, a
-    wrong shape, NaN/Inf, no case judgeable ...), carrying the error line."""
+    wrong shape, NaN/Inf, no case judgeable, an edited set ...), carrying
+    the error line."""
     fd, jpath = tempfile.mkstemp(prefix="falcon-check-", suffix=".json")
     os.close(fd)
     os.unlink(jpath)  # the command writes it
@@ -196,6 +201,8 @@ def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, qui
             argv.append("--require-state")
         if max_skipped is not None:
             argv += ["--max-skipped", repr(float(max_skipped))]
+        if trust_set:
+            argv.append("--trust-set")
         status, out, err = _call_main("falcon_grade_check_main", argv, quiet)
         if status == 2:
             raise CheckInputError(_error_line(err, status), status)

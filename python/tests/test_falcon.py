@@ -345,6 +345,32 @@ def test_missing_result_is_bad_input():
         raise AssertionError("a missing result was not reported as bad input")
 
 
+def test_edited_set_is_refused_unless_trusted():
+    """A raised threshold is refused (status 2, naming the case and its
+    case.json); trust_set=True judges the set as it is, and says so."""
+    import json
+    cdir = os.path.join(tmpdir(), "cases-edited")
+    shutil.copytree(cases_dir(), cdir)
+    rdir = numpy_results("float32")
+    with open(os.path.join(cdir, "index.json")) as f:
+        name = json.load(f)["cases"][0]["dir"]
+    path = os.path.join(cdir, name, "case.json")
+    with open(path) as f:
+        meta = json.load(f)
+    meta["thresholds"]["out_u"] *= 1000
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+    try:
+        falcon.check(cdir, rdir, quiet=True)
+    except falcon.CheckInputError as e:
+        assert e.status == 2 and name in str(e) and "case.json" in str(e) and "--trust-set" in str(e), str(e)
+    else:
+        raise AssertionError("an edited threshold was accepted")
+    result = falcon.check(cdir, rdir, quiet=True, trust_set=True)
+    assert result.passed and "NOT verified" in result.report, result.report
+    assert "set %s: verified" % cases_dir() in falcon.check(cases_dir(), rdir, quiet=True).report
+
+
 def test_torch_chunk_example_passes():
     try:
         import torch  # noqa: F401
