@@ -117,7 +117,11 @@ mutants=(
 # Lazy decay (recurrent.inc.c, fp32): the read of a lazy step scaled back,
 # the fold ahead of a near reset, the fold bound, the factor kept in the
 # state and per tile, and the second run where the divided memory overflows.
-"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* a : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
+"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL v = a \* (pq\[r\] + zq \* e\[r\]);/const REAL v = a * pq[r] + zq * e[r];/|gate::1_FP32"
+"lazy-window-read-unscaled|kernels/framework/recurrent.inc.c|s/        for (int64_t r = 0; lazy_step \&\& r < m; r++) o\[r\] \*= a;/        (void)0;/|gate::3_FP32"
+# The lazy read's factor applied to z.q before the product, as it was: a
+# subnormal z.q rounded up to 2^8 times deeper (subnormal queries).
+"lazy-read-factor-first|kernels/framework/recurrent.inc.c|s/const REAL v = a \* (pq\[r\] + zq \* e\[r\]);/const REAL v = a * pq[r] + (zq * a) * e[r];/|subnormal_reads::falcon1"
 "lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) {/if (0) {/|limits::a_near_reset_after_lazy_steps_fp32"
 # The near reset's fold of the memory, made in the step's pass: not passed
 # on, or dropped by the SIMD pass, its own pass where there is no decay, or
