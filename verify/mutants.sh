@@ -117,7 +117,11 @@ mutants=(
 # Lazy decay (recurrent.inc.c, fp32): the read of a lazy step scaled back,
 # the fold ahead of a near reset, the fold bound, the factor kept in the
 # state and per tile, and the second run where the divided memory overflows.
-"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL z0 = lazy_step ? zq\[0\] \* a : zq\[0\];/const REAL z0 = zq[0];/|gate::1_FP32"
+"lazy-read-unscaled|kernels/framework/recurrent.inc.c|s/const REAL v = a \* (pq\[r\] + zq \* e\[r\]);/const REAL v = a * pq[r] + zq * e[r];/|gate::1_FP32"
+"lazy-window-read-unscaled|kernels/framework/recurrent.inc.c|s/        for (int64_t r = 0; lazy_step \&\& r < m; r++) o\[r\] \*= a;/        (void)0;/|gate::3_FP32"
+# The lazy read's factor applied to z.q before the product, as it was: a
+# subnormal z.q rounded up to 2^8 times deeper (subnormal queries).
+"lazy-read-factor-first|kernels/framework/recurrent.inc.c|s/const REAL v = a \* (pq\[r\] + zq \* e\[r\]);/const REAL v = a * pq[r] + (zq * a) * e[r];/|subnormal_reads::falcon1"
 "lazy-near-reset-one-subnormal-factor|kernels/framework/recurrent.inc.c|s/if (c->C != 1 \&\& C1 < (double)REAL_MIN) {/if (0) {/|limits::a_near_reset_after_lazy_steps_fp32"
 # The near reset's fold of the memory, made in the step's pass: not passed
 # on, or dropped by the SIMD pass, its own pass where there is no decay, or
@@ -150,10 +154,26 @@ mutants=(
 "fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/|validation::a_memory_an_fp64_run_left_is_checked"
 "mpfr-memory-kept-in-double|src/mpfr_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/|validation::a_memory_overflow_alone_is_reported"
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/|operands::rounding_at_the_edges"
+# One product's operands left unrounded (blocked.inc.c): within every
+# threshold, since the gate's q, k and v are on the format's grid already
+# and one fp32 operand only lowers the error; operand_model compares the
+# block with a plain model of SPEC section 6 to a few fp32 units.
+"operands-R-unrounded-after-solve|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);/    if (drop) RS(round_operand)(Wm, Lc, P, ldp, drop);/|operand_model::tf32"
+"operands-read-matrix-unrounded|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);/    if (drop) RS(round_operand)(R, P, m, ldm, drop);/|operand_model::tf32"
+"operands-end-state-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(R, P, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-end-state-window-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(Rg, G, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-memory-copy-unrounded|kernels/framework/blocked.inc.c|s/        RS(round_operand)(w->Sr, n, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-directions-unrounded|kernels/framework/blocked.inc.c|s/            if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);/            (void)0;/|operand_model::tf32"
+"operands-keys-queries-unrounded|kernels/framework/blocked.inc.c|s/            RS(round_operand)(XQ, G + Lc, n, ldn, drop);/            (void)0;/|operand_model::tf32"
 # The rule that keeps the fp32 recurrent form's decay direct (Zen 5's
 # full-width AVX-512, src/backends.c) ignored, or not handed to the heads.
 "direct-decay-ignored|kernels/framework/recurrent.inc.c|s/ \&\& !h->direct_decay;/;/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"
 "direct-decay-not-passed|src/run_cpu.inc.c|s/\.direct_decay = direct_decay,/.direct_decay = direct_decay * 0,/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"
+# A large carried memory projected away (blocked.inc.c, blk_run): the
+# cancelling block never cut, or its halves run from the memory the whole
+# block left instead of the one it found.
+"carried-memory-never-cut|kernels/framework/blocked.inc.c|s/!(f \* a0 > FW_CUT_RATIO \* c->amax)/!(f * a0 > 1e300 * c->amax)/|carried_memory::1_FP32"
+"carried-memory-cut-not-restored|kernels/framework/blocked.inc.c|s/    for (int64_t r = 0; r < n; r++) memcpy(c->St + r \* ldm, w->S0 + r \* ldm, sizeof(REAL) \* (size_t)m);/    (void)0;/|carried_memory::1_FP32"
 # An output's temporary registered for the signal clean-up only after it was
 # made (outputs.c, TEMP_FIRST): a signal delivered as mkostemp (or mkdtemp)
 # returns leaves it.

@@ -334,10 +334,16 @@ static inline void RS(rec_read_start)(int64_t m, REAL a, const REAL *restrict pq
  * o += zq e. */
 static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs, const REAL *restrict y,
                                     const REAL *restrict p, REAL *restrict e, REAL zq, const REAL *restrict pq,
-                                    REAL *restrict o, REAL *restrict ck)
+                                    int lazy, REAL *restrict o, REAL *restrict ck)
 {
     RS(residual_row)(m, kind, c, a, xs, y, p, e);
-    if (pq)
+    if (pq && lazy)
+        for (int64_t r = 0; r < m; r++) {
+            const REAL v = a * (pq[r] + zq * e[r]);
+            o[r] = v;
+            ck[r] += v - v;
+        }
+    else if (pq)
         for (int64_t r = 0; r < m; r++) {
             const REAL v = a * pq[r] + zq * e[r];
             o[r] = v;
@@ -354,9 +360,10 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * element instead of four (Zen 4, Falcon-1, 8 heads, T = 4096, medians of
  * alternating rounds: AVX-512 1.12-1.17 times the tokens/s at n = m = 128,
  * 1.07-1.13 at 64; AVX2 1.21 and 1.10; scalar 1.23-1.28). The
- * residual takes (REAL)C P (P read from St), the read (REAL)C pq, and
- * the write's coefficients are divided by it, the rounding of the same
- * order as the direct decay's. C is a double, the running product of the
+ * residual takes (REAL)C P (P read from St), the read (REAL)C times
+ * pq plus the write's contribution at St's scale (C applied last, for
+ * reads of subnormal size), and the write's coefficients are divided by
+ * it, the rounding of the same order as the direct decay's. C is a double, the running product of the
  * decays rounded to float at each use, so its error does not grow with
  * the steps. C stays in [FALCON_LAZY_SCALE_MIN, 1], and so St within 2^8 of S:
  *  - a step whose decay would take C below the bound folds it: the step
@@ -459,20 +466,25 @@ static void RS(rec_finish)(rec_head *c, int64_t t, rec_step *st, int64_t r0, int
             xzsum += rho * rho * xz[i];
         }
     const REAL eta0 = RS(falcon_eta_scaled)(h->beta[t * h->lds], h->eps, sigma, st->tau, xzsum);
-    /* a lazy step writes E / a, and reads it back as (zq a) (E / a) */
+    /* A lazy step writes E / a, and reads the memory and its write at the
+     * scale of St: o = a (pq + zq (E / a)), a applied last. Taken as
+     * a pq + (zq a) (E / a), the factor (zq a) of a subnormal read (queries
+     * of about 1e-39) was rounded on the subnormal grid a factor a (down to
+     * 2^-8) deeper than zq: reads 6-10 times the direct decay's error
+     * (verify/test-subnormal-reads.c). */
     const REAL eta = lazy_step ? eta0 / a : eta0;
     if (k == 1) {
         const REAL s0 = xs[0];
-        const REAL z0 = lazy_step ? zq[0] * a : zq[0];
-        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, z0, pq, o, ck);
+        RS(rec_residual)(m, fw_res_kind(h->regression, s0), eta, a, s0, yrow[0] + r0, P, E, zq[0], pq, lazy_step, o,
+                         ck);
     } else {
-        RS(rec_read_start)(m, a, pq, o);
+        RS(rec_read_start)(m, lazy_step ? 1 : a, pq, o);
         for (int64_t i = 0; i < k; i++) {
             const REAL si = xs[i], ci = scaled ? eta * (xs[i] / sigma) : eta;
-            const REAL zi = lazy_step ? zq[i] * a : zq[i];
             RS(rec_residual)(m, fw_res_kind(h->regression, si), ci, a, si, yrow[i] + r0, P + i * ldm, E + i * ldm,
-                             zi, NULL, o, ck);
+                             zq[i], NULL, 0, o, ck);
         }
+        for (int64_t r = 0; lazy_step && r < m; r++) o[r] *= a;
         RS(finite_add)(ck, o, m);
     }
     /* The next step's first phase may overwrite the window's rows (or Zg):
