@@ -52,9 +52,15 @@ def phi_map(x, phi):
     if phi == "elu1":
         return torch.where(x > 0, x + 1, torch.exp(torch.clamp(x, max=0)))
     if phi == "l2norm":
-        nrm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-        return torch.where(nrm > 0, x / torch.where(nrm > 0, nrm, torch.ones_like(nrm)),
-                           torch.zeros_like(x))
+        # x / ||x||, 0 for 0. x is first scaled exactly by a power of two near
+        # 1 / max|x| (in two factors: one could overflow), so that the sum of
+        # squares neither underflows (subnormal keys) nor overflows.
+        big = x.abs().amax(dim=-1, keepdim=True)
+        _, e = torch.frexp(big)
+        half = -torch.div(e, 2, rounding_mode="floor")
+        y = x * torch.pow(2.0, half.to(x.dtype)) * torch.pow(2.0, (-e - half).to(x.dtype))
+        nrm = torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+        return torch.where(big > 0, y / torch.where(nrm > 0, nrm, torch.ones_like(nrm)), torch.zeros_like(x))
     raise ValueError("unknown phi %r" % phi)
 
 

@@ -15,7 +15,6 @@
 #       --bug same-step          every failing case has prefix alignment, and
 #                                every prefix case with a step (T > 0) fails;
 #       --bug decay-after-write  every failing case has a decay, and some fails;
-#       --bug state-fp16         every case whose reference state is non-zero fails;
 #     and the report's text names every failing case;
 #   - a results directory with a case missing is bad input (exit 2, one line
 #     "falcon: error: ..." naming the case);
@@ -181,12 +180,6 @@ if bug == "same-step":
 elif bug == "decay-after-write":
     wrong = [c["name"] for c in failed if c["decay"] == "none"]
     assert not wrong, "cases without decay failed: %s" % wrong
-elif bug == "state-fp16":
-    def nonzero(name):
-        m = meta(name)
-        return np.any(np.load(os.path.join(cases, dirs[name], m["reference"]["state"])) != 0)
-    missed = [c["name"] for c in graded if c["status"] != "fail" and nonzero(c["name"])]
-    assert not missed, "cases with a non-zero state passed: %s" % missed
 def tally(key, label):
     return label + " " + ", ".join(
         "%s %d/%d" % (k, sum(c["status"] == "fail" for c in graded if key(c) == k), sum(key(c) == k for c in graded))
@@ -195,7 +188,9 @@ print("%d of %d fail (%s; %s)" % (len(failed), len(graded), tally(lambda c: c["a
                                   tally(lambda c: "none" if c["decay"] == "none" else "decayed", "decay")))
 EOF
 }
-for bug in same-step decay-after-write state-fp16; do
+# (state-fp16 overflows half on the large carried memory, which check refuses
+# as non-finite: verify/test_twins.sh runs it, with every other twin.)
+for bug in same-step decay-after-write; do
     name="wrong twin --bug $bug fails check --precision fp32"
     if ! numpy_run "r_$bug" --dtype float32 --bug "$bug"; then bad "$name" "the example failed: $(cat np.txt)"; continue; fi
     rc=0
