@@ -671,6 +671,7 @@ int falcon_grade_export_main(int argc, char **argv)
     int written = 0, skipped = 0;
     set_sink *sink = sink_open(tmp, 0, "");
     rc = sink ? grade_export_write(&o, sink, &written, &skipped) : cli_error("out of memory");
+    if (!rc) rc = sink_sync(sink);
     sink_close(sink);
     if (!rc && stop_signal) rc = cli_error("cases export: interrupted by signal %d: '%s' was not written",
                                              (int)stop_signal, o.dir);

@@ -127,7 +127,8 @@ int sink_file(set_sink *s, const char *rel, const void *bytes, size_t len)
     if (s->verify) return same_bytes(s, rel, path, bytes, len) || remember(s, rel) ? 2 : 0;
     const void *parts[1] = {bytes};
     const size_t sizes[1] = {len};
-    return falcon_write_new_file(path, parts, sizes, 1) ? cli_error("%s", falcon_last_error()) : 0;
+    /* Not synced one by one: sink_sync syncs the whole set once. */
+    return falcon_write_new_file_sync(path, parts, sizes, 1, 0) ? cli_error("%s", falcon_last_error()) : 0;
 }
 
 int sink_npy(set_sink *s, const char *rel, const falcon_array *a)
@@ -201,4 +202,13 @@ int sink_only(set_sink *s, const char *rel)
     }
     closedir(d);
     return rc;
+}
+
+int sink_sync(set_sink *s)
+{
+    if (s->verify) return 0;
+    const int fd = open(s->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = fd < 0 || syncfs(fd) ? errno : 0;
+    if (fd >= 0) close(fd);
+    return err ? cli_error("'%s': cannot sync the set to disk: %s", s->root, strerror(err)) : 0;
 }

@@ -65,6 +65,8 @@ const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, cha
  * temporary directory); a whole .npy file the same way; Python's repr of a
  * shape (200 bytes hold any). */
 falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count);
+falcon_status falcon_write_new_file_sync(const char *path, const void *const *parts, const size_t *sizes, int count,
+                                         int sync);
 /* write() until len bytes are written; 0, or -1 with errno (EIO where a
  * write makes no progress and says nothing). */
 int falcon_write_full(int fd, const void *buf, size_t len);

@@ -19,16 +19,23 @@ int falcon_write_full(int fd, const void *buf, size_t len)
 
 /*
  * Write `count` buffers to a new file `path` (it must not exist: it lies in
- * a transaction's temporary directory) and fsync it. On failure the file is
- * removed. Shared with checkpoint.c (its manifest).
+ * a transaction's temporary directory) and fsync it, unless `sync` is 0 (a
+ * writer of many files that syncs them together: falcon cases export). On
+ * failure the file is removed. Shared with checkpoint.c (its manifest).
  */
 falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count)
+{
+    return falcon_write_new_file_sync(path, parts, sizes, count, 1);
+}
+
+falcon_status falcon_write_new_file_sync(const char *path, const void *const *parts, const size_t *sizes, int count,
+                                         int sync)
 {
     const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(errno));
     int err = 0;
     for (int i = 0; !err && i < count; i++) err = falcon_write_full(fd, parts[i], sizes[i]) ? errno : 0;
-    if (!err && fsync(fd) != 0) err = errno;
+    if (!err && sync && fsync(fd) != 0) err = errno;
     if (close(fd) != 0 && !err) err = errno;
     if (!err) return FALCON_OK;
     unlink(path);
