@@ -143,7 +143,8 @@ static void warn_head_first(const run_ctx *c)
 {
     const falcon_array *q = &c->info[IN_Q];
     char got[128];
-    if (!c->d.batched || c->d.head_first || c->d.T >= c->d.H) return;
+    /* T = 0: head-first, it would have 0 heads, which no run has */
+    if (!c->d.batched || c->d.head_first || c->d.T == 0 || c->d.T >= c->d.H) return;
     fprintf(stderr, "falcon: warning: %s has shape %s: read as [B,T,H,D] that is T = %lld, H = %lld; if it is "
             "head-first [B,H,T,D], pass --layout bhtd\n", c->paths[IN_Q],
             fmt_shape(q->shape, q->ndim, NULL, got, sizeof got), (long long)c->d.T, (long long)c->d.H);
