@@ -84,8 +84,8 @@ static const opt_spec specs[] = {
     {"checkpoint-out", K_PATH, AT(ckpt_out), 0, "DIR", "save the final carried state", NULL, NULL},
     {"verbose", K_FLAG, AT(verbose), 0, NULL, "print backend, sizes and time on stdout", NULL, NULL},
     {"progress", K_FLAG, AT(progress), 0, NULL, "report progress on stderr, a line about every second "
-     "(default: only when stderr is a terminal, and only after the run has taken a second); the run is "
-     "then split into short segments at the form's block: the CPU backends' results are unchanged bit "
+     "(default: only when stderr is a terminal, and only after the run has taken a second); without "
+     "--segment the run is then split into short segments at the form's block: the CPU backends' results are unchanged bit "
      "for bit, the mpfr backend's to rounding (its state carried in double between segments)",
      NULL, NULL},
     {"help", K_FLAG, AT(help), 0, NULL, "this text", NULL, NULL},

@@ -522,9 +522,10 @@ static int compute(run_ctx *c)
      * a second. Split at the block, the CPU backends' results are those of
      * one call bit for bit; the mpfr backend's equal them to rounding (its
      * state is carried in double between calls). Only when asked: a
-     * terminal alone does not change how the run is split. */
+     * terminal alone does not change how the run is split, nor does
+     * --progress change segments that --segment chose. */
     const int64_t block = split_block(c);
-    c->adaptive = c->args.progress && block < c->seg;
+    c->adaptive = c->args.progress && !c->args.segment && block < c->seg;
     if (c->adaptive) /* 16 steps or more, a multiple of the block */
         for (want = block; want < 16 && 2 * want <= c->seg;) want *= 2;
     do {
