@@ -81,7 +81,7 @@ TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 # bench/flops.c: the benchmark's count of a call, tested beside the kernels.
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
 
-.PHONY: all lib cli test check report mutants clean deps install golden golden-check
+.PHONY: all lib cli test check report mutants clean deps install uninstall help golden golden-check
 all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon $(GRADE_SHLIB)
 
 lib: $(LIB) $(BUILD)/libfalcon.so
@@ -211,6 +211,31 @@ install: all $(INSTALL_BIN) mk/falcon.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	    -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
 	    mk/falcon.pc.in > $(DESTDIR)$(PCDIR)/falcon.pc
+
+# make uninstall [PREFIX=...] [DESTDIR=...]: removes exactly the files that
+# `make install` with the same PREFIX and DESTDIR installed (the directories
+# stay: others may share them).
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BIN)))
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(LIB) $(SHLIB) $(GRADE_SHLIB)) $(SONAME) libfalcon.so)
+	rm -f $(DESTDIR)$(INCLUDEDIR)/falcon.h $(DESTDIR)$(PCDIR)/falcon.pc
+
+# One line per main target (verify/test_install.sh checks that it lists them).
+help:
+	@echo 'make [all]        the library (static and shared), the falcon command and libfalcon-grade.so'
+	@echo 'make test         the Criterion gate (build/falcon-verify)'
+	@echo 'make check        packages, build, the whole gate and every shell test (the README test command)'
+	@echo 'make report       the quick gate, benchmark, stability study and plots into report/ (PROFILE=full)'
+	@echo 'make bench        the benchmark (Google Benchmark, where installed)'
+	@echo 'make mutants      seeded bugs the gate must catch (a few minutes)'
+	@echo 'make sanitize     the CLI and the gate built and run with the sanitizers'
+	@echo 'make fuzz         libFuzzer on the .npy reader, run arguments, the API and checkpoints (clang)'
+	@echo 'make install      tools, libraries, header, falcon.pc into PREFIX (default /usr/local) [DESTDIR=dir]'
+	@echo 'make uninstall    removes what make install put there (same PREFIX and DESTDIR)'
+	@echo 'make deps         the Debian packages the build and the tests need'
+	@echo 'make golden       regenerate verify/golden-data.c from its JSON (golden-check: compare)'
+	@echo 'make clean        removes $(BUILD)/'
+	@echo 'make help         this list'
 
 clean:
 	rm -rf $(BUILD)

@@ -26,6 +26,15 @@ static const char *precision_name(int i) { return falcon_precision_name((falcon_
 static const char *align_name(int i) { return falcon_align_name((falcon_align)i); }
 static const char *phi_name(int i) { return falcon_phi_name((falcon_phi)i); }
 
+static const char *const layout_names[CLI_NUM_LAYOUTS] = {"falcon", "fla", "bhtd"};
+static const char *layout_name(int i) { return i >= 0 && i < CLI_NUM_LAYOUTS ? layout_names[i] : "unknown"; }
+static int layout_parse(const char *s)
+{
+    for (int i = 0; i < CLI_NUM_LAYOUTS; i++)
+        if (!strcmp(s, layout_names[i])) return i;
+    return -1;
+}
+
 typedef struct opt_spec {
     const char *name;
     opt_kind kind;
@@ -57,6 +66,12 @@ static const opt_spec specs[] = {
     {"segment", K_INT64, AT(segment), 0, "S", "steps per segment: inputs are read and the output written S "
      "steps at a time, the state carried (default: about 32 MiB of buffers, a multiple of the chunk or "
      "block)", NULL, NULL},
+    {"layout", K_ENUM, AT(layout), 0, NULL, "batched arrays: falcon [B,T,H,D], state [B,H,m,n] (the default); "
+     "fla: inputs as falcon, --state-out [B,H,n,m] (the transpose) and the reads times --scale; bhtd: "
+     "head-first q, k, v, gain [B,H,T,D], beta, alpha [B,H,T], --out [B,H,T,m], state as falcon",
+     layout_name, layout_parse},
+    {"scale", K_REAL, AT(scale), 0, "S", "--layout fla only: the reads are scale * phi(q)^T h, rounded once "
+     "(default 1/sqrt(n))", NULL, NULL},
     {"q", K_PATH, AT(q), 1, "FILE", "queries [T,n] or [B,T,H,n]", NULL, NULL},
     {"k", K_PATH, AT(k), 1, "FILE", "keys, shaped as q", NULL, NULL},
     {"v", K_PATH, AT(v), 1, "FILE", "values [T,m] or [B,T,H,m]", NULL, NULL},
@@ -68,8 +83,11 @@ static const opt_spec specs[] = {
     {"checkpoint-in", K_PATH, AT(ckpt_in), 0, "DIR", "carried state to start from", NULL, NULL},
     {"checkpoint-out", K_PATH, AT(ckpt_out), 0, "DIR", "save the final carried state", NULL, NULL},
     {"verbose", K_FLAG, AT(verbose), 0, NULL, "print backend, sizes and time on stdout", NULL, NULL},
-    {"progress", K_FLAG, AT(progress), 0, NULL, "report progress on stderr (default: only when stderr is a "
-     "terminal, and only after the run has taken a second)", NULL, NULL},
+    {"progress", K_FLAG, AT(progress), 0, NULL, "report progress on stderr, a line about every second "
+     "(default: only when stderr is a terminal, and only after the run has taken a second); without "
+     "--segment the run is then split into short segments at the form's block: the CPU backends' results are unchanged bit "
+     "for bit, the mpfr backend's to rounding (its state carried in double between segments)",
+     NULL, NULL},
     {"help", K_FLAG, AT(help), 0, NULL, "this text", NULL, NULL},
 };
 #define NUM_SPECS ((int)(sizeof specs / sizeof specs[0]))
@@ -240,6 +258,12 @@ int cli_parse_run(int argc, char **argv, cli_run_args *a)
     if (a->help) return 0;
     if (a->segment < 0 || (a->segment == 0 && opt_given(&sc, spec_id("segment"))))
         return cli_error("--segment = %lld: must be >= 1 (steps per segment)", (long long)a->segment);
+    if (opt_given(&sc, spec_id("scale"))) {
+        if (a->layout != CLI_LAYOUT_FLA)
+            return cli_error("--scale applies to --layout fla only (the reads of the other layouts are unscaled)");
+        if (!(a->scale > 0) || !isfinite(a->scale))
+            return cli_error("--scale = %g: must be finite and > 0", a->scale);
+    }
     for (int i = 0; i < NUM_SPECS; i++)
         if (specs[i].required && !opt_given(&sc, i + 1))
             return cli_error("missing required option --%s (see falcon run --help)", specs[i].name);

@@ -7,6 +7,13 @@
 #include "falcon.h"
 #include "../util/opts.h" /* CLI_FAIL, cli_error and the option scanner */
 
+/* How `falcon run` reads and writes batched arrays (the kernels take
+ * [B][T][H][D]; the others are converted at the command's boundary):
+ * falcon [B,T,H,D], state [B,H,m,n]; fla: the same inputs, state
+ * [B,H,K,V] (the transpose) and reads times a scale; bhtd: head-first
+ * [B,H,T,D] inputs and reads, state as falcon. */
+typedef enum { CLI_LAYOUT_FALCON, CLI_LAYOUT_FLA, CLI_LAYOUT_BHTD, CLI_NUM_LAYOUTS } cli_layout;
+
 /* Everything `falcon run` was asked for, as plain values. */
 typedef struct cli_run_args {
     int variant, form, backend, precision, align, phi; /* enum values; variant and form -1 until given */
@@ -14,6 +21,8 @@ typedef struct cli_run_args {
     int threads, mpfr_bits;
     int64_t segment; /* steps per segment; 0: chosen from the sizes */
     double eps;
+    int layout;   /* cli_layout */
+    double scale; /* fla's read scale; 0: not given (1/sqrt(n)) */
     const char *q, *k, *v, *beta, *alpha, *gain; /* input files (alpha, gain: NULL if absent) */
     const char *out, *state_out, *ckpt_in, *ckpt_out;
     int verbose, progress, help;

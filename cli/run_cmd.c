@@ -3,9 +3,12 @@
  * q's, then run the sequence in segments of steps, the state carried from
  * one to the next, and write the outputs.
  *
- * q decides the layout: 2 dimensions [T,n] is one sequence, 4 dimensions
- * [B,T,H,n] a batch; every other tensor must have the same leading
- * dimensions.
+ * q decides the shape: 2 dimensions [T,n] is one sequence, 4 dimensions
+ * [B,T,H,n] a batch ([B,H,T,n] with --layout bhtd); every other tensor must
+ * have the same leading dimensions. The kernels take [B][T][H][D]: a
+ * head-first file is transposed segment by segment into (and the reads out
+ * of) the same buffers, one head's steps at a time; --layout fla transposes
+ * the state it writes and scales the reads.
  *
  * Inputs and the output may be larger than memory. Each input is opened with
  * falcon_npy_open, which checks its header and size and then reads ranges at
@@ -47,9 +50,9 @@ static const tail_kind input_tails[NUM_INPUTS] = {TAIL_N, TAIL_N, TAIL_M, TAIL_N
 /* Buffers of all segments together, by default (--segment overrides). */
 #define SEGMENT_BYTES ((int64_t)32 << 20)
 
-/* The sizes q sets: lead = [T] or [B,T,H]. */
+/* The sizes q sets: lead = [T], [B,T,H] or (head-first) [B,H,T], as in the files. */
 typedef struct dims {
-    int batched;
+    int batched, head_first;
     int nlead;
     int64_t lead[3];
     int64_t B, T, H, n, m;
@@ -66,6 +69,10 @@ typedef struct run_ctx {
     falcon_state *state;
     int64_t seg;                   /* steps per segment */
     void *out;                     /* one segment of reads */
+    void *scratch;                 /* head-first: one head's steps of a segment, in float64 at most */
+    double scale;                  /* fla: the reads' scale; else 1 */
+    int adaptive;                  /* segments sized for --progress */
+    int64_t segments;              /* run so far */
     falcon_outputs *tx;            /* every output, committed together at the end */
     int slot_out, slot_state, slot_ckpt;
     falcon_npy_writer *writer;
@@ -119,13 +126,28 @@ static int dims_from_q(run_ctx *c)
                          "for a batch", c->paths[IN_Q], fmt_shape(q->shape, q->ndim, NULL, got, sizeof got),
                          q->ndim);
     d->batched = q->ndim == 4;
+    d->head_first = d->batched && c->args.layout == CLI_LAYOUT_BHTD;
     d->nlead = q->ndim - 1;
     memcpy(d->lead, q->shape, sizeof(int64_t) * (size_t)d->nlead);
     d->B = d->batched ? q->shape[0] : 1;
-    d->T = d->batched ? q->shape[1] : q->shape[0];
-    d->H = d->batched ? q->shape[2] : 1;
+    d->T = d->batched ? q->shape[d->head_first ? 2 : 1] : q->shape[0];
+    d->H = d->batched ? q->shape[d->head_first ? 1 : 2] : 1;
     d->n = q->shape[q->ndim - 1];
     return 0;
+}
+
+/* A batch read as [B,T,H,D] whose T is smaller than its H is more likely a
+ * head-first array: one warning line that names the fix (the run goes on:
+ * it may be what was meant). There is no option for H to compare with. */
+static void warn_head_first(const run_ctx *c)
+{
+    const falcon_array *q = &c->info[IN_Q];
+    char got[128];
+    /* T = 0: head-first, it would have 0 heads, which no run has */
+    if (!c->d.batched || c->d.head_first || c->d.T == 0 || c->d.T >= c->d.H) return;
+    fprintf(stderr, "falcon: warning: %s has shape %s: read as [B,T,H,D] that is T = %lld, H = %lld; if it is "
+            "head-first [B,H,T,D], pass --layout bhtd\n", c->paths[IN_Q],
+            fmt_shape(q->shape, q->ndim, NULL, got, sizeof got), (long long)c->d.T, (long long)c->d.H);
 }
 
 /* "v (v.npy): shape [5,3] but q says T=4; expected [4,m]" */
@@ -136,7 +158,9 @@ static int shape_error(const run_ctx *c, int i)
     const tail_kind tail = input_tails[i];
     char got[128], want[128], n[32], says[128];
     snprintf(n, sizeof n, "%lld", (long long)d->n);
-    if (d->batched)
+    if (d->head_first)
+        snprintf(says, sizeof says, "B=%lld, H=%lld, T=%lld", (long long)d->B, (long long)d->H, (long long)d->T);
+    else if (d->batched)
         snprintf(says, sizeof says, "B=%lld, T=%lld, H=%lld", (long long)d->B, (long long)d->T, (long long)d->H);
     else
         snprintf(says, sizeof says, "T=%lld", (long long)d->T);
@@ -163,6 +187,7 @@ static int check_shape(run_ctx *c, int i)
 static int check_shapes(run_ctx *c)
 {
     if (dims_from_q(c)) return CLI_FAIL;
+    warn_head_first(c);
     for (int i = IN_K; i < NUM_INPUTS; i++)
         if (c->paths[i] && check_shape(c, i)) return CLI_FAIL;
     return 0;
@@ -233,6 +258,20 @@ static int make_state(run_ctx *c)
     return 0;
 }
 
+/* Where the library splits a call itself: the chunk form's block, the
+ * masked-parallel block, 1 for the recurrent form (1 too for an invalid
+ * window: validation names it). A run split at multiples of it equals one
+ * call bit for bit. */
+static int64_t split_block(const run_ctx *c)
+{
+    const dims *d = &c->d;
+    const int64_t chunk = falcon_chunk_of(c->cfg.chunk, d->n, d->m, c->cfg.window);
+    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? falcon_chunk_block(chunk, c->cfg.window)
+                        : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
+                                                              : 1;
+    return block < 1 ? 1 : block;
+}
+
 /* Steps per segment: --segment, else what fits SEGMENT_BYTES, rounded down
  * to a multiple of the form's block (the chunk, or the masked-parallel
  * block) so that the split falls where the library splits anyway. */
@@ -248,11 +287,7 @@ static int64_t segment_length(const run_ctx *c)
     int64_t seg = bytes >= (double)SEGMENT_BYTES ? 1 : (int64_t)((double)SEGMENT_BYTES / bytes);
     /* A multiple of the library's block: the segments split the run where
      * one call would, so segmented and whole runs agree bit for bit. */
-    const int64_t chunk = falcon_chunk_of(c->cfg.chunk, d->n, d->m, c->cfg.window);
-    const int64_t block = c->cfg.form == FALCON_FORM_CHUNK      ? falcon_chunk_block(chunk, c->cfg.window)
-                        : c->cfg.form == FALCON_FORM_PARALLEL ? falcon_parallel_block(c->cfg.window)
-                                                              : 1;
-    if (block < 1) return 1; /* an invalid window: validation names it */
+    const int64_t block = split_block(c);
     if (seg > block) seg -= seg % block;
     return seg < d->T ? seg : d->T;
 }
@@ -267,6 +302,9 @@ static int alloc_buffers(run_ctx *c)
     if (!(c->out = malloc((size_t)(rows * c->d.m) * elem_size(c) + 1)))
         return cli_error("out of memory for a segment of the output: %lld steps x %lld heads",
                          (long long)c->seg, (long long)(c->d.B * c->d.H));
+    const int64_t widest = c->d.n > c->d.m ? c->d.n : c->d.m;
+    if (c->d.head_first && !(c->scratch = malloc((size_t)(c->seg * widest) * sizeof(double) + 1)))
+        return cli_error("out of memory for a segment of one head: %lld steps", (long long)c->seg);
     return 0;
 }
 
@@ -275,6 +313,25 @@ static int alloc_buffers(run_ctx *c)
 static int64_t block_first(const dims *d, int64_t b, int64_t t0, int64_t w)
 {
     return ((b * d->T + t0) * d->H) * w;
+}
+
+/* Steps [t0, t0 + len) of batch b of input i, as [len][H][w] in dtype, into
+ * dst: one range in the library's layout, one range per head head-first
+ * (through the scratch buffer, each step's row put in its place). */
+static falcon_status read_rows(run_ctx *c, int i, int64_t b, int64_t t0, int64_t len, falcon_dtype dtype, void *dst)
+{
+    const dims *d = &c->d;
+    const int64_t w = width(c, i);
+    if (!d->head_first) return falcon_npy_read_range(c->rd[i], block_first(d, b, t0, w), len * d->H * w, dtype, dst);
+    const size_t esz = dtype == FALCON_DTYPE_F64 ? 8 : 4, row = (size_t)w * esz;
+    for (int64_t h = 0; h < d->H; h++) {
+        const falcon_status s = falcon_npy_read_range(c->rd[i], ((b * d->H + h) * d->T + t0) * w, len * w, dtype,
+                                                      c->scratch);
+        if (s) return s;
+        for (int64_t t = 0; t < len; t++)
+            memcpy((char *)dst + (size_t)(t * d->H + h) * row, (const char *)c->scratch + (size_t)t * row, row);
+    }
+    return FALCON_OK;
 }
 
 /* A float64 decay that is positive in the file but underflows to 0 in
@@ -292,7 +349,7 @@ static int check_alpha_underflow(run_ctx *c, int64_t t0, int64_t len)
             if (got[b * count + j] != 0) continue;
             if (!x && !(x = malloc(sizeof(double) * (size_t)count)))
                 return cli_error("out of memory for a segment of alpha");
-            if (falcon_npy_read_range(c->rd[IN_ALPHA], block_first(d, b, t0, 1), count, FALCON_DTYPE_F64, x)) {
+            if (read_rows(c, IN_ALPHA, b, t0, len, FALCON_DTYPE_F64, x)) {
                 free(x);
                 return cli_error("alpha: %s", falcon_last_error());
             }
@@ -321,21 +378,48 @@ static int read_segment(run_ctx *c, int64_t t0, int64_t len)
         const int64_t w = width(c, i), count = len * d->H * w;
         for (int64_t b = 0; b < d->B; b++) {
             char *dst = (char *)c->buf[i] + (size_t)(b * count) * elem_size(c);
-            if (falcon_npy_read_range(c->rd[i], block_first(d, b, t0, w), count, run_dtype(c), dst))
+            if (read_rows(c, i, b, t0, len, run_dtype(c), dst))
                 return cli_error("%s: %s", input_names[i], falcon_last_error());
         }
     }
     return 0;
 }
 
+/* Batch b's reads [len][H][m] at their place in the file: one range, or
+ * head-first one range per head gathered in the scratch buffer. */
+static falcon_status write_rows(run_ctx *c, int64_t b, int64_t t0, int64_t len, const char *src)
+{
+    const dims *d = &c->d;
+    if (!d->head_first) return falcon_npy_write_range(c->writer, block_first(d, b, t0, d->m), len * d->H * d->m, src);
+    const size_t row = (size_t)d->m * elem_size(c);
+    for (int64_t h = 0; h < d->H; h++) {
+        for (int64_t t = 0; t < len; t++)
+            memcpy((char *)c->scratch + (size_t)t * row, src + (size_t)(t * d->H + h) * row, row);
+        const falcon_status s = falcon_npy_write_range(c->writer, ((b * d->H + h) * d->T + t0) * d->m, len * d->m,
+                                                       c->scratch);
+        if (s) return s;
+    }
+    return FALCON_OK;
+}
+
+/* fla's reads: scale * phi(q)^T h = scale * S phi(q), rounded once. */
+static void scale_reads(run_ctx *c, int64_t count)
+{
+    if (c->scale == 1) return;
+    if (run_dtype(c) == FALCON_DTYPE_F64)
+        for (int64_t i = 0; i < count; i++) ((double *)c->out)[i] *= c->scale;
+    else
+        for (int64_t i = 0; i < count; i++) ((float *)c->out)[i] = (float)((double)((float *)c->out)[i] * c->scale);
+}
+
 static int write_segment(run_ctx *c, int64_t t0, int64_t len)
 {
     const dims *d = &c->d;
     const int64_t count = len * d->H * d->m;
+    scale_reads(c, count * d->B);
     for (int64_t b = 0; b < d->B; b++) {
         const char *src = (const char *)c->out + (size_t)(b * count) * elem_size(c);
-        if (falcon_npy_write_range(c->writer, block_first(d, b, t0, d->m), count, src))
-            return cli_error("--out: %s", falcon_last_error());
+        if (write_rows(c, b, t0, len, src)) return cli_error("--out: %s", falcon_last_error());
     }
     return 0;
 }
@@ -423,19 +507,35 @@ static int compute(run_ctx *c)
     const int64_t heads = c->d.B * c->d.H;
     if (heads < (c->cfg.threads > 0 ? c->cfg.threads : omp_get_max_threads())) c->cfg.threads = (int)heads;
     if (make_state(c)) return CLI_FAIL;
+    if (c->args.layout == CLI_LAYOUT_FLA) c->scale = c->args.scale > 0 ? c->args.scale : 1 / sqrt((double)c->d.n);
     c->seg = segment_length(c);
     if (alloc_buffers(c)) return CLI_FAIL;
     const falcon_array out = out_array(c);
     if (falcon_npy_create_output(c->tx, c->slot_out, &out, &c->writer))
         return cli_error("--out: %s", falcon_last_error());
     /* T = 0 still runs once: the library checks the backend and the state. */
-    int64_t t0 = 0;
+    int64_t t0 = 0, want = c->seg;
     progress_begin(c);
+    /* With --progress, segments start at the library's block and double
+     * while one takes under a quarter second (up to the buffers' length),
+     * so that a long segment cannot hide the progress for more than about
+     * a second. Split at the block, the CPU backends' results are those of
+     * one call bit for bit; the mpfr backend's equal them to rounding (its
+     * state is carried in double between calls). Only when asked: a
+     * terminal alone does not change how the run is split, nor does
+     * --progress change segments that --segment chose. */
+    const int64_t block = split_block(c);
+    c->adaptive = c->args.progress && !c->args.segment && block < c->seg;
+    if (c->adaptive) /* 16 steps or more, a multiple of the block */
+        for (want = block; want < 16 && 2 * want <= c->seg;) want *= 2;
     do {
-        const int64_t len = c->d.T - t0 < c->seg ? c->d.T - t0 : c->seg;
+        const int64_t len = c->d.T - t0 < want ? c->d.T - t0 : want;
+        const double start = now();
         if (run_segment(c, t0, len)) return CLI_FAIL;
         t0 += len;
+        c->segments++;
         progress_step(c, t0);
+        if (c->adaptive && now() - start < 0.25) want = want <= c->seg / 2 ? 2 * want : want;
     } while (t0 < c->d.T);
     progress_end();
     return 0;
@@ -448,12 +548,17 @@ static falcon_array state_array(const run_ctx *c, void **buf)
     const falcon_state_view v = falcon_state_get_view(c->state);
     const dims *d = &c->d;
     falcon_array a = {run_dtype(c), d->batched ? 4 : 2, {0}, v.heads * v.m * v.n, NULL};
-    const int64_t batched[4] = {d->B, d->H, d->m, d->n}, single[2] = {d->m, d->n};
+    /* fla: each head's [n][m], the transpose of the library's [m][n] */
+    const int fla = c->args.layout == CLI_LAYOUT_FLA;
+    const int64_t rows = fla ? d->n : d->m, cols = fla ? d->m : d->n;
+    const int64_t batched[4] = {d->B, d->H, rows, cols}, single[2] = {rows, cols};
     memcpy(a.shape, d->batched ? batched : single, sizeof(int64_t) * (size_t)a.ndim);
     *buf = malloc((size_t)a.count * elem_size(c) + 1);
     for (int64_t i = 0; *buf && i < a.count; i++) {
-        if (a.dtype == FALCON_DTYPE_F64) ((double *)*buf)[i] = v.S[i];
-        else ((float *)*buf)[i] = (float)v.S[i];
+        const int64_t head = i / (rows * cols), r = i / cols % rows, k = i % cols;
+        const double x = v.S[fla ? head * rows * cols + k * rows + r : i];
+        if (a.dtype == FALCON_DTYPE_F64) ((double *)*buf)[i] = x;
+        else ((float *)*buf)[i] = (float)x;
     }
     a.data = *buf;
     return a;
@@ -511,12 +616,12 @@ static void print_verbose(const run_ctx *c)
     struct rusage ru;
     const long rss_kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
     const dims *d = &c->d;
-    const int64_t segments = c->seg > 0 ? (d->T + c->seg - 1) / c->seg : 1;
+    const int64_t segments = c->segments;
     printf("backend %s, precision %s, B %lld, T %lld, H %lld, n %lld, m %lld, %.6f s, "
-           "%lld segment%s of %lld steps, max RSS %.1f MiB\n",
+           "%lld segment%s of %s%lld steps, max RSS %.1f MiB\n",
            falcon_backend_name(falcon_backend_resolve(c->cfg.backend)), falcon_precision_name(c->cfg.precision),
            (long long)d->B, (long long)d->T, (long long)d->H, (long long)d->n, (long long)d->m, c->seconds,
-           (long long)segments, segments == 1 ? "" : "s", (long long)c->seg, (double)rss_kib / 1024.0);
+           (long long)segments, segments == 1 ? "" : "s", c->adaptive ? "up to " : "", (long long)c->seg, (double)rss_kib / 1024.0);
 }
 
 static void free_ctx(run_ctx *c)
@@ -529,6 +634,7 @@ static void free_ctx(run_ctx *c)
     }
     falcon_state_free(c->state);
     free(c->out);
+    free(c->scratch);
 }
 
 int cli_run(int argc, char **argv)
@@ -543,6 +649,7 @@ int cli_run(int argc, char **argv)
     c.cfg = cli_config(&c.args);
     const char *paths[NUM_INPUTS] = {c.args.q, c.args.k, c.args.v, c.args.beta, c.args.alpha, c.args.gain};
     memcpy(c.paths, paths, sizeof paths);
+    c.scale = 1;
     falcon_outputs_clean_on_signals();
     const int status =
         open_inputs(&c) || check_shapes(&c) || prepare_outputs(&c) || compute(&c) || write_outputs(&c) ? CLI_FAIL : 0;

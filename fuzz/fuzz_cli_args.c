@@ -7,6 +7,7 @@
  * through falcon_validate (with T = 0: no data) to exercise the library's
  * checks of it. Errors are printed to /dev/null.
  */
+#include <math.h>
 #include "fuzz.h"
 #include "../cli/cli.h"
 
@@ -56,6 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a.q && a.k && a.v && a.beta && a.out, "a required path is missing");
         FUZZ_CHECK(*a.q && *a.k && *a.v && *a.beta && *a.out, "an empty path was taken");
         FUZZ_CHECK(a.segment >= 0, "segment %lld", (long long)a.segment);
+        FUZZ_CHECK(a.layout >= 0 && a.layout < CLI_NUM_LAYOUTS, "layout %d", a.layout);
+        FUZZ_CHECK(a.scale == 0 || (a.layout == CLI_LAYOUT_FLA && a.scale > 0 && isfinite(a.scale)), "scale %g",
+                   a.scale);
         FUZZ_CHECK(!falcon_variant_has_gain((falcon_variant)a.variant) || a.gain, "falcon2 without --gain");
         /* Every path points into the argument strings. */
         const char *paths[] = {a.q, a.k, a.v, a.beta, a.alpha, a.gain, a.out, a.state_out, a.ckpt_in, a.ckpt_out};

@@ -140,6 +140,74 @@ batch_vs_single falcon1 1 2
 batch_vs_single falcon3 0 1 --window 3
 batch_vs_single falcon2 1 0 --align same
 
+# ---- --layout: bhtd (head-first files) and fla (state transposed, reads scaled) ----
+# The same batch as b_* written head-first: the run equals the [B,T,H,D] one
+# bit for bit, its reads written head-first.
+for f in b_q b_k b_v b_beta b_alpha; do $G swap "$f.npy" "hf_$f.npy"; done
+LB=(run --variant falcon1 --form chunk --chunk 4 --precision fp64)
+rm -f out* state*
+if expect_ok "layout falcon reference" "${LB[@]}" --q b_q.npy --k b_k.npy --v b_v.npy --beta b_beta.npy \
+       --alpha b_alpha.npy --out out_l.npy --state-out state_l.npy \
+   && expect_ok "--layout bhtd" "${LB[@]}" --layout bhtd --q hf_b_q.npy --k hf_b_k.npy --v hf_b_v.npy \
+       --beta hf_b_beta.npy --alpha hf_b_alpha.npy --out out_hf.npy --state-out state_hf.npy; then
+    shape_is "bhtd out [B,H,T,m]" out_hf.npy "f8 $B,$H,$T,$M"
+    shape_is "bhtd state [B,H,m,n] as falcon" state_hf.npy "f8 $B,$H,$M,$N"
+    $G swap out_hf.npy out_hf_back.npy
+    same_data "bhtd reads == falcon reads, transposed back" out_hf_back.npy out_l.npy $((B * T * H * M * 8))
+    same_data "bhtd state == falcon state" state_hf.npy state_l.npy $((B * H * M * N * 8))
+fi
+if expect_ok "--layout fla, default scale" "${LB[@]}" --layout fla --q b_q.npy --k b_k.npy --v b_v.npy \
+       --beta b_beta.npy --alpha b_alpha.npy --out out_fla.npy --state-out state_fla.npy; then
+    shape_is "fla state [B,H,K,V]" state_fla.npy "f8 $B,$H,$N,$M"
+    $G swap state_fla.npy state_fla_back.npy 2
+    same_data "fla state is the transpose of falcon's" state_fla_back.npy state_l.npy $((B * H * M * N * 8))
+    $G scale out_l.npy out_l_scaled.npy "$(awk -v n=$N 'BEGIN { printf "%.17g", 1 / sqrt(n) }')"
+    close "fla reads are falcon's times 1/sqrt(K)" out_fla.npy out_l_scaled.npy 1e-15
+fi
+if expect_ok "--layout fla --scale 0.25" "${LB[@]}" --layout fla --scale 0.25 --q b_q.npy --k b_k.npy \
+       --v b_v.npy --beta b_beta.npy --alpha b_alpha.npy --out out_fla.npy; then
+    $G scale out_l.npy out_l_scaled.npy 0.25
+    same_data "fla --scale 0.25: the reads times 0.25 exactly" out_fla.npy out_l_scaled.npy $((B * T * H * M * 8))
+fi
+run_args --scale 0.5;   expect_fail "--scale without fla" "--scale applies to --layout fla only" "${ARGS[@]}"
+run_args --layout fla --scale -1; expect_fail "--scale <= 0" "--scale = -1" "${ARGS[@]}"
+run_args --layout bthd; expect_fail "unknown layout" "--layout: unknown value 'bthd'" "${ARGS[@]}"
+expect_fail "bhtd: a file in the other layout" "v (b_v.npy): shape [$B,$T,$H,$M] but q says B=$B, H=$H, T=$T" \
+    "${LB[@]}" --layout bhtd --q hf_b_q.npy --k hf_b_k.npy --v b_v.npy --beta hf_b_beta.npy --out out.npy
+
+# A head-first batch (H = 24 > T = 3 as read) given without --layout: status
+# 0, one warning line that names the fix; none with --layout bhtd, none for
+# T >= H.
+$G rand w_q.npy f8 2,3,24,5 11; $G rand w_k.npy f8 2,3,24,5 12; $G rand w_v.npy f8 2,3,24,3 13
+$G rand w_beta.npy f8 2,3,24 15 --range 0.2 1
+rc=0; "$FALCON" "${LB[@]}" --q w_q.npy --k w_k.npy --v w_v.npy --beta w_beta.npy --out out_w.npy \
+    >stdout.txt 2>stderr.txt || rc=$?
+want="falcon: warning: w_q.npy has shape [2,3,24,5]: read as [B,T,H,D] that is T = 3, H = 24; if it is head-first [B,H,T,D], pass --layout bhtd"
+if [ $rc -eq 0 ] && [ "$(cat stderr.txt)" = "$want" ] && [ ! -s stdout.txt ] && [ -f out_w.npy ]; then
+    ok "head-first shape read as [B,T,H,D]: status 0, one warning -> $(cat stderr.txt)"
+else
+    bad "head-first warning" "status $rc, stderr: $(cat stderr.txt)"
+fi
+expect_ok "no warning with --layout bhtd" "${LB[@]}" --layout bhtd --q w_q.npy --k w_k.npy --v w_v.npy \
+    --beta w_beta.npy --out out_w.npy || true
+
+# ---- --progress splits the run at the form's block: same bits ----
+# (the CPU backends; the mpfr backend's to rounding: verify/test_usage.sh)
+for form in recurrent chunk; do
+    PB=(run --variant falcon3 --window 3 --form $form --chunk 4 --precision fp64 --q b_q.npy --k b_k.npy
+        --v b_v.npy --beta b_beta.npy --alpha b_alpha.npy --state-out state_p.npy --verbose)
+    rm -f out_p*.npy state_p*.npy
+    "$FALCON" "${PB[@]}" --out out_p0.npy >/dev/null 2>&1 && cp state_p.npy state_p0.npy
+    rc=0; "$FALCON" "${PB[@]}" --out out_p1.npy --progress >stdout.txt 2>stderr.txt || rc=$?
+    if [ $rc -ne 0 ] || ! grep -qE ', [2-9][0-9]* segments of up to [0-9]+ steps' stdout.txt; then
+        bad "--progress $form: split" "status $rc: $(cat stdout.txt stderr.txt)"
+    elif cmp -s out_p0.npy out_p1.npy && cmp -s state_p0.npy state_p.npy; then
+        ok "--progress $form: $(grep -oE '[0-9]+ segments of up to [0-9]+ steps' stdout.txt), reads and state bit for bit"
+    else
+        bad "--progress $form" "results differ from the run without --progress"
+    fi
+done
+
 # ---- checkpoints: T in one run == two halves carried through a checkpoint ----
 halves() { # halves FORM AXIS PREFIX EXTRA...: inputs PREFIX*, split on AXIS (the T axis)
     local form=$1 axis=$2 p=$3 f

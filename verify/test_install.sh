@@ -12,6 +12,14 @@
 #   marker) compiled against P with `pkg-config --cflags --libs falcon`
 #   (shared) and with `-static` and `pkg-config --static ...` (static); both
 #   run and print the same error, the shared one through P's libfalcon.so;
+# - the README's link lines (the ```sh block after its "link lines:" marker),
+#   each as written (app.c being the example), against the DESTDIR staging
+#   directory (PKG_CONFIG_SYSROOT_DIR): they compile and the programs run,
+#   the shared ones loading the staged libfalcon.so; the rpath line also
+#   against the real prefix, run without LD_LIBRARY_PATH;
+# - make uninstall with the same PREFIX and DESTDIR leaves the staging tree
+#   without the files install put there, and with every other file;
+# - make help lists the main targets;
 # - the installed falcon runs;
 # - the README's quick start (the ```sh block after its "quick start"
 #   marker) runs as written in an empty directory whose build/ is BUILD_DIR
@@ -45,6 +53,67 @@ if $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX=/opt/falcon-test DESTDIR="$
     fi
 else
     bad destdir "make install DESTDIR=... failed"
+fi
+
+# ---- the README's link lines, as written, against the staging dir ----
+S=$WORK/stage/opt/falcon-test
+block 'example.c:' c > example.c
+block 'link lines:' sh | grep '^cc ' > link-lines.txt || true
+# link_line N LINE: compile the README's line N (app.c: the example) into ex-link-N.
+link_line() {
+    local cmd=${2//app.c/example.c -o ex-link-$1}
+    eval "$cmd" > "cc-link-$1.log" 2>&1
+}
+if [ "$(wc -l < link-lines.txt)" -lt 2 ] || ! grep -q -- '-static' link-lines.txt; then
+    bad link-lines "no link lines (a shared and a -static one) after a 'link lines:' marker in README.md"
+elif [ ! -f "$S/lib/pkgconfig/falcon.pc" ]; then
+    bad link-lines "no staged falcon.pc"
+else
+    i=0
+    while IFS= read -r line; do
+        i=$((i + 1))
+        if ! PKG_CONFIG_PATH="$S/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$WORK/stage" link_line "$i" "$line"; then
+            bad "link line $i" "'$line': $(grep -v 'warning: Using .dl' "cc-link-$i.log" | head -5 | tr '\n' ' ')"
+            continue
+        fi
+        lib=$(LD_LIBRARY_PATH="$S/lib" ldd "./ex-link-$i" 2>/dev/null | awk '$1 == "libfalcon.so.'"$major"'" { print $3 }')
+        if [[ $line == *-static* ]]; then [ -z "$lib" ] || { bad "link line $i" "the static program loads $lib"; continue; }
+        elif [ -z "$lib" ] || ! [ "$lib" -ef "$S/lib/libfalcon.so.$version" ]; then
+            bad "link line $i" "libfalcon.so.$major resolved to '$lib', not the staged one"; continue
+        fi
+        if LD_LIBRARY_PATH="$S/lib" "./ex-link-$i" > "link-$i.out" 2>&1 && grep -q 'error [0-9.]* u' "link-$i.out"; then
+            ok "README link line $i as written, staged: $(cat "link-$i.out")"
+        else
+            bad "link line $i" "the program failed: $(tr '\n' ' ' < "link-$i.out")"
+        fi
+    done < link-lines.txt
+fi
+
+# ---- make uninstall: exactly what install put there ----
+if [ -d "$S/lib" ] && [ -d "$S/bin" ]; then
+    touch "$S/lib/libother.so.1" "$S/bin/other-tool"
+    if $MAKE -s -C "$ROOT" uninstall BUILD="$BUILD" PREFIX=/opt/falcon-test DESTDIR="$WORK/stage" > uninstall.log 2>&1; then
+        left=$(cd "$WORK/stage" && find . ! -type d | sort | tr '\n' ' ')
+        if [ "$left" = "./opt/falcon-test/bin/other-tool ./opt/falcon-test/lib/libother.so.1 " ]; then
+            ok "make uninstall (same PREFIX, DESTDIR) removes every installed file and nothing else"
+        else
+            bad uninstall "files left (only bin/other-tool and lib/libother.so.1 should be): $left"
+        fi
+    else
+        bad uninstall "$(tail -5 uninstall.log | tr '\n' ' ')"
+    fi
+fi
+
+# ---- make help: one line per main target ----
+if $MAKE -s -C "$ROOT" help > help.txt 2>&1; then
+    missing=
+    for t in all test check report install uninstall bench mutants sanitize fuzz clean help; do
+        grep -qE "^make (\[$t\]|$t) " help.txt || missing="$missing $t"
+    done
+    [ -z "$missing" ] && ok "make help lists the main targets ($(wc -l < help.txt) lines)" \
+        || bad help "make help lacks:$missing"
+else
+    bad help "$(tail -3 help.txt | tr '\n' ' ')"
 fi
 
 # ---- install into a temporary prefix ----
@@ -114,6 +183,22 @@ else
     else
         bad static-link "$(grep -v 'warning: Using .dl' cc-static.log | head -5 | tr '\n' ' ')"
     fi
+fi
+
+# ---- the README's rpath line against the real prefix: runs without LD_LIBRARY_PATH ----
+rline=$(grep -- '-rpath' link-lines.txt | head -1)
+if [ -z "$rline" ]; then
+    bad rpath "no link line with -rpath in README.md"
+elif link_line rpath "$rline"; then
+    lib=$(env -u LD_LIBRARY_PATH ldd ./ex-link-rpath | awk '$1 == "libfalcon.so.'"$major"'" { print $3 }')
+    if [ -n "$lib" ] && [ "$lib" -ef "$P/lib/libfalcon.so.$version" ] && env -u LD_LIBRARY_PATH ./ex-link-rpath > rpath.out 2>&1 \
+       && grep -q 'error [0-9.]* u' rpath.out; then
+        ok "README rpath line: runs from $P without LD_LIBRARY_PATH"
+    else
+        bad rpath "libfalcon.so.$major resolved to '$lib'; $(tr '\n' ' ' < rpath.out 2>/dev/null)"
+    fi
+else
+    bad rpath "$(head -5 cc-link-rpath.log | tr '\n' ' ')"
 fi
 
 # ---- the README's quick start ----

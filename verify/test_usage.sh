@@ -43,6 +43,8 @@ for cmd in "--help" "run --help" "verify --help" "compare --help"; do
     fi
 done
 grep -q -- '--progress' <("$FALCON" run --help) && ok "run --help lists --progress" || bad "run --help" "no --progress"
+grep -q -- '--layout {falcon,fla,bhtd}' <("$FALCON" run --help) && ok "run --help lists --layout {falcon,fla,bhtd}" \
+    || bad "run --help" "no --layout"
 grep -q 'quick-only\|quick profile and print' <("$FALCON" --help) && bad "falcon --help" "verify described as quick-only" \
     || ok "falcon --help: verify is not described as quick-only"
 
@@ -122,25 +124,29 @@ grep -q ', 1 segment of 24 steps' verbose.txt && ok "--verbose: '1 segment'" || 
 "$FALCON" "${ARGS[@]}" --verbose --segment 10 > verbose.txt 2>&1 || true
 grep -q ', 3 segments of 10 steps' verbose.txt && ok "--verbose: '3 segments'" || bad "--verbose, 3 segments" "$(cat verbose.txt)"
 
-# A run of a few seconds (the mpfr backend, in segments; progress starts
-# after a second): progress only
-# when asked (stderr is not a terminal here), or on a terminal.
+# A run of a few seconds (the mpfr backend, in one segment by default;
+# progress starts after a second): progress only when asked (stderr is not
+# a terminal here), or on a terminal. --progress reports within what would
+# be one segment (it splits the run at the form's block), the results equal
+# to rounding for mpfr (its state carried in double between segments).
 $G rand Lq.npy f4 3000,64 6; $G rand Lk.npy f4 3000,64 7; $G rand Lv.npy f4 3000,32 8
 $G rand Lbeta.npy f4 3000 9 --range 0.2 1
-long=(run --variant falcon1 --form recurrent --backend mpfr --segment 100 --q Lq.npy --k Lk.npy --v Lv.npy
-      --beta Lbeta.npy --out out.npy)
-rc=0; "$FALCON" "${long[@]}" > stdout.txt 2> stderr.txt || rc=$?
+long=(run --variant falcon1 --form recurrent --backend mpfr --q Lq.npy --k Lk.npy --v Lv.npy --beta Lbeta.npy)
+rc=0; "$FALCON" "${long[@]}" --out out_whole.npy > stdout.txt 2> stderr.txt || rc=$?
 if [ $rc -eq 0 ] && [ ! -s stderr.txt ] && [ ! -s stdout.txt ]; then ok "a long run is silent when stderr is not a terminal"
 else bad "silent run" "status $rc: $(head -3 stderr.txt)"; fi
-rc=0; "$FALCON" "${long[@]}" --progress > stdout.txt 2> stderr.txt || rc=$?
+rc=0; "$FALCON" "${long[@]}" --out out.npy --progress > stdout.txt 2> stderr.txt || rc=$?
 if [ $rc -eq 0 ] && grep -qE '^falcon run: +[0-9.]+% \([0-9]+ of 3000 steps\)' stderr.txt && [ ! -s stdout.txt ]; then
-    ok "--progress: $(wc -l < stderr.txt) progress lines on stderr ($(tail -1 stderr.txt))"
+    ok "--progress within one segment: $(wc -l < stderr.txt) progress lines on stderr ($(tail -1 stderr.txt))"
 else
     bad "--progress" "status $rc, stderr: $(head -3 stderr.txt)"
 fi
+if msg=$($G cmp out.npy out_whole.npy 1e-6); then ok "--progress with mpfr: the reads equal to rounding ($msg)"
+else bad "--progress with mpfr" "$msg"; fi
 if command -v script >/dev/null; then
-    # script(1) runs it with a terminal as stdout and stderr.
-    script -qec "$(printf '%q ' "$FALCON" "${long[@]}")" /dev/null > tty.txt 2>&1 || true
+    # script(1) runs it with a terminal as stdout and stderr: progress after
+    # each segment (a terminal alone does not split the run).
+    script -qec "$(printf '%q ' "$FALCON" "${long[@]}" --segment 100 --out out.npy)" /dev/null > tty.txt 2>&1 || true
     if grep -q $'\r.*falcon run: .*of 3000 steps' tty.txt; then ok "progress on a terminal, rewritten in place"
     else bad "progress on a terminal" "$(tr '\r' '|' < tty.txt | head -c 300)"; fi
 fi

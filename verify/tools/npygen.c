@@ -251,6 +251,45 @@ static int cmd_cut(int argc, char **argv, int pick)
     return 0;
 }
 
+/* swap axes A and A+1 (default 1: [B,T,H,D] <-> [B,H,T,D]; A = ndim-2
+ * transposes the last two). */
+static int cmd_swap(int argc, char **argv)
+{
+    if (argc != 4 && argc != 5) die("usage: npygen swap IN OUT [AXIS]", NULL);
+    arr a, r;
+    read_npy(argv[2], &a);
+    const int ax = argc == 5 ? atoi(argv[4]) : 1;
+    if (ax < 0 || ax + 1 >= a.ndim) die("bad axis", argv[2]);
+    const long long d0 = product(a.shape, ax), d1 = a.shape[ax], d2 = a.shape[ax + 1];
+    const long long inner = product(a.shape + ax + 2, a.ndim - ax - 2);
+    r = a;
+    r.shape[ax] = d2, r.shape[ax + 1] = d1;
+    r.x = malloc(sizeof(double) * (size_t)(a.count + 1));
+    for (long long i = 0; i < d0; i++)
+        for (long long j = 0; j < d1; j++)
+            for (long long k = 0; k < d2; k++)
+                memcpy(r.x + ((i * d2 + k) * d1 + j) * inner, a.x + ((i * d1 + j) * d2 + k) * inner,
+                       sizeof(double) * (size_t)inner);
+    const wopts o = {a.f8 ? "<f8" : "<f4", 0, 1};
+    write_npy(argv[3], &r, &o);
+    free(a.x), free(r.x);
+    return 0;
+}
+
+/* every element times S (in double, then stored in the file's dtype) */
+static int cmd_scale(int argc, char **argv)
+{
+    if (argc != 5) die("usage: npygen scale IN OUT S", NULL);
+    arr a;
+    read_npy(argv[2], &a);
+    const double f = atof(argv[4]);
+    for (long long i = 0; i < a.count; i++) a.x[i] *= f;
+    const wopts o = {a.f8 ? "<f8" : "<f4", 0, 1};
+    write_npy(argv[3], &a, &o);
+    free(a.x);
+    return 0;
+}
+
 static int cmd_shape(int argc, char **argv)
 {
     if (argc != 3) die("usage: npygen shape FILE", NULL);
@@ -265,12 +304,14 @@ static int cmd_shape(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) die("usage: npygen rand|cmp|slice|pick|shape ...", NULL);
+    if (argc < 2) die("usage: npygen rand|cmp|slice|pick|swap|scale|shape ...", NULL);
     if (!strcmp(argv[1], "rand")) return cmd_rand(argc, argv);
     if (!strcmp(argv[1], "cmp")) return cmd_cmp(argc, argv);
     if (!strcmp(argv[1], "slice")) return cmd_cut(argc, argv, 0);
     if (!strcmp(argv[1], "pick")) return cmd_cut(argc, argv, 1);
     if (!strcmp(argv[1], "shape")) return cmd_shape(argc, argv);
+    if (!strcmp(argv[1], "swap")) return cmd_swap(argc, argv);
+    if (!strcmp(argv[1], "scale")) return cmd_scale(argc, argv);
     die("unknown command", argv[1]);
     return 2;
 }
