@@ -120,12 +120,20 @@ int check_failed(const check_report *r)
 
 /* ---- words shared by the reports ---- */
 
-/* Why a case is not judgeable: its threshold in the unit, as a relative error. */
-static void unjudgeable_why(char *b, size_t n, const check_case *c, const check_report *r)
+/* Why a case is not judgeable: its threshold in the unit, as a relative
+ * error (the words after "not judgeable in <unit>: "). */
+static void unjudgeable_detail(char *b, size_t n, const check_case *c, const check_report *r)
 {
     const double thr = c->thr_out_u > c->thr_state_u ? c->thr_out_u : c->thr_state_u;
-    snprintf(b, n, "not judgeable in %s: its threshold %.3g u is a relative error of %.3g, above 2^-4 "
-             "(judge it in a smaller unit)", r->unit, thr, thr * r->u);
+    snprintf(b, n, "its threshold %.3g u is a relative error of %.3g, above 2^-4 (judge it in a smaller unit)",
+             thr, thr * r->u);
+}
+
+static void unjudgeable_why(char *b, size_t n, const check_case *c, const check_report *r)
+{
+    char detail[200];
+    unjudgeable_detail(detail, sizeof detail, c, r);
+    snprintf(b, n, "not judgeable in %s: %s", r->unit, detail);
 }
 
 /* A failing result stored in a coarser format than the unit it is judged
@@ -267,8 +275,8 @@ static void print_line(FILE *f, const check_case *c, const check_report *r)
     }
     if (c->status == CHECK_UNJUDGEABLE) {
         char why[256];
-        unjudgeable_why(why, sizeof why, c, r);
-        fprintf(f, "NOT JUDGEABLE in %s (%s)\n", r->unit, why + strlen("not judgeable in : ") + strlen(r->unit));
+        unjudgeable_detail(why, sizeof why, c, r);
+        fprintf(f, "NOT JUDGEABLE in %s (%s)\n", r->unit, why);
         return;
     }
     fprintf(f, "%s", c->status == CHECK_FAIL ? "FAIL" : "OK");
