@@ -25,6 +25,7 @@
 #include "gate.h"
 #include "report.h"
 #include "set.h"
+#include "where.h"
 
 typedef struct check_opts {
     const char *cases, *results, *json, *junit;
@@ -33,6 +34,7 @@ typedef struct check_opts {
     int require_state;  /* --require-state: a judged case without state.npy is bad input */
     double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
     int trust_set;      /* judge the set as it is, without re-deriving it */
+    int format;         /* --format: a check_format */
 } check_opts;
 
 static void usage(FILE *f)
@@ -40,7 +42,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
             "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
-            "                    [--max-skipped FRACTION] [--trust-set]\n"
+            "                    [--max-skipped FRACTION] [--trust-set] [--format table|lines]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
             "float16, float32 or float64. RDIR/manifest.json may declare cases skipped:\n"
@@ -57,7 +59,13 @@ static void usage(FILE *f)
             "The set is verified first: it is re-derived in memory from the export its\n"
             "index.json records, and any file that differs (a raised threshold, a replaced\n"
             "reference, an edited case, a set of another version) is refused (status 2).\n"
-            "  --trust-set  judge the set as it is, unverified (the table says so)\n");
+            "  --trust-set  judge the set as it is, unverified (the table says so)\n"
+            "A failing case's line names its first bad step t (the first step at which the\n"
+            "outputs of steps 0..t exceed the threshold) and its batch row and head, or says\n"
+            "the state alone failed.\n"
+            "  --format table  (default) the failing cases, a table per variant and form\n"
+            "  --format lines  one line per case (<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...) and\n"
+            "                  the summary line, nothing else\n");
 }
 
 /* A number from 0 to 1, the whole text. 0, or -1. */
@@ -74,7 +82,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
         {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
-        {NULL, 0, 0}};
+        {"format", 'f', 1}, {NULL, 0, 0}};
     *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
     opt_scan sc;
@@ -97,6 +105,11 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
                 return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
             break;
         case 'T': o->trust_set = 1; break;
+        case 'f':
+            if (strcmp(sc.value, "table") && strcmp(sc.value, "lines"))
+                return cli_error("check: --format %s: must be table or lines", sc.value);
+            o->format = !strcmp(sc.value, "lines") ? CHECK_FORMAT_LINES : CHECK_FORMAT_TABLE;
+            break;
         case OPT_POSITIONAL: o->cases = sc.value, nset++; break;
         default: return CLI_FAIL; /* OPT_ERROR: reported */
         }
@@ -366,13 +379,25 @@ static int regular_file(const char *name, const char *path)
     return 0; /* a missing file is named by the reader */
 }
 
+/* Where outputs of shape `want` ([B,T,H,m]) beyond their threshold `thr`
+ * went wrong (grade/where.h); *w stays all -1 otherwise. */
+static void locate(const double *x, const double *r, json_t *want, double u, double err, double thr,
+                   check_where *w)
+{
+    int64_t dim[4];
+    for (size_t i = 0; i < 4; i++) dim[i] = json_integer_value(json_array_get(want, i));
+    if (!(err <= thr) && json_array_size(want) == 4 && check_where_first_bad(x, r, dim, u, thr, w) && dim[1] > 0)
+        *w = (check_where){dim[1] - 1, 0, 0}; /* summed in another order, the whole array is over: the last step */
+}
+
 /* The error of the result `file` (out.npy or state.npy in rdir) against the
  * reference `ref` (in cdir), in units u; both of shape `want`. *identical:
  * whether the two are equal bit for bit; *dtype: the result's format. A
  * result that is the reference file itself computed nothing and is refused.
- * 0, or 2. */
+ * With `w` (the outputs), an error above `thr` is located there. 0, or 2. */
 static int error_of(const char *name, const char *rdir, const char *file, const char *cdir, const char *ref,
-                    json_t *want, double u, double *err, int *identical, falcon_dtype *dtype)
+                    json_t *want, double u, double *err, int *identical, falcon_dtype *dtype, double thr,
+                    check_where *w)
 {
     char path[4600], refpath[4600];
     snprintf(path, sizeof path, "%s/%s", rdir, file);
@@ -388,6 +413,7 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
     if (!rc) *err = gate_relerr(x, r, nx) / u;
     if (!rc) *identical = nx == nr && !memcmp(x, r, sizeof(double) * (size_t)nx);
+    if (!rc && w) locate(x, r, want, u, *err, thr, w);
     free(x), free(r);
     return rc;
 }
@@ -464,6 +490,7 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
     if ((there = result_there(name, path)) < 0) return 2;
     if (!there) missing = "write it, or declare the case skipped in manifest.json";
     const int no_outputs = shape_count(json_object_get(expected, "out")) == 0;
+    out->no_steps = json_integer_value(json_array_get(json_object_get(expected, "out"), 1)) == 0;
     if (!missing) {
         snprintf(path, sizeof path, "%s/state.npy", rdir);
         if ((there = result_there(name, path)) < 0) return 2;
@@ -480,10 +507,10 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
     falcon_dtype dtype = FALCON_DTYPE_F64, state_dtype;
     if (!rc)
         rc = error_of(name, rdir, "out.npy", cdir, "ref_out.npy", json_object_get(expected, "out"), u, &out->out_u,
-                      &same_out, &dtype);
+                      &same_out, &dtype, out->thr_out_u, &out->where);
     if (!rc && there)
         rc = error_of(name, rdir, "state.npy", cdir, "ref_state.npy", json_object_get(expected, "state"), u,
-                      &out->state_u, &same_state, &state_dtype);
+                      &out->state_u, &same_state, &state_dtype, 0, NULL);
     if (rc) return rc;
     out->identical = same_out && same_state;
     out->dtype = dtype == FALCON_DTYPE_F16 ? "float16" : dtype == FALCON_DTYPE_F32 ? "float32" : "float64";
@@ -500,6 +527,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
 {
     const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
     memset(out, 0, sizeof *out);
+    out->where = (check_where){-1, -1, -1};
     check_copy_text(out->name, sizeof out->name, name);
     check_copy_text(out->variant, sizeof out->variant, get_str(row, "variant"));
     check_copy_text(out->form, sizeof out->form, get_str(row, "form"));
@@ -636,11 +664,14 @@ int falcon_grade_check_main(int argc, char **argv)
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
     check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase, o.max_skipped};
     if (!rc) rc = something_judged(&rep);
+    if (!rc && o.format == CHECK_FORMAT_LINES) check_print_lines(stdout, &rep, o.trust_set);
     if (!rc) {
-        printf("set %s: %s\n", o.cases,
-               o.trust_set ? "NOT verified (--trust-set): its thresholds and references are taken as they are"
-                           : "verified: every file is what this version's export writes");
-        check_print(stdout, &rep, o.verbose);
+        if (o.format == CHECK_FORMAT_TABLE) {
+            printf("set %s: %s\n", o.cases,
+                   o.trust_set ? "NOT verified (--trust-set): its thresholds and references are taken as they are"
+                               : "verified: every file is what this version's export writes");
+            check_print(stdout, &rep, o.verbose);
+        }
         if (o.json) rc = write_report(tx, json_slot, "--json", check_json_text(&rep));
         if (!rc && o.junit) rc = write_report(tx, junit_slot, "--junit", check_junit_text(&rep));
         if (!rc && tx && falcon_outputs_commit(tx)) rc = cli_error("check: %s", falcon_last_error());

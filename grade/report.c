@@ -120,12 +120,20 @@ int check_failed(const check_report *r)
 
 /* ---- words shared by the reports ---- */
 
-/* Why a case is not judgeable: its threshold in the unit, as a relative error. */
-static void unjudgeable_why(char *b, size_t n, const check_case *c, const check_report *r)
+/* Why a case is not judgeable: its threshold in the unit, as a relative
+ * error (the words after "not judgeable in <unit>: "). */
+static void unjudgeable_detail(char *b, size_t n, const check_case *c, const check_report *r)
 {
     const double thr = c->thr_out_u > c->thr_state_u ? c->thr_out_u : c->thr_state_u;
-    snprintf(b, n, "not judgeable in %s: its threshold %.3g u is a relative error of %.3g, above 2^-4 "
-             "(judge it in a smaller unit)", r->unit, thr, thr * r->u);
+    snprintf(b, n, "its threshold %.3g u is a relative error of %.3g, above 2^-4 (judge it in a smaller unit)",
+             thr, thr * r->u);
+}
+
+static void unjudgeable_why(char *b, size_t n, const check_case *c, const check_report *r)
+{
+    char detail[200];
+    unjudgeable_detail(detail, sizeof detail, c, r);
+    snprintf(b, n, "not judgeable in %s: %s", r->unit, detail);
 }
 
 /* A failing result stored in a coarser format than the unit it is judged
@@ -138,6 +146,18 @@ static const char *dtype_hint(const check_case *c, const check_report *r)
     if (!strcmp(c->dtype, "float32") && r->u < ldexp(1, -24))
         return " (the result is float32: judge it with --precision fp32)";
     return "";
+}
+
+/* Where a failing case went wrong: its first bad step, batch row and head
+ * (its outputs exceed their threshold), or its state alone; "" for a case
+ * that did not fail. */
+static void where_text(char *b, size_t n, const check_case *c)
+{
+    if (c->status != CHECK_FAIL) snprintf(b, n, "%s", "");
+    else if (c->where.step >= 0)
+        snprintf(b, n, "first bad step t = %lld (batch %lld, head %lld)", (long long)c->where.step,
+                 (long long)c->where.batch, (long long)c->where.head);
+    else snprintf(b, n, "state only (%s)", c->no_steps ? "the case has no steps" : "the outputs are within their threshold");
 }
 
 #define IDENTICAL_WHY "identical to the reference bit for bit: a copy of the reference, or an fp64 kernel " \
@@ -173,7 +193,9 @@ static void print_case(FILE *f, const check_case *c, const check_report *r)
         unjudgeable_why(why, sizeof why, c, r);
         fprintf(f, ": %s", why);
     }
-    fprintf(f, "%s\n", dtype_hint(c, r));
+    char where[128];
+    where_text(where, sizeof where, c);
+    fprintf(f, "%s%s%s\n", *where ? " ; " : "", where, dtype_hint(c, r));
 }
 
 static void print_group(FILE *f, const group *x)
@@ -209,6 +231,19 @@ static void print_notes(FILE *f, const check_report *r, const check_tally *t, co
                 100.0 * t->skip / r->count, r->max_skipped);
 }
 
+/* The summary line; `tail` after the verdict. A run that skipped too many
+ * cases fails with no case failed: its line says so first. */
+static void print_summary(FILE *f, const check_report *r, const check_tally *t, const char *tail)
+{
+    fprintf(f, "check (%s units, u = %.3g): %d cases, judged %d of %d", r->unit, r->u, r->count, t->judged, r->count);
+    if (t->unjudgeable && t->no_state)
+        fprintf(f, " (%d not judgeable, %d without state.npy)", t->unjudgeable, t->no_state);
+    else if (t->unjudgeable) fprintf(f, " (%d not judgeable)", t->unjudgeable);
+    else if (t->no_state) fprintf(f, " (%d without state.npy)", t->no_state);
+    fprintf(f, ": %d passed, %d failed, %d skipped: %s%s\n", t->pass, t->fail, t->skip,
+            t->fail || t->too_many_skips ? "FAILED" : "passed", tail);
+}
+
 void check_print(FILE *f, const check_report *r, int verbose)
 {
     for (int i = 0; i < r->count; i++)
@@ -222,13 +257,44 @@ void check_print(FILE *f, const check_report *r, int verbose)
     fputc('\n', f);
     print_notes(f, r, &t, g, ng);
     free(g);
-    fprintf(f, "check (%s units, u = %.3g): %d cases, judged %d of %d", r->unit, r->u, r->count, t.judged, r->count);
-    if (t.unjudgeable && t.no_state)
-        fprintf(f, " (%d not judgeable, %d without state.npy)", t.unjudgeable, t.no_state);
-    else if (t.unjudgeable) fprintf(f, " (%d not judgeable)", t.unjudgeable);
-    else if (t.no_state) fprintf(f, " (%d without state.npy)", t.no_state);
-    fprintf(f, ": %d passed, %d failed, %d skipped: %s\n", t.pass, t.fail, t.skip,
-            t.fail || t.too_many_skips ? "FAILED" : "passed");
+    print_summary(f, r, &t, "");
+}
+
+/* ---- one line per case (--format lines) ---- */
+
+/* "<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...": the errors over their thresholds,
+ * and for a failure where it went wrong. */
+static void print_line(FILE *f, const check_case *c, const check_report *r)
+{
+    fprintf(f, "%s: ", c->name);
+    if (c->status == CHECK_SKIP) {
+        fprintf(f, "SKIP ");
+        put_one_line(f, c->reason);
+        fputc('\n', f);
+        return;
+    }
+    if (c->status == CHECK_UNJUDGEABLE) {
+        char why[256];
+        unjudgeable_detail(why, sizeof why, c, r);
+        fprintf(f, "NOT JUDGEABLE in %s (%s)\n", r->unit, why);
+        return;
+    }
+    fprintf(f, "%s", c->status == CHECK_FAIL ? "FAIL" : "OK");
+    if (!c->no_steps) fprintf(f, " out %.3g u / %.3g u", c->out_u, c->thr_out_u);
+    if (c->where.step >= 0)
+        fprintf(f, " at t = %lld, batch %lld, head %lld", (long long)c->where.step, (long long)c->where.batch,
+                (long long)c->where.head);
+    if (isnan(c->state_u)) fprintf(f, ", state not given");
+    else fprintf(f, "%s S %.3g u / %.3g u", c->no_steps ? "" : ",", c->state_u, c->thr_state_u);
+    if (c->status == CHECK_FAIL && c->where.step < 0) fprintf(f, ": state only");
+    fprintf(f, "%s\n", dtype_hint(c, r));
+}
+
+void check_print_lines(FILE *f, const check_report *r, int trust_set)
+{
+    for (int i = 0; i < r->count; i++) print_line(f, &r->cases[i], r);
+    const check_tally t = check_count(r);
+    print_summary(f, r, &t, trust_set ? " (set NOT verified: --trust-set)" : "");
 }
 
 /* ---- JSON ---- */
@@ -260,6 +326,11 @@ static json_t *case_json(const check_case *c, const check_report *r)
     json_object_set_new(j, "ratio", read ? number_or_null(c->ratio) : json_null());
     json_object_set_new(j, "identical", json_boolean(read && c->identical));
     json_object_set_new(j, "dtype", read && c->dtype ? json_string(c->dtype) : json_null());
+    const int at = c->status == CHECK_FAIL && c->where.step >= 0; /* where the outputs went wrong */
+    json_object_set_new(j, "first_bad_step", at ? json_integer(c->where.step) : json_null());
+    json_object_set_new(j, "first_bad_batch", at ? json_integer(c->where.batch) : json_null());
+    json_object_set_new(j, "first_bad_head", at ? json_integer(c->where.head) : json_null());
+    json_object_set_new(j, "state_only", json_boolean(c->status == CHECK_FAIL && !at));
     return j;
 }
 
@@ -399,8 +470,10 @@ static void junit_case(text *b, const check_case *c, const check_report *r)
         xml_put(b, why);
         xml_raw(b, "\"/><system-out>out %.6g u (threshold %.6g u)%s</system-out>", c->out_u, c->thr_out_u, state);
     } else if (c->status == CHECK_FAIL) {
-        xml_raw(b, "<failure message=\"error above threshold (%s units)\">out %.6g u (threshold %.6g u)", r->unit,
-                c->out_u, c->thr_out_u);
+        char where[128];
+        where_text(where, sizeof where, c);
+        xml_raw(b, "<failure message=\"error above threshold (%s units): %s\">out %.6g u (threshold %.6g u)",
+                r->unit, where, c->out_u, c->thr_out_u);
         if (!isnan(c->state_u)) xml_raw(b, ", S %.6g u (threshold %.6g u)", c->state_u, c->thr_state_u);
         xml_raw(b, "%s%s</failure>", state, dtype_hint(c, r));
     } else {

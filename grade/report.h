@@ -3,6 +3,7 @@
 #define FALCON_GRADE_REPORT_H
 
 #include <stdio.h>
+#include "where.h"
 
 /* The largest normwise relative error a threshold may allow: 2^-4. A case
  * whose threshold in the judged unit (thr_u * u) is larger, for its outputs
@@ -26,7 +27,13 @@ typedef struct check_case {
     double ratio;                 /* the larger error over its threshold */
     int identical;                /* out (and state, when given) equal the reference bit for bit */
     const char *dtype;            /* the result out.npy's format: "float16", "float32", "float64" */
+    int no_steps;                 /* T = 0: the case's only result is its final state */
+    check_where where;            /* outputs beyond their threshold: the first bad step (else all -1) */
 } check_case;
+
+/* How the cases are printed: the table (failing cases, groups, notes) or
+ * one line per case (--format lines). */
+typedef enum check_format { CHECK_FORMAT_TABLE = 0, CHECK_FORMAT_LINES } check_format;
 
 typedef struct check_report {
     const char *cases_dir, *results_dir, *unit;
@@ -55,6 +62,10 @@ int check_failed(const check_report *r);
  * qualify it (cases not judgeable, states not given, groups identical to
  * the reference, too many skips). */
 void check_print(FILE *f, const check_report *r, int verbose);
+/* --format lines: one line per case, "<case>: OK|FAIL|SKIP|NOT JUDGEABLE
+ * ...", then the summary line (which says when the set was not verified:
+ * trust_set), nothing else. */
+void check_print_lines(FILE *f, const check_report *r, int trust_set);
 /* The report as JSON and as JUnit XML; NULL when out of memory (free it). */
 char *check_json_text(const check_report *r);
 char *check_junit_text(const check_report *r);

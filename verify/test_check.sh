@@ -209,6 +209,67 @@ edit "rbad/$victim/state.npy" "a * np.float32(1 + 1e-3)"
 expect "a wrong final state alone fails" 1 "FAIL $victim" "$FALCON" check cs --results rbad
 cp r32/"$victim"/state.npy rbad/"$victim"/state.npy
 
+# ---- where a failing case went wrong: its first bad step, batch row and head ----
+# A case with more than 17 steps, more than one head (and batch row, where
+# the set has one), its outputs 1% off
+# from step T0 of one batch row and head on: the first bad step is T0 there,
+# in the table, the lines, the JSON and JUnit.
+wcase=$("$PY" -c "import json, sys; d = sys.argv[1]
+cs = [(r['name'], json.load(open(d + '/' + r['dir'] + '/case.json'))) for r in json.load(open(d + '/index.json'))['cases']]
+name, c = max([(n, c) for n, c in cs if c['T'] > 17 and c['H'] > 1], key=lambda x: x[1]['B'] > 1)  # B > 1 if any
+print(name, c['B'] - 1)" cs)
+wlast=${wcase#* } wcase=${wcase% *}
+for spec in "17 0 1" "5 $wlast 0"; do
+    read -r t0 b0 h0 <<<"$spec"
+    rm -rf rw && cp -r r32 rw
+    edit "rw/$wcase/out.npy" "a.__setitem__(($b0, slice($t0, None), $h0), a[$b0, $t0:, $h0] * np.float32(1.01)) or a"
+    expect "outputs 1% off from step $t0 (batch $b0, head $h0) on" 1 \
+        "FAIL $wcase: out" "$FALCON" check cs --results rw --json where.json --junit where.xml
+    grep -q "^FAIL $wcase: out .*, S .* ; first bad step t = $t0 (batch $b0, head $h0)\$" stdout.txt &&
+        ok "... the table's FAIL line names step $t0, batch $b0, head $h0" || bad "first bad step in the table" "$(grep '^FAIL' stdout.txt)"
+    "$PY" - where.json "$wcase" "$t0" "$b0" "$h0" <<'PYEOF' && ok "... and the JSON" || bad "first bad step in the JSON" "see above"
+import json, sys
+j = json.load(open(sys.argv[1]))
+name, t0, b0, h0 = sys.argv[2], *map(int, sys.argv[3:])
+for c in j["cases"]:
+    want = (t0, b0, h0, False) if c["name"] == name else (None, None, None, False)
+    got = (c["first_bad_step"], c["first_bad_batch"], c["first_bad_head"], c["state_only"])
+    assert got == want, (c["name"], got, want)
+PYEOF
+    grep -qF "message=\"error above threshold (fp32 units): first bad step t = $t0 (batch $b0, head $h0)\"" where.xml &&
+        ok "... and JUnit's failure message" || bad "first bad step in JUnit" "$(grep -o '<failure[^>]*>' where.xml)"
+    expect "--format lines" 1 "" "$FALCON" check cs --results rw --format lines
+    grep -qx "$wcase: FAIL out [0-9.e+]* u / [0-9.e+]* u at t = $t0, batch $b0, head $h0, S [0-9.e+]* u / [0-9.e+]* u" stdout.txt &&
+        ok "... and its line" || bad "first bad step in --format lines" "$(grep FAIL stdout.txt)"
+done
+# A wrong state with right outputs: the state alone failed, and it says so.
+rm -rf rw && cp -r r32 rw && edit "rw/$wcase/state.npy" "a * np.float32(1 + 1e-3)"
+expect "a wrong state alone" 1 "FAIL $wcase" "$FALCON" check cs --results rw --json where.json --junit where.xml
+grep -q "^FAIL $wcase: .* ; state only (the outputs are within their threshold)\$" stdout.txt &&
+    grep -qF "(fp32 units): state only (the outputs are within their threshold)" where.xml &&
+    "$PY" -c "import json, sys; c = [c for c in json.load(open('where.json'))['cases'] if c['name'] == sys.argv[1]][0]
+sys.exit(not (c['state_only'] is True and c['first_bad_step'] is None))" "$wcase" &&
+    ok "... is 'state only' in the table, JUnit and the JSON" || bad "state only" "$(grep '^FAIL' stdout.txt)"
+expect "--format lines, a wrong state alone" 1 "" "$FALCON" check cs --results rw --format lines
+grep -qx "$wcase: FAIL out .* u / .* u, S .* u / .* u: state only" stdout.txt && ok "... its line says state only" ||
+    bad "state only in --format lines" "$(grep FAIL stdout.txt)"
+# --format lines: one line per case, in the index's order, then the summary line; nothing else.
+expect "--format lines on passing results" 0 "" "$FALCON" check cs --results r32 --format lines
+if "$PY" - cs stdout.txt <<'PYEOF'
+import json, re, sys
+names = [r["name"] for r in json.load(open(sys.argv[1] + "/index.json"))["cases"]]
+lines = open(sys.argv[2]).read().split("\n")
+assert lines[-1] == "" and len(lines) == len(names) + 2, len(lines)
+for name, line in zip(names, lines):
+    assert re.fullmatch(re.escape(name) + r": OK (out \S+ u / \S+ u, )?S \S+ u / \S+ u", line), line
+assert lines[-2].startswith("check (fp32 units") and lines[-2].endswith(": passed"), lines[-2]
+PYEOF
+then ok "... one line per case and the summary line, nothing else"; else bad "--format lines" "$(head -3 stdout.txt)"; fi
+expect "--format table is the default table" 0 "set cs: verified" "$FALCON" check cs --results r32 --format table
+cmp -s stdout.txt table32.txt && ok "... the same as without --format" || bad "--format table" "$(diff stdout.txt table32.txt | head -3)"
+expect "an unknown --format" 2 "--format xml: must be table or lines" "$FALCON" check cs --results r32 --format xml
+rm -rf rw
+
 # ---- a result filed under another form's copy fails: each copy's values
 # (v, the initial memory and the value history) are 2^form times the
 # configuration's, and so is its reference ----
@@ -281,6 +342,10 @@ for g in skipped:  # nothing was read: no maxima, not 0
 assert all(g["max_out_u"] is not None for g in j["groups"] if g["variant"] != "falcon2")
 EOF
 then ok "fully skipped groups report no maxima (null, not 0)"; else bad "skipped groups' maxima" "see above"; fi
+"$FALCON" check cs --results rbad --format lines >lines.txt || true
+first_skip=${skipped%% *}
+grep -qx "$first_skip: SKIP falcon2 not implemented" lines.txt && [ "$(grep -c ': SKIP ' lines.txt)" -eq "$nskip" ] &&
+    ok "--format lines: a skipped case's line is SKIP and its reason" || bad "SKIP in --format lines" "$(grep SKIP lines.txt | head -2)"
 grep -q '^falcon2   recurrent .* skipped$' stdout.txt && ok "table shows falcon2 skipped" || bad "skip row" "$(grep falcon2 stdout.txt)"
 if xmllint --noout skip.xml && [ "$(grep -c '<skipped ' skip.xml)" -eq "$nskip" ]; then ok "JUnit marks them skipped"
 else bad "JUnit skipped" "$(grep -c '<skipped' skip.xml)"; fi
@@ -384,7 +449,16 @@ if ls cz | grep -v '^index.json$' | grep -qv '^f[0-9]\{4\}-'; then bad "full nam
 else ok "the full profile's cases are named f0001-...: no name is a quick case's"; fi
 zero=$("$PY" -c "import json; print(*[r['name'] for r in json.load(open('cz/index.json'))['cases']
     if json.load(open('cz/' + r['dir'] + '/case.json'))['T'] == 0])")
-rm rz/"$zero"/state.npy
+cp rz/"$zero"/state.npy zero-state.npy && edit "rz/$zero/state.npy" "a * (1 + 1e-3)"
+expect "T = 0 with a wrong state fails" 1 "FAIL $zero" "$FALCON" check cz --results rz --json zero.json
+grep -q "^FAIL $zero: .* ; state only (the case has no steps)\$" stdout.txt && "$PY" -c "import json, sys
+c = [c for c in json.load(open('zero.json'))['cases'] if c['name'] == sys.argv[1]][0]
+sys.exit(not (c['state_only'] is True and c['first_bad_step'] is None))" "$zero" &&
+    ok "... state only: the case has no steps" || bad "T = 0 state only" "$(grep '^FAIL' stdout.txt)"
+expect "--format lines, T = 0 with a wrong state" 1 "" "$FALCON" check cz --results rz --format lines
+grep -qx "$zero: FAIL S .* u / .* u: state only" stdout.txt && ok "... its line: no out, S, state only" ||
+    bad "T = 0 in --format lines" "$(grep "^$zero" stdout.txt)"
+rm rz/"$zero"/state.npy zero-state.npy
 expect "T = 0 without state.npy is refused" 2 "$zero: 'rz/$zero/state.npy': missing result" \
     "$FALCON" check cz --results rz
 # A manifest that skips every case leaves nothing judged.
@@ -468,6 +542,10 @@ then ok "JSON: counts.unjudgeable and each case's status"; else bad "JSON unjudg
 if xmllint --noout u16.xml && [ "$(grep -c '<skipped message="not judgeable in fp16: ' u16.xml)" -eq "$nloose" ] &&
     grep -q "<testsuites [^>]* skipped=\"$nloose\"" u16.xml; then ok "JUnit: not judgeable cases are <skipped>, counted"
 else bad "JUnit unjudgeable" "$(grep -c 'not judgeable' u16.xml)"; fi
+"$FALCON" check cs --results r32 --precision fp16 --format lines >lines.txt
+grep -q "^$loosest: NOT JUDGEABLE in fp16 (its threshold .* above 2^-4 (judge it in a smaller unit))\$" lines.txt &&
+    [ "$(grep -c ': NOT JUDGEABLE in fp16 (' lines.txt)" -eq "$nloose" ] &&
+    ok "--format lines: a case not judgeable says so, with its threshold" || bad "NOT JUDGEABLE line" "$(grep -m2 JUDGEABLE lines.txt)"
 expect "bf16 units on the quick set: no case judgeable, nothing judged" 2 "no case is judgeable in bf16 units" \
     "$FALCON" check cs --results r32 --precision bf16
 # A result 10% off is within the loosest case's threshold in fp16 units

@@ -127,7 +127,12 @@ class CheckResult:
     `unjudgeable` / `passed_cases` their names (unjudgeable: a threshold
     above 2^-4 relative error in the unit, neither passed nor failed),
     `groups` the per-(variant, form) summary, `report` the text printed,
-    `json` the whole JSON document, `status` the exit status (0 or 1)."""
+    `json` the whole JSON document, `status` the exit status (0 or 1).
+    `first_bad` maps each failing case to where it went wrong: (step,
+    batch, head), the first step t by which the error of the outputs of
+    steps 0..t exceeds the case's threshold and the batch row and head
+    with the largest error there; None when the state alone failed (the
+    JSON's first_bad_step, first_bad_batch, first_bad_head, state_only)."""
 
     def __init__(self, doc, status, report):
         self.json = doc
@@ -143,6 +148,7 @@ class CheckResult:
         self.skipped = [c["name"] for c in self.cases if c.get("status") == "skip"]
         self.unjudgeable = [c["name"] for c in self.cases if c.get("status") == "unjudgeable"]
         self.passed_cases = [c["name"] for c in self.cases if c.get("status") == "pass"]
+        self.first_bad = {c["name"]: _first_bad(c) for c in self.cases if c.get("status") == "fail"}
 
     def __bool__(self):
         return self.passed
@@ -167,7 +173,17 @@ class CheckResult:
                     c["name"], c.get("out_u") or 0.0, c.get("thr_out_u") or 0.0,
                     "%.3g" % c["state_u"] if c.get("state_u") is not None else "-",
                     c.get("thr_state_u") or 0.0))
+                at = _first_bad(c)
+                lines[-1] += ": first bad step t = %d (batch %d, head %d)" % at if at else ": state only"
         return "\n".join(lines)
+
+
+def _first_bad(case):
+    """(step, batch, head) where a failing case's outputs went wrong, or
+    None (its state alone failed) from its JSON record."""
+    if case.get("first_bad_step") is None:
+        return None
+    return case["first_bad_step"], case["first_bad_batch"], case["first_bad_head"]
 
 
 def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, quiet=False,

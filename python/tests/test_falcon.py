@@ -335,6 +335,37 @@ def test_check_options_reach_the_command():
     assert result.passed and result.unjudgeable and not set(result.unjudgeable) & set(result.passed_cases)
 
 
+def test_check_says_where_a_case_failed():
+    """A result 1% off from step 17 of batch row 0, head 1 on: first_bad
+    names (17, 0, 1); a wrong state alone: None (state only)."""
+    import json
+    rdir = numpy_results("float32")
+    with open(os.path.join(cases_dir(), "index.json")) as f:
+        rows = json.load(f)["cases"]
+    name = None
+    for row in rows:
+        with open(os.path.join(cases_dir(), row["dir"], "case.json")) as f:
+            meta = json.load(f)
+        if meta["T"] > 17 and meta["H"] > 1 and os.path.isdir(os.path.join(rdir, row["name"])):
+            name = row["name"]
+            break
+    assert name, "no case with T > 17 and H > 1"
+    out = os.path.join(rdir, name, "out.npy")
+    orig = np.load(out)
+    a = orig.copy()
+    a[0, 17:, 1] *= np.float32(1.01)
+    np.save(out, a)
+    result = falcon.check(cases_dir(), rdir, quiet=True)
+    assert result.failed == [name] and result.first_bad == {name: (17, 0, 1)}, (result.failed, result.first_bad)
+    assert "first bad step t = 17 (batch 0, head 1)" in result.summary(), result.summary()
+    np.save(out, orig)
+    state = os.path.join(rdir, name, "state.npy")
+    np.save(state, np.load(state) * np.float32(1.001))
+    result = falcon.check(cases_dir(), rdir, quiet=True)
+    assert result.failed == [name] and result.first_bad == {name: None}, result.first_bad
+    assert result.case(name)["state_only"] is True and "state only" in result.summary()
+
+
 def test_missing_result_is_bad_input():
     rdir = numpy_results("float32")
     victim = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))[0]
