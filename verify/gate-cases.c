@@ -82,3 +82,57 @@ int gate_cases_shape(int64_t T, int64_t n, int64_t m, gate_case **out)
     *out = c;
     return count;
 }
+
+/* ---- the carried-memory family (gate.h) ---- */
+
+/* Splitmix64 in (-1, 1), as the gate's inputs. */
+static double carried_uniform(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53 * 2 - 1;
+}
+
+gate_case gate_carried_case(falcon_variant v, gate_decay decay, int64_t T, int64_t n, int64_t m, int64_t chunk,
+                            uint64_t seed)
+{
+    gate_case c = {v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, decay, 1, T, 1, n, m,
+                   falcon_variant_has_window(v) ? 3 : 1, chunk > 0 ? chunk : 64, 1e-20, 1.0, seed};
+    return c;
+}
+
+void gate_carried_inputs(const gate_case *c, gate_data *d)
+{
+    if (!falcon_variant_is_regression(c->variant)) return;
+    for (int64_t t = 0; t < c->B * c->T * c->H; t++) {
+        ((double *)d->in64.beta)[t] = 1.0;
+        if (d->prec == FALCON_FP64)
+            ((double *)d->in.beta)[t] = 1.0;
+        else
+            ((float *)d->in.beta)[t] = 1.0f;
+    }
+}
+
+falcon_status gate_carried_state(const gate_case *c, falcon_precision prec, double scale, uint64_t seed,
+                                 falcon_state **st)
+{
+    const int64_t heads = c->B * c->H, cells = heads * c->m * c->n;
+    double *S = malloc(sizeof(double) * (size_t)cells);
+    *st = NULL;
+    if (!S) return FALCON_E_NOMEM;
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+    for (int64_t i = 0; i < cells; i++) {
+        const double x = scale * carried_uniform(&s);
+        S[i] = prec == FALCON_FP64 ? x : (double)(float)x;
+    }
+    falcon_status r = falcon_state_create(heads, c->n, c->m, c->window, st);
+    if (!r) r = falcon_state_set_memory(*st, S);
+    if (r) {
+        falcon_state_free(*st);
+        *st = NULL;
+    }
+    free(S);
+    return r;
+}

@@ -118,6 +118,22 @@ int gate_cases(int profile, gate_case **cases);
  * (prefix, identity, W = 4 for the window variants, C = 64). */
 int gate_cases_shape(int64_t T, int64_t n, int64_t m, gate_case **cases);
 const char *gate_decay_name(gate_decay d);
+
+/* The carried-memory family (verify/test-carried-memory.c): a run from a
+ * memory S_0 much larger than what its steps write. A case: prefix
+ * alignment, identity map, W = 3 for the window variants, eps = 1e-20,
+ * chunk C (0: the parallel form's, stored as 64). gate_carried_inputs sets
+ * beta_t = 1 in both buffers of a regression variant (exact projections:
+ * the most cancellation); gate_carried_state makes a state whose memory is
+ * scale times uniform(-1, 1), exact in the precision. The chunk and
+ * parallel forms' memory may reach GATE_CARRIED_FACTOR times the recurrent
+ * form's error on the same input where that is above their threshold. */
+#define GATE_CARRIED_FACTOR 4.0
+gate_case gate_carried_case(falcon_variant v, gate_decay decay, int64_t T, int64_t n, int64_t m, int64_t chunk,
+                            uint64_t seed);
+void gate_carried_inputs(const gate_case *c, gate_data *d);
+falcon_status gate_carried_state(const gate_case *c, falcon_precision prec, double scale, uint64_t seed,
+                                 falcon_state **st);
 /* alpha_t of a regime at step t of T (1 for none), drawing from the seeded
  * stream *s where the regime is random: the gate's inputs and the
  * benchmark's decay entries (bench/cases.c) take their decays from here. */

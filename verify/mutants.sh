@@ -172,7 +172,7 @@ mutants=(
 # A large carried memory projected away (blocked.inc.c, blk_run): the
 # cancelling block never cut, or its halves run from the memory the whole
 # block left instead of the one it found.
-"carried-memory-never-cut|kernels/framework/blocked.inc.c|s/!(f \* a0 > FW_CUT_RATIO \* c->amax)/!(f * a0 > 1e300 * c->amax)/|carried_memory::1_FP32"
+"carried-memory-never-cut|kernels/framework/blocked.inc.c|s/!falcon_block_cancels(f, a0, c->amax)/!falcon_block_cancels(f, a0, 1e300 * c->amax)/|carried_memory::1_FP32"
 "carried-memory-cut-not-restored|kernels/framework/blocked.inc.c|s/    for (int64_t r = 0; r < n; r++) memcpy(c->St + r \* ldm, w->S0 + r \* ldm, sizeof(REAL) \* (size_t)m);/    (void)0;/|carried_memory::1_FP32"
 # An output's temporary registered for the signal clean-up only after it was
 # made (outputs.c, TEMP_FIRST): a signal delivered as mkostemp (or mkdtemp)

@@ -43,57 +43,14 @@ enum { NSCALE = sizeof scales / sizeof scales[0], NCHUNK = sizeof chunks / sizeo
 /* The chunk and parallel forms' state error may reach this multiple of the
  * recurrent form's on the same input where that is above their threshold
  * (SPEC section 4: "within a small factor of the recurrent form's error"). */
-#define CM_FACTOR 4.0
+#define CM_FACTOR GATE_CARRIED_FACTOR
 
-/* Splitmix64, as the gate's inputs. */
-static double cm_uniform(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53 * 2 - 1;
-}
-
-/* A case of the family: prefix alignment, no decay unless asked, beta = 1
- * for the regression variants (exact projections: the most cancellation),
- * eps = 1e-20. */
-static gate_case cm_case(falcon_variant v, gate_decay decay, int64_t T, int64_t n, int64_t m, int64_t chunk,
-                         uint64_t seed)
-{
-    gate_case c = {v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, decay, 1, T, 1, n, m,
-                   falcon_variant_has_window(v) ? 3 : 1, chunk > 0 ? chunk : 64, 1e-20, 1.0, seed};
-    return c;
-}
-
-/* beta_t = 1 in both buffers (regression variants; exact in every precision). */
-static void cm_unit_beta(const gate_case *c, gate_data *d)
-{
-    if (!falcon_variant_is_regression(c->variant)) return;
-    for (int64_t t = 0; t < c->T; t++) {
-        ((double *)d->in64.beta)[t] = 1.0;
-        if (d->prec == FALCON_FP64)
-            ((double *)d->in.beta)[t] = 1.0;
-        else
-            ((float *)d->in.beta)[t] = 1.0f;
-    }
-}
-
-/* A state whose memory is scale times uniform(-1, 1), exact in the precision. */
+/* The family's case, inputs and state: gate.h (shared with the CUDA
+ * emulation's check). */
 static falcon_state *cm_state(const gate_case *c, falcon_precision prec, double scale, uint64_t seed)
 {
-    const int64_t cells = c->m * c->n;
-    double *S = malloc(sizeof(double) * (size_t)cells);
     falcon_state *st = NULL;
-    cr_assert(S);
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
-    for (int64_t i = 0; i < cells; i++) {
-        const double x = scale * cm_uniform(&s);
-        S[i] = prec == FALCON_FP64 ? x : (double)(float)x;
-    }
-    cr_assert(falcon_state_create(1, c->n, c->m, c->window, &st) == FALCON_OK);
-    cr_assert(falcon_state_set_memory(st, S) == FALCON_OK, "%s", falcon_last_error());
-    free(S);
+    cr_assert(gate_carried_state(c, prec, scale, seed, &st) == FALCON_OK, "%s", falcon_last_error());
     return st;
 }
 
@@ -106,10 +63,10 @@ static void carried_family(falcon_variant v, gate_decay decay, falcon_precision 
     int checked = 0;
     for (int sc = 0; sc < NSCALE; sc++)
         for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-            gate_case base = cm_case(v, decay, T, n, m, 64, 7000u + 100u * (uint64_t)v + seed);
+            gate_case base = gate_carried_case(v, decay, T, n, m, 64, 7000u + 100u * (uint64_t)v + seed);
             gate_data d;
             cr_assert(gate_data_make(&base, prec, &d) == 0);
-            cm_unit_beta(&base, &d);
+            gate_carried_inputs(&base, &d);
             falcon_state *init = cm_state(&base, prec, scales[sc], base.seed);
             gate_result ref;
             cr_assert(gate_reference_from(&base, &d, init, &ref) == FALCON_OK);
@@ -118,7 +75,7 @@ static void carried_family(falcon_variant v, gate_decay decay, falcon_precision 
                 const falcon_form form = chunks[ci] < 0   ? FALCON_FORM_RECURRENT
                                          : chunks[ci] > 0 ? FALCON_FORM_CHUNK
                                                           : FALCON_FORM_PARALLEL;
-                const gate_case c = cm_case(v, decay, T, n, m, chunks[ci], base.seed);
+                const gate_case c = gate_carried_case(v, decay, T, n, m, chunks[ci], base.seed);
                 for (int b = 0; b < gate_backend_count; b++) {
                     if (!gate_backend_runs(gate_backends[b], prec) || !gate_form_runs(form, prec)) continue;
                     falcon_state *st;

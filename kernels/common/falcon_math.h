@@ -359,4 +359,34 @@ FALCON_HD void falcon_featurize_f64(int phi, const double *FALCON_RESTRICT in, d
 }
 #undef FALCON_FEATURIZE_BODY
 
+/* ---- a block whose end state cancels its carried memory ----
+ * A regression block's end state S_L = F S_0 + Z^T R holds S_0 twice; where
+ * its steps project most of S_0 away the two terms cancel and S_L keeps
+ * rounding errors the size of F S_0 (kernels/framework/blocked.inc.c).
+ * The chunk and parallel forms (CPU and CUDA) then run the block again as
+ * two halves, each checked the same way, down to single steps: when the
+ * decayed start memory's largest magnitude, f a0, exceeds FALCON_CUT_RATIO
+ * times the end state's, a1 (NaN: no cut). Magnitudes are compared on the
+ * bits: |x|'s bits order as unsigned integers, a NaN above any number. */
+#define FALCON_CUT_RATIO 2.0
+FALCON_HD int falcon_block_cancels(double f, double a0, double a1) { return f * a0 > FALCON_CUT_RATIO * a1; }
+FALCON_HD uint32_t falcon_mag_bits_f32(float x)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = x;
+    return b.u & 0x7fffffffu;
+}
+FALCON_HD float falcon_mag_of_bits_f32(uint32_t u)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.u = u;
+    return b.f;
+}
+
 #endif /* FALCON_MATH_H */

@@ -317,6 +317,150 @@ static int overflow_parity(void)
     return bad;
 }
 
+/* ---- the carried-memory family (gate.h; verify/test-carried-memory.c) ----
+ * fp32, Falcon-1/2/3, no decay and mild decay, memories of scale 1, 1e3
+ * and 1e6, 4 seeds, T = 30, n = 4, m = 3: the recurrent form, the chunk
+ * form with C = 8, 16, 64 and the parallel form (column C = 0). Judged as
+ * the CPU backends are: outputs within the gate's threshold; the chunk and
+ * parallel forms' memory within its threshold or GATE_CARRIED_FACTOR times
+ * the recurrent form's error on the same input (this backend's), whichever
+ * is larger; the recurrent form's memory within its threshold at scale 1
+ * only (it is the yardstick above). On the emulation each blocked run is
+ * also run with each phase's threads in reverse (the same bits) and with
+ * 32 threads and no shared memory (judged the same). */
+static const double cm_scales[] = {1.0, 1e3, 1e6};
+static const int64_t cm_chunks[] = {-1, 8, 16, 64, 0}; /* -1: recurrent, 0: parallel */
+enum { CM_SEEDS = 4, CM_NSCALE = 3, CM_NCHUNK = 5 };
+
+/* One run of the family; its state error (u) into *state_u, and the
+ * verdict (0 passes) against the state limit thr_S (0: not judged). */
+static int carried_run(const cc_case *k, const gate_data *d, const falcon_state *init, const gate_result *ref,
+                       run_kind kind, double scale, double thr_S, double *state_u, gate_result *keep)
+{
+    gate_result r;
+    const falcon_status s = run_case(k, d, init, kind, &r);
+    gate_errors e = {INFINITY, INFINITY};
+    if (!s) e = gate_compare(&r, ref, FALCON_FP32);
+    const double thr_out = gate_threshold_out(&k->c, k->form, FALCON_FP32, ref->read_cond);
+    *state_u = e.state_u;
+    const int bad = s || !(e.out_u <= thr_out) || (thr_S > 0 && !(e.state_u <= thr_S));
+    if (bad) {
+        char name[300];
+        describe(k, name, sizeof name);
+        printf("FAIL carried %s scale=%g threads=%d smem=%lld: out %.3g u (<= %.3g), S %.3g u (<= %.3g)%s%s\n", name,
+               scale, fc_emu_threads, (long long)fc_emu_smem_bytes, e.out_u, thr_out, e.state_u, thr_S, s ? ": " : "",
+               s ? falcon_last_error() : "");
+    }
+    if (!s && keep && !bad)
+        *keep = r; /* the caller frees it */
+    else if (!s)
+        gate_result_free(&r);
+    return bad;
+}
+
+/* The race and launch-shape runs of one blocked case (emulation). */
+static int carried_shapes(const cc_case *k, const gate_data *d, const falcon_state *init, const gate_result *ref,
+                          const gate_result *a, double scale, double thr_S)
+{
+    double u;
+    gate_result b;
+    int bad = 0;
+    fc_emu_reverse = 1;
+    if (carried_run(k, d, init, ref, RUN_EMU, scale, thr_S, &u, &b)) {
+        bad++;
+    } else {
+        if (memcmp(a->out, b.out, sizeof(double) * (size_t)a->out_count) ||
+            memcmp(a->S, b.S, sizeof(double) * (size_t)a->state_count)) {
+            char name[300];
+            describe(k, name, sizeof name);
+            printf("RACE carried %s scale=%g: results depend on the order of threads within a phase\n", name, scale);
+            bad++;
+        }
+        gate_result_free(&b);
+    }
+    fc_emu_reverse = 0;
+    fc_emu_threads = 32;
+    fc_emu_smem_bytes = 0;
+    bad += carried_run(k, d, init, ref, RUN_EMU, scale, thr_S, &u, NULL);
+    fc_emu_threads = 0;
+    fc_emu_smem_bytes = 227 * 1024;
+    return bad;
+}
+
+/* The family; prints the largest state error and limit per (variant, form,
+ * scale) over the seeds and decays. Returns the number of failures. */
+static int carried_family(run_kind kind)
+{
+    double worst[3][CM_NCHUNK][CM_NSCALE][2] = {{{{0}}}}; /* state u, state u / limit */
+    int fails = 0, runs = 0;
+    for (int v = 0; v < 3; v++)
+        for (int dc = 0; dc < 2; dc++)
+            for (int sc = 0; sc < CM_NSCALE; sc++)
+                for (uint64_t seed = 1; seed <= CM_SEEDS; seed++) {
+                    const gate_decay decay = dc ? GATE_DECAY_MILD : GATE_DECAY_NONE;
+                    const uint64_t cs = 7000u + 100u * (uint64_t)v + seed;
+                    const gate_case base = gate_carried_case((falcon_variant)v, decay, 30, 4, 3, 64, cs);
+                    gate_data d;
+                    falcon_state *init = NULL;
+                    gate_result ref;
+                    if (gate_data_make(&base, FALCON_FP32, &d)) return fails + 1;
+                    gate_carried_inputs(&base, &d);
+                    if (gate_carried_state(&base, FALCON_FP32, cm_scales[sc], cs, &init) ||
+                        gate_reference_from(&base, &d, init, &ref)) {
+                        printf("carried: reference failed: %s\n", falcon_last_error());
+                        gate_data_free(&d);
+                        falcon_state_free(init);
+                        return fails + 1;
+                    }
+                    double rec_u = 0;
+                    for (int ci = 0; ci < CM_NCHUNK; ci++) {
+                        const falcon_form form = cm_chunks[ci] < 0   ? FALCON_FORM_RECURRENT
+                                                 : cm_chunks[ci] > 0 ? FALCON_FORM_CHUNK
+                                                                     : FALCON_FORM_PARALLEL;
+                        const cc_case k = {gate_carried_case((falcon_variant)v, decay, 30, 4, 3, cm_chunks[ci], cs),
+                                           form, 0, 0, 1};
+                        const double thr = gate_threshold(&k.c, form, FALCON_FP32);
+                        const double thr_S = form != FALCON_FORM_RECURRENT ? fmax(thr, GATE_CARRIED_FACTOR * rec_u)
+                                             : cm_scales[sc] == 1 ? thr
+                                                                  : 0;
+                        double u;
+                        gate_result a;
+                        const int bad = carried_run(&k, &d, init, &ref, kind, cm_scales[sc], thr_S, &u, &a);
+                        fails += bad;
+                        runs++;
+                        if (form == FALCON_FORM_RECURRENT) rec_u = u;
+                        double *w = worst[v][ci][sc];
+                        w[0] = fmax(w[0], u);
+                        if (thr_S > 0) w[1] = fmax(w[1], u / thr_S);
+                        if (bad) continue;
+                        if (kind == RUN_EMU && form != FALCON_FORM_RECURRENT)
+                            fails += carried_shapes(&k, &d, init, &ref, &a, cm_scales[sc], thr_S);
+                        gate_result_free(&a);
+                    }
+                    gate_result_free(&ref);
+                    falcon_state_free(init);
+                    gate_data_free(&d);
+                }
+    printf("\ncarried memory (fp32, T = 30, n = 4, m = 3, beta = 1, 4 seeds x 2 decays): largest state error\n");
+    printf("%-8s %-10s %4s %8s %10s %12s\n", "variant", "form", "C", "scale", "max S (u)", "max S/limit");
+    for (int v = 0; v < 3; v++)
+        for (int ci = 0; ci < CM_NCHUNK; ci++)
+            for (int sc = 0; sc < CM_NSCALE; sc++) {
+                const falcon_form form = cm_chunks[ci] < 0   ? FALCON_FORM_RECURRENT
+                                         : cm_chunks[ci] > 0 ? FALCON_FORM_CHUNK
+                                                             : FALCON_FORM_PARALLEL;
+                const double *w = worst[v][ci][sc];
+                printf("%-8s %-10s %4lld %8g %10.2f", falcon_variant_name((falcon_variant)v), falcon_form_name(form),
+                       (long long)(cm_chunks[ci] > 0 ? cm_chunks[ci] : 0), cm_scales[sc], w[0]);
+                if (form == FALCON_FORM_RECURRENT && cm_scales[sc] != 1)
+                    printf(" %12s\n", "(yardstick)");
+                else
+                    printf(" %12.3f\n", w[1]);
+            }
+    printf("carried memory: %d runs, %d failed\n", runs, fails);
+    return fails;
+}
+
 /* Every case on the emulation (kind RUN_EMU) or the GPU (RUN_LIB). */
 static int sweep(run_kind kind, int quick)
 {
@@ -370,10 +514,11 @@ static int sweep(run_kind kind, int quick)
     print_summary(&lim, "the same, keys of 1e20, 1e30 and 1e-20, gains of 1e30, 1e-30 and 1e-41, and a set memory "
                         "before an empty step");
     if (kind == RUN_EMU) fails += overflow_parity();
+    const int cm_fails = carried_family(kind);
     printf("\n%s: %d cases, %d failed the gate", kind == RUN_EMU ? "emulation" : "device", ncase, fails);
     if (kind == RUN_EMU) printf("; %d race and launch-shape runs, %d failed", shape_runs, shape_fails);
-    printf("\n");
-    return fails + shape_fails ? 1 : 0;
+    printf("; carried memory: %d failed\n", cm_fails);
+    return fails + shape_fails + cm_fails ? 1 : 0;
 }
 
 int cuda_check_emulate(void)

@@ -80,6 +80,8 @@ int fc_plan(fc_problem *pb, int64_t smem_bytes, int threads, char *msg, size_t l
             {FC_BUF_QS, L * pb->ldx, 1},
             {FC_BUF_XS, Gmax * pb->ldx, 1},
             {FC_BUF_ZGS, pb->has_gain ? Gmax * pb->ldx : 0, 1},
+            /* last: read and written once a block (and on a cut) */
+            {FC_BUF_SCUT, pb->regression ? m * pb->lds + nth : 0, 0},
         };
         count = (int)(sizeof list / sizeof list[0]);
         memcpy(items, list, sizeof list);

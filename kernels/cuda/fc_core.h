@@ -74,6 +74,8 @@ enum {
     FC_BUF_XS,    /* optional on-chip copies of the block's keys, write */
     FC_BUF_ZGS,   /* directions and queries [Gmax|L][ldx]; read from the */
     FC_BUF_QS,    /* global feature arrays when they do not fit */
+    FC_BUF_SCUT,  /* regression: S at the block's start [m][lds], then the */
+                  /* threads' largest magnitudes (bits) [nth] (fc_blocked_head) */
     FC_NBUF
 };
 enum { FC_NOWHERE = 0, FC_SHARED = 1, FC_GLOBAL = 2 };
@@ -396,6 +398,44 @@ FC_DEV void fc_nt_tiles(const float *A, int lda, const float *B, int ldb, int M,
     }
 }
 
+/* Thread tid's share of the largest magnitude of S (m x n at stride lds),
+ * on the bits (falcon_mag_bits_f32), into mx[tid]. */
+FC_DEV void fc_amax_part(const float *S, int lds, int m, int n, uint32_t *mx, int tid, int nth)
+{
+    uint32_t a = 0;
+    for (int i = tid; i < m * n; i += nth) {
+        const uint32_t b = falcon_mag_bits_f32(S[(i / n) * lds + i % n]);
+        a = b > a ? b : a;
+    }
+    mx[tid] = a;
+}
+
+/* The largest of the threads' shares (uniform: every thread reads all). */
+FC_DEV float fc_amax_all(const uint32_t *mx, int nth)
+{
+    uint32_t a = 0;
+    for (int t = 0; t < nth; t++) a = mx[t] > a ? mx[t] : a;
+    return falcon_mag_of_bits_f32(a);
+}
+
+/* The length of the next segment of a top-level block [s, s + len) from
+ * c0, a boundary of the segments run so far: the halving (len / 2 first)
+ * descended to the largest segment that starts at c0, which is the one
+ * the CPU framework's recursion (blk_run) tries next. */
+FC_DEV int fc_next_segment(int64_t s, int len, int64_t c0)
+{
+    while (c0 != s) {
+        const int h = len / 2;
+        if (c0 < s + h) {
+            len = h;
+        } else {
+            s += h;
+            len -= h;
+        }
+    }
+    return len;
+}
+
 /* ---- the chunk-parallel form (and the masked-parallel form: one block of
  * up to falcon_parallel_block(W) steps) ----
  * As kernels/framework/blocked.inc.c, per block of Lc steps: terms (step j,
@@ -410,7 +450,14 @@ FC_DEV void fc_nt_tiles(const float *A, int lda, const float *B, int ldb, int M,
  * F comes from running products of the alphas, one column per thread, the
  * same multiplications in the same order as falcon_decay_row_advance (in
  * double, rounded to float for use): no factor spans more than one block and
- * none is a quotient of cumulative products (docs/math.md section 8). */
+ * none is a quotient of cumulative products (docs/math.md section 8).
+ * A regression block whose end state cancels a large start memory
+ * (falcon_block_cancels, falcon_math.h) is run again from its start memory,
+ * kept in SC, as two halves, each checked the same way, down to single
+ * steps: the segments of kernels/framework/blocked.inc.c's blk_run, taken
+ * without recursion (fc_next_segment). The largest magnitudes are reduced
+ * through mx, read by every thread after a barrier; the one of the memory
+ * the next segment starts from is carried in a uniform variable. */
 FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, float *smem, int nth)
 {
     const int n = (int)pb->n, m = (int)pb->m, W = (int)pb->W, L = (int)pb->L;
@@ -430,6 +477,8 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
     float *XS = fc_buf_ptr(pb, FC_BUF_XS, smem, slot);
     float *ZGS = pb->has_gain ? fc_buf_ptr(pb, FC_BUF_ZGS, smem, slot) : (float *)0;
     float *QS = fc_buf_ptr(pb, FC_BUF_QS, smem, slot);
+    float *SC = pb->regression ? fc_buf_ptr(pb, FC_BUF_SCUT, smem, slot) : (float *)0;
+    uint32_t *mx = SC ? (uint32_t *)(SC + m * lds) : (uint32_t *)0;
     const float *S0 = pb->S0 + hd * (int64_t)m * n;
     float *Sout = pb->S + hd * (int64_t)m * n;
     const float *X = pb->X + hd * pb->Emax * n;
@@ -437,8 +486,16 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
     const falcon_examples ex = fc_head_examples(pb, hd);
 
     FC_LOAD_S(S, lds)
-    for (int64_t c0 = 0; c0 < T; c0 += L) {
-        const int Lc = (int)(T - c0 < L ? T - c0 : L);
+    float a0 = 0; /* regression: the largest magnitude of the memory S */
+    if (pb->regression) {
+        FC_PHASE
+        fc_amax_part(S, lds, m, n, mx, tid, nth);
+        FC_PHASE_END
+        a0 = fc_amax_all(mx, nth);
+    }
+    int64_t top = 0; /* the top-level block [top, top + L) */
+    int Lc = (int)(T < L ? T : L);
+    for (int64_t c0 = 0; c0 < T;) {
         /* the examples this block's windows reach: [g_lo, g_lo + G) */
         const int64_t t_first = c0 > ex.shift ? c0 : ex.shift;
         int64_t g_lo = 0;
@@ -485,6 +542,8 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
         if (QS)
             for (int i = tid; i < Lc * n; i += nth)
                 QS[(i / n) * ldx + i % n] = pb->Qf[(hd * T + c0) * n + i];
+        if (pb->regression && Lc > 1)
+            for (int i = tid; i < m * n; i += nth) SC[(i / n) * lds + i % n] = S[(i / n) * lds + i % n];
         FC_PHASE_END
         const int P = first[Lc];
 
@@ -615,6 +674,28 @@ FC_DEV void fc_blocked_head(const fc_problem *pb, int64_t hd, int64_t slot, floa
             }
         }
         FC_PHASE_END
+
+        /* the cut: a cancelling block restored and run again as halves */
+        if (pb->regression) {
+            const float dL = F[Lc * ldf]; /* read before the barrier below: F is rewritten after it */
+            FC_PHASE
+            fc_amax_part(S, lds, m, n, mx, tid, nth);
+            FC_PHASE_END
+            const float a1 = fc_amax_all(mx, nth);
+            if (Lc > 1 && falcon_block_cancels(dL, a0, a1)) {
+                FC_PHASE
+                for (int i = tid; i < m * n; i += nth) S[(i / n) * lds + i % n] = SC[(i / n) * lds + i % n];
+                FC_PHASE_END
+                Lc /= 2;
+                continue;
+            }
+            a0 = a1;
+        }
+        c0 += Lc;
+        if (c0 >= T) break;
+        if (c0 - top >= L) top = c0;
+        const int Ltop = (int)(T - top < L ? T - top : L);
+        Lc = fc_next_segment(top, Ltop, c0);
     }
     FC_STORE_S(S, lds)
 }

@@ -700,7 +700,7 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
  * 900-4,000 u in one block, where the recurrent form, which rounds each
  * projection of a memory already projected, stays at 3-30 u;
  * verify/test-carried-memory.c). So blk_run keeps S_0 and, when the end
- * state came out more than FW_CUT_RATIO times smaller than F S_0 (largest
+ * state came out more than FALCON_CUT_RATIO times smaller than F S_0 (largest
  * magnitudes: one pass, no overflow), runs the block again as two halves,
  * each checked in the same way, down to single steps, which are the
  * recurrent step. The test is the cancellation itself, measured, so it
@@ -718,9 +718,8 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
  * on the block, so a call cut into segments at block boundaries still
  * matches the whole call bit for bit, and the chunk form with C >= T still
  * matches the parallel form. */
-#ifndef FW_CUT_RATIO
-#define FW_CUT_RATIO 2.0
-#endif
+/* falcon_block_cancels and FALCON_CUT_RATIO: falcon_math.h, shared with
+ * the CUDA chunk form. */
 
 /* Steps [c0, c0 + Lc) of one head, cut where the end state cancels
  * (above). c->amax is the memory's largest magnitude before and after. */
@@ -740,7 +739,7 @@ static void RS(blk_run)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, 
     RS(blk_block)(w, c, c0, Lc, pf);
     c->amax = RS(memory_amax)(c->St, ldm, n, m);
     const double f = w->row[w->L + 1 + Lc]; /* F[Lc][0] */
-    if (Lc < 2 || !(f * a0 > FW_CUT_RATIO * c->amax)) return;
+    if (Lc < 2 || !falcon_block_cancels(f, a0, c->amax)) return;
     for (int64_t r = 0; r < n; r++) memcpy(c->St + r * ldm, w->S0 + r * ldm, sizeof(REAL) * (size_t)m);
     memcpy(c->ck, w->S0 + n * ldm, sizeof(REAL) * (size_t)m);
     c->amax = a0;
