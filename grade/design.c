@@ -33,16 +33,8 @@ static const int64_t batch_of[4][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 3}}; /* B, H 
 static const int64_t window_of[3] = {2, 4, 9};                        /* 9: longer than most sequences */
 enum { DESIGN_CHUNK = 64 };
 
-/* splitmix64: the same stream on every machine. */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int pick(uint64_t *s, int n) { return (int)(next_u64(s) % (uint64_t)n); }
+/* The gate's seeded stream: the same array on every machine. */
+static int pick(uint64_t *s, int n) { return (int)(gate_next_u64(s) % (uint64_t)n); }
 
 /* A row of levels a case can have: no case whose reference is all zeros
  * (no steps from a fresh state, or one prefix step from a fresh state,

@@ -174,13 +174,13 @@ static void set_input(gate_data *d, int64_t i, double x)
  * at every fifth step and 2 two steps later, with every other entry of the
  * keys and queries exactly 0 at the step between (where the feature maps
  * meet their branch point); keys and queries of every fourth step scaled
- * into the subnormal range of the precision. The
- * buffers hold q, k, gains (rows n each), v (rows m), beta, alpha. */
+ * into the subnormal range of the precision. */
 static void edit_inputs(const export_case *e, grade_unit u, gate_data *d)
 {
     const gate_case *c = &e->c;
-    const int64_t rows = c->B * c->T * c->H, n = c->n, beta0 = 3 * rows * n + rows * c->m;
-    const double *x = d->buf64;
+    const double *x = d->buf64; /* element i of q, k, beta: at (tensor - x) + i in both buffers */
+    const int64_t rows = c->B * c->T * c->H, n = c->n, q0 = (const double *)d->in64.q - x,
+                  k0 = (const double *)d->in64.k - x, beta0 = (const double *)d->in64.beta - x;
     /* Below the smallest normal number of the inputs' format, above its
      * smallest subnormal for most values: fp64 2^-1022, fp32 and bf16
      * 2^-126 (bf16's subnormals reach 2^-133), fp16 2^-14 (2^-24). */
@@ -191,12 +191,12 @@ static void edit_inputs(const export_case *e, grade_unit u, gate_data *d)
         if (e->beta_edges && t % 5 == 1) set_input(d, beta0 + r, 0.0);
         if (e->beta_edges && t % 5 == 3) set_input(d, beta0 + r, 2.0);
         for (int64_t i = 0; e->beta_edges && t % 5 == 2 && i < n; i += 2) { /* phi at exactly 0 */
-            set_input(d, r * n + i, 0.0);
-            set_input(d, rows * n + r * n + i, 0.0);
+            set_input(d, q0 + r * n + i, 0.0);
+            set_input(d, k0 + r * n + i, 0.0);
         }
         for (int64_t i = 0; e->subnormal && t % 4 == 2 && i < n; i++) {
-            set_input(d, r * n + i, ldexp(x[r * n + i], tiny));               /* q */
-            set_input(d, rows * n + r * n + i, ldexp(x[rows * n + r * n + i], tiny)); /* k */
+            set_input(d, q0 + r * n + i, ldexp(x[q0 + r * n + i], tiny));
+            set_input(d, k0 + r * n + i, ldexp(x[k0 + r * n + i], tiny));
         }
     }
 }

@@ -9,7 +9,7 @@
 #include "../kernels/common/falcon_math.h"
 
 /* ---- seeded generator (splitmix64): the same stream on every machine ---- */
-static uint64_t next_u64(uint64_t *s)
+uint64_t gate_next_u64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -19,7 +19,7 @@ static uint64_t next_u64(uint64_t *s)
 
 static double uniform(uint64_t *s, double lo, double hi)
 {
-    return lo + (hi - lo) * ((double)(next_u64(s) >> 11) * 0x1.0p-53);
+    return lo + (hi - lo) * ((double)(gate_next_u64(s) >> 11) * 0x1.0p-53);
 }
 
 falcon_backend gate_backends[FALCON_BACKEND_COUNT];

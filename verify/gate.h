@@ -42,6 +42,10 @@ typedef struct gate_data {
     void *buf, *buf64;
 } gate_data;
 
+/* The generator behind every seeded value (splitmix64): the next number of
+ * the stream *s, the same on every machine. */
+uint64_t gate_next_u64(uint64_t *s);
+
 int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d);
 void gate_data_free(gate_data *d);
 /* d's kernel inputs of steps [t0, t1), for a case of one sequence and one
