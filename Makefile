@@ -26,16 +26,24 @@ LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
            kernels/framework/recurrent-f32.c kernels/framework/recurrent-f64.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
-           $(wildcard reference/*.c) src/stubs/cuda.c
+           src/stubs/cuda.c
 # src/stubs/ stands in for a backend the build leaves out (it reports it
-# unavailable): cuda's unless mk/cuda.mk finds nvcc; mpfr's with MPFR=0, a
-# library without MPFR and the reference (kernels/cuda/device-check.sh on a
-# GPU machine without libmpfr-dev; the gate and the CLI need MPFR).
+# unavailable): cuda's unless mk/cuda.mk finds nvcc.
+# The MPFR reference (reference/) is a library of its own, libfalcon-ref, so
+# that libfalcon carries neither a reference nor MPFR: the programs that
+# check against it (the gate, the CLI, the study, the benchmark, the
+# fuzzers) link it ahead of libfalcon, with reference/attach-at-start.o,
+# which attaches it as the mpfr backend (include/falcon_advanced.h).
+# MPFR=0 builds no reference (kernels/cuda/device-check.sh on a GPU machine
+# without libmpfr-dev: only libfalcon and cuda-check; the gate and the CLI
+# need MPFR).
 MPFR ?= 1
+REF_SRC := $(filter-out reference/attach-at-start.c,$(wildcard reference/*.c))
 ifeq ($(MPFR),0)
-LIB_SRC := $(filter-out src/mpfr_backend.c reference/%,$(LIB_SRC)) src/stubs/mpfr.c
+REF_SRC :=
 LDLIBS  := -lm
 endif
+REF_OBJ := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
 # What every tool links, above the library and below the CLI (util/): the
 # option scanner and error line of every command, and the JSON reader of
 # benchmark files (`falcon compare`, `falcon-study bench-dat`). Set before
@@ -45,6 +53,12 @@ UTIL_OBJ := $(UTIL_SRC:%.c=$(BUILD)/obj/%.o)
 # Set before the includes: a rule in mk/*.mk never becomes the default goal.
 .DEFAULT_GOAL := all
 LIB     := $(BUILD)/libfalcon.a
+REF_LIB := $(if $(REF_SRC),$(BUILD)/libfalcon-ref.a)
+REF_SHLIB := $(if $(REF_SRC),$(BUILD)/libfalcon-ref.so)
+# What a program linking the reference and libfalcon statically names.
+LIB_LINK := $(if $(REF_SRC),$(BUILD)/obj/reference/attach-at-start.o $(REF_LIB)) $(LIB)
+# libfalcon.so's own libraries: not MPFR's (mk/cuda.mk adds CUDA's to LDLIBS).
+LIB_LDLIBS = $(filter-out -lmpfr -lgmp,$(LDLIBS))
 
 # The shared library: libfalcon.so.$(FALCON_VERSION), soname
 # libfalcon.so.<major>, and the libfalcon.so link for -lfalcon. The version is
@@ -82,7 +96,7 @@ TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
 
 .PHONY: all lib cli test check report mutants clean deps install uninstall help golden golden-check
-all: $(LIB) $(BUILD)/libfalcon.so $(BUILD)/falcon $(GRADE_SHLIB)
+all: $(LIB) $(BUILD)/libfalcon.so $(REF_LIB) $(REF_SHLIB) $(BUILD)/falcon $(GRADE_SHLIB)
 
 lib: $(LIB) $(BUILD)/libfalcon.so
 
@@ -95,7 +109,7 @@ $(BUILD)/obj/flags.stamp: flags-stamp-force
 	@echo '$(subst ',,$(FLAGS_STAMP_TEXT))' | cmp -s - $@ || echo '$(subst ',,$(FLAGS_STAMP_TEXT))' > $@
 .PHONY: flags-stamp-force
 flags-stamp-force:
-$(LIB_OBJ) $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ): $(BUILD)/obj/flags.stamp
+$(LIB_OBJ) $(REF_OBJ) $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ): $(BUILD)/obj/flags.stamp
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,12 +119,25 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# Exported: the falcon_* symbols (mk/libfalcon.map); the static libraries
-# linked in (the CUDA runtime) stay hidden. -z defs: every reference is
-# resolved here (not with sanitizers, whose runtime clang leaves to the program).
+$(REF_LIB): $(REF_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Exported: the functions of the public headers, listed in mk/libfalcon.map
+# (verify/test_shlib.sh compares the two); the static libraries linked in
+# (the CUDA runtime) stay hidden. -z defs: every reference is resolved here
+# (not with sanitizers, whose runtime clang leaves to the program).
 $(SHLIB): $(LIB_OBJ) mk/libfalcon.map
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script=mk/libfalcon.map \
-	  -Wl,--exclude-libs,ALL $(if $(SANITIZE),,-Wl,-z,defs) -o $@ $(LIB_OBJ) $(LDLIBS)
+	  -Wl,--exclude-libs,ALL $(if $(SANITIZE),,-Wl,-z,defs) -o $@ $(LIB_OBJ) $(LIB_LDLIBS)
+
+# The reference as a shared library over libfalcon.so (found beside it):
+# loading it attaches the mpfr backend (attach-at-start.o). Exports
+# falcon_ref_* and falcon_reference_attach (reference/falcon_ref.h).
+$(REF_SHLIB): $(REF_OBJ) $(BUILD)/obj/reference/attach-at-start.o $(BUILD)/libfalcon.so mk/libfalcon-ref.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mk/libfalcon-ref.map $(if $(SANITIZE),,-Wl,-z,defs) \
+	  -o $@ $(REF_OBJ) $(BUILD)/obj/reference/attach-at-start.o -L$(BUILD) -lfalcon -Wl,-rpath,'$$ORIGIN' \
+	  -lmpfr -lgmp -lm
 
 $(BUILD)/$(SONAME): $(SHLIB)
 	ln -sf $(notdir $<) $@
@@ -119,17 +146,19 @@ $(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
 # The grading layer for other languages (python/falcon loads it): `falcon
-# cases export` and `falcon check` as functions, over libfalcon.so (found
-# beside it). Exports falcon_grade_* only.
-$(GRADE_SHLIB): $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) $(BUILD)/libfalcon.so mk/libfalcon-grade.map
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mk/libfalcon-grade.map $(if $(SANITIZE),,-Wl,-z,defs) \
-	  -o $@ $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) -L$(BUILD) -lfalcon -Wl,-rpath,'$$ORIGIN' -ljansson -lmpfr -lgmp -lm
+# cases export` and `falcon check` as functions. The gate's engine inside
+# uses the library's internals, which libfalcon.so does not export, so it
+# links libfalcon and the reference statically, hidden: exports
+# falcon_grade_* only.
+$(GRADE_SHLIB): $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) $(LIB_LINK) mk/libfalcon-grade.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mk/libfalcon-grade.map -Wl,--exclude-libs,ALL \
+	  $(if $(SANITIZE),,-Wl,-z,defs) -o $@ $(GRADE_OBJ) $(GATE_OBJ) $(UTIL_OBJ) $(LIB_LINK) -ljansson $(LDLIBS)
 
-$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB) -ljansson $(LDLIBS)
+$(BUILD)/falcon: $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB_LINK)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CLI_OBJ) $(GATE_OBJ) $(GRADE_OBJ) $(CLI_EXTRA_OBJ) $(STUDY_OBJ) $(UTIL_OBJ) $(LIB_LINK) -ljansson $(LDLIBS)
 
-$(BUILD)/falcon-verify: $(TEST_OBJ) $(UTIL_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(TEST_OBJ) $(UTIL_OBJ) $(LIB) -lcriterion $(LDLIBS)
+$(BUILD)/falcon-verify: $(TEST_OBJ) $(UTIL_OBJ) $(LIB_LINK)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(TEST_OBJ) $(UTIL_OBJ) $(LIB_LINK) -lcriterion $(LDLIBS)
 
 # The gate. Criterion runs its tests in parallel on every core.
 test: $(BUILD)/falcon-verify $(BUILD)/falcon
@@ -192,6 +221,8 @@ deps:
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging-dir]: the tools, both
 # libraries, the header and falcon.pc (whose prefix is PREFIX, not DESTDIR).
+# The public headers: the compute API, files, and tuning/attachment.
+PUBLIC_HEADERS := include/falcon.h include/falcon_io.h include/falcon_advanced.h
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
@@ -199,26 +230,29 @@ INCLUDEDIR ?= $(PREFIX)/include
 PCDIR      ?= $(LIBDIR)/pkgconfig
 INSTALL_BIN := $(BUILD)/falcon $(BUILD)/falcon-study $(STUDY_MPI) $(BUILD)/falcon-scaling $(BENCH_INSTALL)
 
-install: all $(INSTALL_BIN) mk/falcon.pc.in
+install: all $(INSTALL_BIN) mk/falcon.pc.in mk/falcon-ref.pc.in
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PCDIR)
 	install -m 755 $(INSTALL_BIN) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libfalcon.so
-	install -m 755 $(GRADE_SHLIB) $(DESTDIR)$(LIBDIR)/
-	install -m 644 include/falcon.h $(DESTDIR)$(INCLUDEDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
-	    -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
-	    mk/falcon.pc.in > $(DESTDIR)$(PCDIR)/falcon.pc
+	install -m 755 $(GRADE_SHLIB) $(REF_SHLIB) $(DESTDIR)$(LIBDIR)/
+	$(if $(REF_LIB),install -m 644 $(REF_LIB) $(DESTDIR)$(LIBDIR)/)
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
+	for pc in falcon $(if $(REF_LIB),falcon-ref); do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	      -e 's|@VERSION@|$(FALCON_VERSION)|g' -e 's|@LIBS_PRIVATE@|$(strip $(PC_LIBS_PRIVATE))|g' \
+	      mk/$$pc.pc.in > $(DESTDIR)$(PCDIR)/$$pc.pc || exit 1; \
+	done
 
 # make uninstall [PREFIX=...] [DESTDIR=...]: removes exactly the files that
 # `make install` with the same PREFIX and DESTDIR installed (the directories
 # stay: others may share them).
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BIN)))
-	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(LIB) $(SHLIB) $(GRADE_SHLIB)) $(SONAME) libfalcon.so)
-	rm -f $(DESTDIR)$(INCLUDEDIR)/falcon.h $(DESTDIR)$(PCDIR)/falcon.pc
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(LIB) $(SHLIB) $(GRADE_SHLIB) $(REF_SHLIB) $(REF_LIB)) $(SONAME) libfalcon.so)
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS))) $(DESTDIR)$(PCDIR)/falcon.pc $(DESTDIR)$(PCDIR)/falcon-ref.pc
 
 # One line per main target (verify/test_install.sh checks that it lists them).
 help:

@@ -35,6 +35,7 @@
 #include "compare.h"
 #include "median.h"
 #include "falcon.h"
+#include "falcon_io.h"
 #include "../util/json.h"
 #include "../util/opts.h"
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "falcon.h"
+#include "falcon_io.h"
 #include "gbench-shim.h"
 
 static falcon_outputs *tx;

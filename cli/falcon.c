@@ -19,6 +19,7 @@
 #include "../bench/compare.h"
 #include "../study/stability.h"
 #include "../grade/grade.h"
+#include "falcon_io.h"
 
 static void print_usage(FILE *f)
 {

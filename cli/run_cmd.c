@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "falcon_io.h"
 
 enum { IN_Q, IN_K, IN_V, IN_BETA, IN_ALPHA, IN_GAIN, NUM_INPUTS };
 typedef enum { TAIL_NONE, TAIL_N, TAIL_M } tail_kind; /* what follows the leading dims */

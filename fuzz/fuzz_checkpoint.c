@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "fuzz.h"
 #include "falcon.h"
+#include "falcon_io.h"
 
 static char root[64];
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "fuzz.h"
 #include "falcon.h"
+#include "falcon_io.h"
 
 static char tmpdir[64];
 

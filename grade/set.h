@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include "grade.h"
+#include "falcon_io.h"
 
 /* The arguments of an export: all that decides the set's bytes. */
 typedef struct export_opts {

@@ -109,8 +109,8 @@ $(BUILD)/obj/bench/blas.o: bench/blas.c $(BUILD)/obj/bench/blas.stamp $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/falcon-bench: $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(BUILD)/libfalcon.a $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
+$(BUILD)/falcon-bench: $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(LIB_LINK)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(BENCH_OBJ) $(BENCH_GATE_OBJ) $(LIB_LINK) $(BLAS_LIBS) $(LDLIBS) -lbenchmark -lpthread -lstdc++
 
 bench-build: $(BUILD)/falcon-bench
 BENCH_INSTALL := $(BUILD)/falcon-bench

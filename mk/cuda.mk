@@ -50,8 +50,8 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 CUDA_CHECK_OBJ := $(BUILD)/obj/kernels/cuda/cuda-check.o $(BUILD)/obj/kernels/cuda/cuda-check-gate.o \
                   $(BUILD)/obj/kernels/cuda/cuda_emulate.o $(BUILD)/obj/verify/gate.o \
                   $(BUILD)/obj/verify/gate-cases.o $(BUILD)/obj/verify/gate-thresholds.o
-$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB) $(LDLIBS)
+$(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB_LINK)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB_LINK) $(LDLIBS)
 
 cuda-test: $(BUILD)/cuda-check
 	$(BUILD)/cuda-check emulate

@@ -44,13 +44,13 @@ FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/re
 # The argument harness links the CLI's parser (and the scanner under it).
 $(BUILD)/fuzz/replay-cli_args $(BUILD)/fuzz/fuzz-cli_args: $(BUILD)/obj/cli/args.o $(BUILD)/obj/util/opts.o
 
-$(BUILD)/fuzz/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o $(BUILD)/libfalcon.a
+$(BUILD)/fuzz/replay-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay.o $(LIB_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(filter-out $(LIB_LINK),$(filter %.o,$^)) $(LIB_LINK) $(LDLIBS)
 
-$(BUILD)/fuzz/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/libfalcon.a
+$(BUILD)/fuzz/fuzz-%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIB_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -fsanitize=fuzzer -o $@ $(filter-out $(LIB_LINK),$(filter %.o,$^)) $(LIB_LINK) $(LDLIBS)
 
 .PHONY: fuzz fuzz-ci fuzz-build fuzz-bin fuzz-replay fuzz-replay-build
 fuzz-replay-build: $(FUZZ_REPLAY_BIN)

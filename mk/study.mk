@@ -32,7 +32,7 @@ STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
 STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
 
-$(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
+$(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The MPI launcher (study/study-mpi.c), built where mpicc exists (Debian:
@@ -45,7 +45,7 @@ STUDY_MPI := $(BUILD)/falcon-study-mpi
 $(BUILD)/obj/study/study-mpi.o: study/study-mpi.c $(BUILD)/obj/flags.stamp
 	@mkdir -p $(dir $@)
 	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) -MMD -MP -c $< -o $@
-$(BUILD)/falcon-study-mpi: $(BUILD)/obj/study/study-mpi.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
+$(BUILD)/falcon-study-mpi: $(BUILD)/obj/study/study-mpi.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(LIB_LINK)
 	OMPI_CC=$(CC) $(MPICC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)
 else
 STUDY_MPI :=

@@ -150,7 +150,7 @@ static const falcon_backend_info registry[] = {
     [FALCON_BACKEND_CUDA] = {.name = "cuda", .usable = falcon_cuda_available,
                              .describe = falcon_cuda_describe, .run = falcon_cuda_run},
     [FALCON_BACKEND_MPFR] = {.name = "mpfr", .usable = falcon_mpfr_available, .what = "mpfr reference",
-                             .lacking = "mpfr (not compiled in)", .run = falcon_mpfr_run},
+                             .lacking = "mpfr (no reference attached: link libfalcon-ref)", .run = falcon_mpfr_run},
     /* The AVX-512 kernels emulated on AVX2 test their logic, not speed: the
      * baseline drivers (so the gate runs both builds of the framework), and
      * never chosen by auto. */

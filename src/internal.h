@@ -3,6 +3,8 @@
 #define FALCON_INTERNAL_H
 
 #include "falcon.h"
+#include "falcon_io.h"
+#include "falcon_advanced.h"
 
 /* For a plain loop that GCC's -O2 leaves scalar (its vectorizer runs at
  * -O3 only in GCC 12): the portable range and finiteness scans. */

@@ -35,6 +35,8 @@
 #include "gate.h"
 #include "stability.h"
 #include "study.h"
+#include "falcon_io.h"
+#include "falcon_advanced.h"
 
 #define MAXPTS 64
 #define MAXCURVE 16

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "study.h"
+#include "falcon_io.h"
 
 loglog_fit study_fit(const double *T, const double *err, int count, double Tx)
 {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "gate.h"
 #include "../util/opts.h"
+#include "falcon_io.h"
 
 typedef struct cell {
     int cases, failed;

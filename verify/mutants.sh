@@ -152,7 +152,7 @@ mutants=(
 "state-range-unchecked|src/validate.c|s/    return falcon_state_check(st, cfg->precision);/    return FALCON_OK;/|validation::a_memory_an_fp64_run_left_is_checked"
 "state-range-tie-accepted|src/validate.c|s/limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0))/limit_above((double)FLT_MAX + 0x1p103)/|validation::a_memory_at_the_edge_of_float32"
 "fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/|validation::a_memory_an_fp64_run_left_is_checked"
-"mpfr-memory-kept-in-double|src/mpfr_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/|validation::a_memory_overflow_alone_is_reported"
+"mpfr-memory-kept-in-double|reference/ref_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/|validation::a_memory_overflow_alone_is_reported"
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/|operands::rounding_at_the_edges"
 # One product's operands left unrounded (blocked.inc.c): within every
 # threshold, since the gate's q, k and v are on the format's grid already

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gate.h"
+#include "falcon_advanced.h"
 
 #define REF_BITS 256
 

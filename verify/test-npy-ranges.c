@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "falcon.h"
+#include "falcon_io.h"
 
 static char dir[64];
 

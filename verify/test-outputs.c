@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "falcon.h"
+#include "falcon_io.h"
 #include "../src/internal.h"
 
 static char dir[64];

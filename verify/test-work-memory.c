@@ -14,6 +14,7 @@
 #include <string.h>
 #include "gate.h"
 #include "../kernels/framework/head.h"
+#include "falcon_advanced.h"
 
 #define MIB ((size_t)1 << 20)
 

@@ -9,7 +9,7 @@
 #   lib/libfalcon.so.<major> (soname) with its links, lib/libfalcon.a,
 #   include/falcon.h, lib/pkgconfig/falcon.pc;
 # - the README's example program (the ```c block after its "example.c"
-#   marker) compiled against P with `pkg-config --cflags --libs falcon`
+#   marker) compiled against P with `pkg-config --cflags --libs falcon-ref`
 #   (shared) and with `-static` and `pkg-config --static ...` (static); both
 #   run and print the same error, the shared one through P's libfalcon.so;
 # - the README's link lines (the ```sh block after its "link lines:" marker),
@@ -125,7 +125,7 @@ if ! $MAKE -s -C "$ROOT" install BUILD="$BUILD" PREFIX="$P" > install.log 2>&1; 
 fi
 missing=
 for f in bin/falcon bin/falcon-study lib/libfalcon.a "lib/libfalcon.so.$version" \
-         include/falcon.h lib/pkgconfig/falcon.pc; do
+         include/falcon.h include/falcon_io.h include/falcon_advanced.h lib/libfalcon-ref.so lib/pkgconfig/falcon.pc; do
     [ -f "$P/$f" ] || missing="$missing $f"
 done
 [ "$(readlink "$P/lib/libfalcon.so.$major")" = "libfalcon.so.$version" ] || missing="$missing lib/libfalcon.so.$major"
@@ -146,7 +146,7 @@ if [ "$(wc -l < example.c)" -lt 10 ]; then
     bad example "no example.c block found in README.md"
 else
     # shellcheck disable=SC2046
-    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o ex-shared example.c $(pkg-config --cflags --libs falcon) -lm \
+    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -o ex-shared example.c $(pkg-config --cflags --libs falcon-ref) -lm \
         2> cc-shared.log; then
         lib=$(LD_LIBRARY_PATH="$P/lib" ldd ./ex-shared | awk '$1 == "libfalcon.so.'"$major"'" { print $3 }')
         if [ -n "$lib" ] && [ "$lib" -ef "$P/lib/libfalcon.so.$version" ]; then
@@ -165,7 +165,7 @@ else
     # The dlopen warnings of the static CUDA runtime are expected: kept in the log.
     # shellcheck disable=SC2046
     if ${CC:-cc} -static -std=c11 -Wall -Wextra -Werror -o ex-static example.c \
-        $(pkg-config --static --cflags --libs falcon) 2> cc-static.log; then
+        $(pkg-config --static --cflags --libs falcon-ref) 2> cc-static.log; then
         if ldd ./ex-static 2>&1 | grep -q libfalcon; then
             bad static-ldd "the static program still needs libfalcon.so"
         else

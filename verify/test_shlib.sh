@@ -5,13 +5,18 @@
 #
 # - libfalcon.so -> libfalcon.so.<major> -> libfalcon.so.<version>, with the
 #   soname libfalcon.so.<major> (<major> from the header's FALCON_VERSION);
-# - it exports only falcon_* symbols (the statically linked CUDA runtime, if
-#   any, stays inside) and needs no libcudart.so or libcuda.so: it loads on a
-#   machine with no GPU and no driver;
+# - it exports exactly the functions the public headers declare (falcon.h,
+#   falcon_io.h, falcon_advanced.h; falcon_reference_attach is
+#   libfalcon-ref's), and mk/libfalcon.map lists exactly those: no internal
+#   symbol, nothing of the statically linked CUDA runtime;
+# - it needs no libcudart.so or libcuda.so (it loads on a machine with no
+#   GPU and no driver), and no MPFR or GMP: the reference is libfalcon-ref;
 # - a C program compiled with nothing but -I include -L BUILD -lfalcon runs
-#   Falcon-1 on every CPU backend this machine has and on the mpfr backend,
-#   and the results agree to a few units of roundoff; asking for the cuda
-#   backend without a GPU is FALCON_E_UNAVAILABLE, not a crash;
+#   Falcon-1 on every CPU backend this machine has, and finds the mpfr
+#   backend unavailable; the same program linked with -lfalcon-ref too gets
+#   the mpfr backend, and the CPU backends agree with it to a few units of
+#   roundoff; asking for the cuda backend without a GPU is
+#   FALCON_E_UNAVAILABLE, not a crash;
 # - Python's ctypes loads it (when python3 is there).
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
@@ -38,11 +43,29 @@ case " $needed" in
 *) ok "needs no CUDA library ($needed)" ;;
 esac
 
-others=$(nm -D --defined-only "$BUILD/libfalcon.so.$version" | awk '$3 !~ /^falcon_/ { print $3 }' | head -5)
-[ -z "$others" ] && ok "exports only falcon_* symbols" || bad exports "also exports: $(echo $others)"
-for f in falcon_run falcon_config_default falcon_state_create falcon_last_error falcon_npy_read; do
-    nm -D --defined-only "$BUILD/libfalcon.so.$version" | grep -qw "$f" || bad exports "$f is not exported"
-done
+case " $needed" in
+*" libmpfr"* | *" libgmp"*) bad needed "needs MPFR or GMP: $needed" ;;
+*) ok "needs no MPFR or GMP" ;;
+esac
+
+# The functions the public headers declare (comments stripped; a typedef's
+# "(*name)" is not one), less libfalcon-ref's attach function.
+for h in falcon.h falcon_io.h falcon_advanced.h; do
+    ${CC:-cc} -fpreprocessed -dD -E -P "$ROOT/include/$h"
+done | grep -oP '\bfalcon_\w+\s*\((?!\*)' | tr -d ' (' | grep -vx falcon_reference_attach | sort -u > declared.txt
+nm -D --defined-only "$BUILD/libfalcon.so.$version" | awk '{ print $3 }' | sort -u > exported.txt
+sed -n 's/^ *\(falcon_[a-z0-9_]*\);$/\1/p' "$ROOT/mk/libfalcon.map" | sort -u > listed.txt
+unlisted=$(comm -13 declared.txt exported.txt | head -20)
+[ -z "$unlisted" ] && ok "exports only the headers' $(wc -l < declared.txt) functions" \
+    || bad exports "$(comm -13 declared.txt exported.txt | wc -l) exports no public header declares: $(echo $unlisted)"
+missing=$(comm -23 declared.txt exported.txt)
+[ -z "$missing" ] && ok "exports every function the headers declare" || bad exports "not exported: $(echo $missing)"
+cmp -s declared.txt listed.txt && ok "mk/libfalcon.map lists exactly the headers' functions" \
+    || bad map "mk/libfalcon.map and the headers differ: $(diff declared.txt listed.txt | grep '^[<>]' | tr '\n' ' ')"
+if [ -f "$BUILD/libfalcon-ref.so" ]; then
+    refx=$(nm -D --defined-only "$BUILD/libfalcon-ref.so" | awk '$3 !~ /^falcon_ref_/ && $3 != "falcon_reference_attach" { print $3 }')
+    [ -z "$refx" ] && ok "libfalcon-ref.so exports the reference only" || bad exports "libfalcon-ref.so also exports: $(echo $refx)"
+fi
 
 # ---- a program linked with -lfalcon alone ----
 cat > prog.c <<'EOF'
@@ -68,8 +91,11 @@ static int run(falcon_backend b, const double *q, const double *k, const double 
     return s == FALCON_OK ? 0 : (int)s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* argv[1]: "ref" when linked with libfalcon-ref (the mpfr backend is then
+     * attached), "noref" when linked with libfalcon alone. */
+    const int with_ref = argc > 1 && argv[1][0] == 'r';
     static double q[T * N], k[T * N], v[T * M], beta[T], alpha[T], ref[T * M], out[T * M];
     unsigned x = 12345;
     for (int i = 0; i < T * N; i++) {
@@ -78,7 +104,13 @@ int main(void)
     }
     for (int i = 0; i < T * M; i++) { x = x * 1103515245u + 12345u; v[i] = (double)(x >> 8) / (1 << 24) - 0.5; }
     for (int t = 0; t < T; t++) { beta[t] = 0.8; alpha[t] = 0.97; }
-    if (run(FALCON_BACKEND_MPFR, q, k, v, beta, alpha, ref)) { printf("mpfr failed: %s\n", falcon_last_error()); return 1; }
+    if (!with_ref) {
+        int s = run(FALCON_BACKEND_MPFR, q, k, v, beta, alpha, ref);
+        printf("mpfr: %s (%s);", falcon_status_name((falcon_status)s), falcon_backend_describe(FALCON_BACKEND_MPFR));
+        if (s != FALCON_E_UNAVAILABLE || falcon_backend_available(FALCON_BACKEND_MPFR)) return 1;
+        /* the CPU backends against the scalar fp64 one instead */
+        if (run(FALCON_BACKEND_SCALAR, q, k, v, beta, alpha, ref)) return 1;
+    } else if (run(FALCON_BACKEND_MPFR, q, k, v, beta, alpha, ref)) { printf("mpfr failed: %s\n", falcon_last_error()); return 1; }
     int bad = 0;
     const falcon_backend cpu[] = { FALCON_BACKEND_AUTO, FALCON_BACKEND_SCALAR, FALCON_BACKEND_AVX2, FALCON_BACKEND_AVX512 };
     for (unsigned i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
@@ -100,8 +132,8 @@ int main(void)
 EOF
 if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I "$ROOT/include" -o prog prog.c -L "$BUILD" -lfalcon -lm 2> cc.log; then
     ok "a program links with -lfalcon alone"
-    if LD_LIBRARY_PATH="$BUILD" ./prog > prog.log 2>&1; then
-        ok "it runs: $(tr '\n' ';' < prog.log)"
+    if LD_LIBRARY_PATH="$BUILD" ./prog noref > prog.log 2>&1; then
+        ok "it runs, without the mpfr backend: $(tr '\n' ';' < prog.log)"
     else
         bad run "$(tr '\n' ';' < prog.log)"
     fi
@@ -110,6 +142,16 @@ if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I "$ROOT/include" -o prog prog.c -L
         || bad ldd "libfalcon.so.$major resolved to '$lib'"
 else
     bad link "$(head -5 cc.log | tr '\n' ' ')"
+fi
+if [ -f "$BUILD/libfalcon-ref.so" ]; then
+    # --no-as-needed: the program names nothing of libfalcon-ref; loading it attaches the reference.
+    if ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I "$ROOT/include" -o prog-ref prog.c -L "$BUILD" \
+           -Wl,--no-as-needed -lfalcon-ref -Wl,--as-needed -lfalcon -lm 2> cc.log &&
+       LD_LIBRARY_PATH="$BUILD" ./prog-ref ref > prog.log 2>&1; then
+        ok "linked with -lfalcon-ref, it checks against mpfr: $(tr '\n' ';' < prog.log)"
+    else
+        bad ref "$(cat cc.log prog.log | tr '\n' ';')"
+    fi
 fi
 
 # ---- Python's ctypes ----

@@ -190,7 +190,21 @@ def lib():
         _lib, _lib_path = _load("FALCON_LIB", "libfalcon.so", ["libfalcon.so.0", "libfalcon.so"],
                                 ctypes.RTLD_GLOBAL)
         _declare(_lib)
+        _attach_reference()
     return _lib
+
+
+_ref = None
+
+
+def _attach_reference():
+    """libfalcon-ref.so beside libfalcon (FALCON_REF_LIB overrides): loading
+    it attaches the MPFR reference as the mpfr backend. Optional: without it
+    that backend is unavailable and says so."""
+    global _ref
+    path = os.environ.get("FALCON_REF_LIB") or os.path.join(os.path.dirname(_lib_path), "libfalcon-ref.so")
+    if os.path.exists(path):
+        _ref = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 
 
 def lib_path():

@@ -1,25 +1,23 @@
-/* The mpfr backend: each head's inputs copied exactly into double arrays
- * (falcon_ref_head_gather),
- * run through the MPFR reference, rounded to the run's precision (outputs
- * and memory; below fp64 the memory to float32, as the kernels keep it). The
- * masked-parallel form is the chunk equations with one chunk per call. */
+/* The mpfr backend (falcon_advanced.h, falcon_reference_run): each head's
+ * inputs copied exactly into double arrays (falcon_ref_head_gather), run
+ * through the MPFR reference, and rounded to the run's precision (outputs
+ * and memory; below fp64 the memory to float32, as the kernels keep it).
+ * The masked-parallel form is the chunk equations with one chunk per call. */
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include <omp.h>
+#include "falcon_advanced.h"
 #include "falcon_ref.h"
 
-int falcon_mpfr_available(void) { return 1; }
-
-static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
-                              void *out, int64_t hh)
+static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
+                              const falcon_state_view *view, double *memory, void *out, int64_t hh)
 {
     const int64_t T = in->T, n = in->n, m = in->m, b = hh / in->H, h = hh % in->H;
     const falcon_precision prec = cfg->precision;
     double *buf = malloc(sizeof(double) * (falcon_ref_head_doubles(in) + (size_t)(T * m + m * n)));
     if (!buf) return FALCON_E_NOMEM;
     falcon_ref_head rh;
-    const falcon_state_view view = falcon_state_get_view(st);
-    falcon_ref_head_gather(in, prec, &view, hh, buf, &rh);
+    falcon_ref_head_gather(in, prec, view, hh, buf, &rh);
     double *o = buf + falcon_ref_head_doubles(in), *S = o + T * m;
     falcon_ref_opts ro = {
         .variant = cfg->variant, .align = cfg->align, .phi = cfg->phi,
@@ -35,8 +33,8 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
          * to float32 as the kernels hold it, so that a memory beyond the
          * fp32 range is an overflow here as it is there (falcon_run scans
          * for it) and the next call of the stream starts from what an fp32
-         * state can hold. */
-        double *Sh = st->S + hh * m * n;
+         * state can hold. (The head's memory was gathered into rh above.) */
+        double *Sh = memory + hh * m * n;
         for (int64_t i = 0; i < m * n; i++) Sh[i] = prec != FALCON_FP64 ? (double)(float)S[i] : S[i];
         for (int64_t t = 0; t < T; t++)
             for (int64_t c = 0; c < m; c++) {
@@ -49,17 +47,18 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
     return s;
 }
 
-falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
-                              void *out)
+static falcon_status reference_run(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state_view *view, double *memory, void *out)
 {
     falcon_status result = FALCON_OK;
     const int64_t heads = in->B * in->H;
+    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
     int64_t failed_head = INT64_MAX; /* the first head that failed: its status, whatever the schedule */
-#pragma omp parallel num_threads(falcon_threads(cfg))
+#pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t hh = 0; hh < heads; hh++) {
-            falcon_status s = run_head(cfg, in, work, out, hh);
+            falcon_status s = run_head(cfg, in, view, memory, out, hh);
             if (s) {
 #pragma omp critical(falcon_mpfr_status)
                 if (hh < failed_head) failed_head = hh, result = s;
@@ -72,3 +71,5 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
     }
     return result;
 }
+
+void falcon_reference_attach(void) { falcon_backend_attach_reference(reference_run); }
