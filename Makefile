@@ -24,7 +24,7 @@ EXE_LDFLAGS ?= $(if $(SANITIZE),-no-pie)
 
 LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
            kernels/framework/framework-f32.c kernels/framework/framework-f64.c \
-           kernels/framework/recurrent-f32.c kernels/framework/recurrent-f64.c \
+           kernels/framework/recurrent-f32.c kernels/framework/recurrent-f64.c kernels/framework/phase-clock.c \
            kernels/scalar/f32-scalar.c kernels/scalar/f64-scalar.c \
            src/stubs/cuda.c
 # src/stubs/ stands in for a backend the build leaves out (it reports it

@@ -152,12 +152,18 @@ int falcon_threads(const falcon_config *cfg);
 int64_t falcon_tile_bytes(void);
 void falcon_set_tile_bytes(int64_t bytes);
 
-/* Backends outside the CPU framework. */
+/* Backends outside the CPU framework: the registry's whole-call rows
+ * (src/whole-call.c), over the working copy of the state. */
 falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);
 int falcon_mpfr_available(void);
 falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);
+/* The CUDA backend itself (kernels/cuda/cuda_host.c, or src/stubs/cuda.c):
+ * public types only; an error comes back as a status and a message in why. */
+falcon_status falcon_cuda_run_view(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state_view *state, double *memory, void *out,
+                                   char *why, size_t len);
 int falcon_cuda_available(void);
 const char *falcon_cuda_describe(void);
 

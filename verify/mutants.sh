@@ -96,7 +96,7 @@ mutants=(
 "system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 "readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 # The phase clock's median read as the slowest block's time.
-"phase-clock-median-is-max|src/phase-clock.c|s/(seen += hist\[k\]) \* 2 >= n/(seen += hist[k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
+"phase-clock-median-is-max|kernels/framework/phase-clock.c|s/(seen += hist\[k\]) \* 2 >= n/(seen += hist[k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
 # A phase mark that does not move the last mark on: each phase counted from the block's start.
 "phase-clock-marks-overlap|kernels/framework/phase-clock.h|s/            fw_ph_last_ = fw_now_;/            (void)fw_now_;/|phase_clock::a_chunk_call_fills_it_with_phases_inside_the_call"
 # The validation pass's scan: one vector of each step never looked at.

@@ -1,6 +1,6 @@
 /*
  * The chunk driver's phase clock (kernels/framework/phase-clock.h,
- * src/phase-clock.c): its figures are the benchmark's driver share and
+ * kernels/framework/phase-clock.c): its figures are the benchmark's driver share and
  * decide what gets tuned. The histogram its medians come from must keep
  * every time to within a bin's width, the median must be the middle
  * block's, not the mean's, the record must start empty at each begin, and

@@ -6,7 +6,7 @@
  * input pointers are host arrays, runs it somewhere, and returns the reads
  * and the final memory as host fp32 arrays. Two executors exist: the GPU
  * (fc_dev_exec) and, for tests only, a sequential emulation of the same
- * kernel code on the CPU (kernels/cuda/cuda_emulate.c).
+ * kernel code on the CPU (verify/cuda/cuda_emulate.c).
  */
 #ifndef FALCON_CUDA_API_H
 #define FALCON_CUDA_API_H
@@ -47,11 +47,20 @@ void fc_dev_set_timing(int on);
 double fc_dev_last_kernel_ms(void);
 
 /* ---- the C side (kernels/cuda/cuda_host.c) ---- */
-/* falcon_cuda_run with a chosen executor: checks what the CUDA backend
- * supports, converts the carried state to fp32, runs, writes out (fp32) and
- * work->S (double). The library passes fc_dev_exec; tests pass the emulator. */
+/* The backend's entry (falcon_cuda_run_view) with a chosen executor: checks
+ * what the CUDA backend supports, converts the carried state (a view) to
+ * fp32, runs, writes out (fp32) and memory ([heads][m][n], double). On
+ * error, a status and a message in why. The library passes fc_dev_exec;
+ * tests pass the emulator. */
 falcon_status falcon_cuda_run_with(const falcon_config *cfg, const falcon_inputs *in,
-                                   falcon_state *work, void *out, fc_executor exec);
+                                   const falcon_state_view *state, double *memory, void *out,
+                                   fc_executor exec, char *why, size_t len);
+/* The backend as the library calls it (src/whole-call.c). */
+falcon_status falcon_cuda_run_view(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state_view *state, double *memory, void *out,
+                                   char *why, size_t len);
+int falcon_cuda_available(void);
+const char *falcon_cuda_describe(void);
 
 #ifdef __cplusplus
 }

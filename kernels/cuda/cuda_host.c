@@ -1,5 +1,5 @@
 /*
- * The CUDA backend, C side: what the library calls (falcon_cuda_run,
+ * The CUDA backend, C side: what the library calls (falcon_cuda_run_view,
  * falcon_cuda_available, falcon_cuda_describe), the conversion of the carried
  * state to fp32 and back, and the plan (threads per block, workspace layout)
  * shared by the GPU and the CPU emulation. Compiled only when nvcc exists
@@ -10,13 +10,14 @@
  * fp32. Inputs are the caller's fp32 arrays, copied to the device as they
  * are; the state (double) is converted to fp32 here and the final memory
  * converted back. The window / previous-key bookkeeping of the state is
- * src/run.c's (falcon_state_advance) after a successful run.
+ * the library's after a successful run. Only the public API is used here:
+ * the state arrives as a view, and errors return as a status and a message.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../src/internal.h"
 #include "cuda_api.h"
 
 /* ---- the plan ---- */
@@ -134,32 +135,45 @@ const char *falcon_cuda_describe(void)
     return describe_buf;
 }
 
-falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
-                              void *out)
+falcon_status falcon_cuda_run_view(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state_view *state, double *memory, void *out,
+                                   char *why, size_t len)
 {
-    return falcon_cuda_run_with(cfg, in, work, out, fc_dev_exec);
+    return falcon_cuda_run_with(cfg, in, state, memory, out, fc_dev_exec, why, len);
+}
+
+/* A message into why (as the library's errors read), and the status. */
+__attribute__((format(printf, 4, 5)))
+static falcon_status fail(falcon_status s, char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return s;
 }
 
 falcon_status falcon_cuda_run_with(const falcon_config *cfg, const falcon_inputs *in,
-                                   falcon_state *work, void *out, fc_executor exec)
+                                   const falcon_state_view *state, double *memory, void *out,
+                                   fc_executor exec, char *why, size_t len)
 {
     if (cfg->precision != FALCON_FP32)
-        return falcon_fail(FALCON_E_UNAVAILABLE,
-                           "backend cuda computes in fp32 only: precision %s is not supported "
-                           "(run fp32 on cuda, or fp64 on a CPU backend)",
-                           falcon_precision_name(cfg->precision));
+        return fail(FALCON_E_UNAVAILABLE, why, len,
+                    "backend cuda computes in fp32 only: precision %s is not supported "
+                    "(run fp32 on cuda, or fp64 on a CPU backend)",
+                    falcon_precision_name(cfg->precision));
     if (in->T == 0) return FALCON_OK;
 
-    const int64_t heads = in->B * in->H, n = in->n, m = in->m, keep = work->keep;
+    const int64_t heads = in->B * in->H, n = in->n, m = in->m, keep = state->keep;
     float *S0 = malloc(sizeof(float) * (size_t)(2 * heads * m * n + heads * n +
                                                 heads * keep * (n + m) + 1));
-    if (!S0) return falcon_fail(FALCON_E_NOMEM, "backend cuda: out of host memory");
+    if (!S0) return fail(FALCON_E_NOMEM, why, len, "backend cuda: out of host memory");
     float *Sf = S0 + heads * m * n, *pk = Sf + heads * m * n, *hk = pk + heads * n;
     float *hv = hk + heads * keep * n;
-    for (int64_t i = 0; i < heads * m * n; i++) S0[i] = (float)work->S[i];
-    for (int64_t i = 0; i < heads * n; i++) pk[i] = (float)work->prev_key[i];
-    for (int64_t i = 0; i < heads * keep * n; i++) hk[i] = (float)work->hist_k[i];
-    for (int64_t i = 0; i < heads * keep * m; i++) hv[i] = (float)work->hist_v[i];
+    for (int64_t i = 0; i < heads * m * n; i++) S0[i] = (float)state->S[i];
+    for (int64_t i = 0; i < heads * n; i++) pk[i] = (float)state->prev_key[i];
+    for (int64_t i = 0; i < heads * keep * n; i++) hk[i] = (float)state->hist_k[i];
+    for (int64_t i = 0; i < heads * keep * m; i++) hv[i] = (float)state->hist_v[i];
 
     fc_problem pb;
     memset(&pb, 0, sizeof pb);
@@ -177,18 +191,16 @@ falcon_status falcon_cuda_run_with(const falcon_config *cfg, const falcon_inputs
     pb.eps = (float)cfg->eps;
     pb.q = in->q; pb.k = in->k; pb.v = in->v; pb.beta = in->beta;
     pb.alpha = in->alpha; pb.gain = in->gain;
-    pb.S0 = S0; pb.prev_key = pk; pb.has_prev = work->has_prev;
-    pb.hist_k = hk; pb.hist_v = hv; pb.hist_len = work->hist_len;
+    pb.S0 = S0; pb.prev_key = pk; pb.has_prev = state->has_prev;
+    pb.hist_k = hk; pb.hist_v = hv; pb.hist_len = state->hist_len;
 
     char msg[512] = "";
     const int r = exec(&pb, (float *)out, Sf, msg, sizeof msg);
     falcon_status s = FALCON_OK;
     if (r == FC_OK)
-        for (int64_t i = 0; i < heads * m * n; i++) work->S[i] = (double)Sf[i];
-    else if (r == FC_ERR_NOMEM)
-        s = falcon_fail(FALCON_E_NOMEM, "backend cuda: %s", msg);
+        for (int64_t i = 0; i < heads * m * n; i++) memory[i] = (double)Sf[i];
     else
-        s = falcon_fail(FALCON_E_UNAVAILABLE, "backend cuda: %s", msg);
+        s = fail(r == FC_ERR_NOMEM ? FALCON_E_NOMEM : FALCON_E_UNAVAILABLE, why, len, "backend cuda: %s", msg);
     free(S0);
     return s;
 }

@@ -1,7 +1,7 @@
 /*
  * The CUDA backend's kernel code, written once in plain C and compiled twice:
  * by nvcc as device code (kernels/cuda/cuda_kernels.cu) and by the C compiler
- * as a sequential emulation (kernels/cuda/cuda_emulate.c) that the CPU tests
+ * as a sequential emulation (verify/cuda/cuda_emulate.c) that the CPU tests
  * run, so that every index, bound and formula below is exercised without a
  * GPU.
  *

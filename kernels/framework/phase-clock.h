@@ -3,7 +3,7 @@
  * finding where a call's time goes on any machine, a virtual one included
  * (its profiler, sampling on the timer without hardware counters, smears a
  * stall over the instructions after it). It is in every build and off
- * until falcon_phase_clock_begin (src/phase-clock.c) switches it on: the
+ * until falcon_phase_clock_begin (kernels/framework/phase-clock.c) switches it on: the
  * benchmark does, for a few calls of each chunk case after its timed ones,
  * and reports the driver's share of a call from them (driver_fraction,
  * bench/cases.c; falcon-bench --phases prints every phase). Off, a block

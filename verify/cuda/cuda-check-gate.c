@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../src/internal.h"
-#include "cuda_api.h"
+#include "../../kernels/cuda/cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_emulate.h"
 #include "gate.h"
@@ -99,7 +99,10 @@ static falcon_status run_emu(const falcon_config *cfg, const falcon_inputs *in, 
     if (s) return s;
     falcon_state *work;
     if ((s = falcon_state_copy(state, &work))) return s;
-    s = falcon_cuda_run_with(cfg, in, work, out, fc_emu_exec);
+    const falcon_state_view view = falcon_state_get_view(work);
+    char why[640] = "";
+    s = falcon_cuda_run_with(cfg, in, &view, work->S, out, fc_emu_exec, why, sizeof why);
+    if (s) s = falcon_fail(s, "%s", why);
     /* src/run.c's overflow check: a result that is not finite is reported */
     for (int64_t i = 0; !s && i < in->B * in->T * in->H * in->m; i++)
         if (!isfinite(((const float *)out)[i])) s = falcon_fail(FALCON_E_OVERFLOW, "out[%lld] is not finite", (long long)i);
@@ -533,8 +536,11 @@ int cuda_check_emulate(void)
     falcon_inputs in = falcon_inputs_sequence(2, 2, 1, q, k, v, beta, NULL, NULL);
     falcon_state *st;
     falcon_state_create(1, 2, 1, 1, &st);
-    falcon_status s = falcon_cuda_run_with(&cfg, &in, st, o, fc_emu_exec);
-    printf("fp64 request: %s: %s\n", falcon_status_name(s), falcon_last_error());
+    const falcon_state_view view = falcon_state_get_view(st);
+    double memory[2];
+    char why[640] = "";
+    falcon_status s = falcon_cuda_run_with(&cfg, &in, &view, memory, o, fc_emu_exec, why, sizeof why);
+    printf("fp64 request: %s: %s\n", falcon_status_name(s), why);
     if (s != FALCON_E_UNAVAILABLE && !bad) bad = 1;
     falcon_state_free(st);
     printf("%s\n", bad ? "EMULATION CHECK FAILED" : "EMULATION CHECK PASSED");

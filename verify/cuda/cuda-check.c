@@ -23,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 #include "../../src/internal.h"
-#include "cuda_api.h"
+#include "../../kernels/cuda/cuda_api.h"
 #include "cuda_check.h"
 #include "cuda_emulate.h"
-#include "../framework/flops.h"
+#include "../../kernels/framework/flops.h"
 
 #define GATE_FLOOR 32.0
 #define GATE_FACTOR 4.0

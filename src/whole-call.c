@@ -1,8 +1,9 @@
-/* The mpfr backend's row (src/backends.c) runs whatever reference a program
- * attached (falcon_advanced.h): the reference itself is libfalcon-ref. */
+/* The whole-call backends' rows (src/backends.c): the MPFR reference, which
+ * a program attaches (falcon_advanced.h; the reference is libfalcon-ref),
+ * and CUDA (kernels/cuda). Each runs on a view of the working copy of the
+ * state and writes its memory; the keys, history and commit are falcon_run's. */
 #include <stdatomic.h>
 #include "internal.h"
-#include "falcon_advanced.h"
 
 static _Atomic(falcon_reference_run) attached;
 
@@ -18,4 +19,13 @@ falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
         return falcon_fail(FALCON_E_UNAVAILABLE, "backend mpfr: no reference attached (link libfalcon-ref)");
     const falcon_state_view view = falcon_state_get_view(work);
     return run(cfg, in, &view, work->S, out);
+}
+
+falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
+                              void *out)
+{
+    const falcon_state_view view = falcon_state_get_view(work);
+    char why[640] = "";
+    const falcon_status s = falcon_cuda_run_view(cfg, in, &view, work->S, out, why, sizeof why);
+    return s ? falcon_fail(s, "%s", why) : FALCON_OK;
 }

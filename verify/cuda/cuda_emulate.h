@@ -2,7 +2,7 @@
 #ifndef FALCON_CUDA_EMULATE_H
 #define FALCON_CUDA_EMULATE_H
 
-#include "cuda_api.h"
+#include "../../kernels/cuda/cuda_api.h"
 
 /* Settings of the emulated device: shared memory per block (bytes), threads
  * per block (0: the plan's default), and the order of threads in a phase. */

@@ -7,7 +7,7 @@
  * interrupts does not move (the mean it does).
  */
 #include <string.h>
-#include "../kernels/framework/phase-clock.h"
+#include "phase-clock.h"
 
 int falcon_phase_clock_switch;
 
