@@ -122,7 +122,7 @@ BENCH_PROTOCOL = --benchmark_min_time=$(BENCH_MIN_TIME) --benchmark_enable_rando
 bench: $(BUILD)/falcon-bench
 	$(BUILD)/falcon-bench --out=$(BENCH_OUT) --benchmark_repetitions=$(BENCH_REPS) $(BENCH_PROTOCOL) $(BENCH_ARGS)
 
-# The performance goals on this machine (README, "Performance goals"): their
+# The performance goals on this machine (docs/performance.md, "Performance goals"): their
 # cases only (--sweep=goals), repetitions interleaved as in `make bench`, then
 # the peers, then the report's goals, time, phase, chunk-size, decay and
 # peers tables, printed and in $(GOALS_DIR)/goals.md.

@@ -240,7 +240,7 @@ halves recurrent 1 "b_"
 
 # ---- bad input: status 2, one line naming the file or tensor, no output ----
 # (Every input rule, hostile files included, is also a row of the table in
-# the README's "Input rules" section, which verify/test_rules.sh runs row by row.)
+# docs/rules.md, which verify/test_rules.sh runs row by row.)
 mkdir -p adir
 head -c -3 q.npy >trunc_q.npy
 $G rand be_v.npy f8 "$T,$M" 13 --descr '>f8'

@@ -1,7 +1,6 @@
 #!/bin/bash
-# What a run guarantees about the files it writes (the README's "What a run
-# guarantees about your files"), tried the way a careless user, an attacker
-# or a crashing machine would: symlinks and devices at an output path,
+# What a run guarantees about the files it writes (docs/files.md), tried
+# the way a careless user, an attacker or a crashing machine would: symlinks and devices at an output path,
 # outputs that alias each other or an input, later outputs that cannot be
 # written, a full disk, signals at every step of the final writes, and two
 # runs saving to one checkpoint at once. After each, every file the run did

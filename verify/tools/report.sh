@@ -83,7 +83,7 @@ scaling_table() {
         set -- $all
         echo "The probe at the start of the run: fp32 FMA peak $core GFLOPS on one core, $1 on $2 threads"
         awk -v c="$core" -v a="$1" -v p="$2" 'BEGIN { printf "(%.2f times one core, of an ideal %d): the machine'"'"'s own ceiling at that moment. On a shared\n", a / c, p }'
-        echo "virtual machine it changes from minute to minute; the interleaved runs of the README's thread-scaling"
+        echo "virtual machine it changes from minute to minute; the interleaved runs of docs/report.md's thread-scaling"
         echo "note separate the kernels from the host."
     fi
     echo
@@ -271,7 +271,7 @@ chunk_sweep_table() {
     echo
 }
 
-# The performance goals (README, "Performance goals") against this run: the
+# The performance goals (docs/performance.md, "Performance goals") against this run: the
 # headline chunk case on the CPU backend that runs it fastest, its driver
 # and input-check shares, the same case over the BLAS yardstick, the
 # recurrent case on its fastest backend, the default chunk size over the
@@ -337,7 +337,7 @@ goals_table() {
                     worst > 0, sprintf("%.2f", worst), "<= 1.30", worst <= 1.30)
             }')
     [ -n "$rows" ] || return 0
-    echo "The performance goals (README, \"Performance goals\") against this run: ratios from one run of this"
+    echo "The performance goals (docs/performance.md, \"Performance goals\") against this run: ratios from one run of this"
     echo "machine, 1 thread, T = 4096, 8 heads. A fraction of the FMA peak needs the startup probe."
     echo
     echo "| goal | measured on | value | target | |"
