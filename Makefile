@@ -178,7 +178,7 @@ check: deps
 	bash verify/test_shlib.sh $(BUILD)
 	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	$(MAKE) -k -j$(SCRIPT_JOBS) --output-sync=target --no-print-directory test test-cli test-usage test-rules test-stream \
-	  test-outputs test-check test-plots test-python test-twins test-study fuzz-replay test-scaling
+	  test-outputs test-check test-plots test-python test-twins test-readme test-study fuzz-replay test-scaling
 	$(MAKE) test-bench
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
 

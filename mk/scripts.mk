@@ -19,7 +19,7 @@ SCRIPT_JOBS ?= 3
 TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
-FALCON_SCRIPT_TESTS := cli usage rules stream outputs check python twins
+FALCON_SCRIPT_TESTS := cli usage rules stream outputs check python twins readme
 
 .PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-plots test-bench test-study test-scaling
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
