@@ -81,7 +81,7 @@ mutants=(
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/transpose.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
-"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
+"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/        fq\[first\[i\] - 1\] = 1;/        fq[first[i] - 1] = 0;/|gate::1_FP32"
 # (the call kept under if (0): it is the blocked unit's only use of check_memory,
 # whose removal would be an unused-function error, not a bug the gate must see)
 "memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        if (0) RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/|validation::a_memory_overflow_alone_is_reported"
@@ -98,7 +98,7 @@ mutants=(
 # The phase clock's median read as the slowest block's time.
 "phase-clock-median-is-max|src/phase-clock.c|s/(seen += hist\[k\]) \* 2 >= n/(seen += hist[k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
 # A phase mark that does not move the last mark on: each phase counted from the block's start.
-"phase-clock-marks-overlap|kernels/framework/phase-clock.h|s/            fw_ph_last_ = fw_now_;/            (void)fw_now_;/|phase_clock::a_chunk_call_fills_it_with_phases_inside_the_call"
+"phase-clock-marks-overlap|kernels/framework/phase-clock.h|s/        k->last = now;/        (void)now;/|phase_clock::a_chunk_call_fills_it_with_phases_inside_the_call"
 # The validation pass's scan: one vector of each step never looked at.
 # The scan's clean-up of the vector registers before its baseline tail.
 "scan-leaves-upper-dirty|src/finite-scan.c|s/    _mm256_zeroupper(); \/\* before the baseline tail: see SCAN_CLEAN_UPPER \*\//    (void)0;/|finite_scan::leaves_the_upper_halves_clean"
