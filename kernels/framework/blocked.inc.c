@@ -514,9 +514,7 @@ static int RS(blk_rescale_keys)(blk_ctx *b)
     for (int64_t g = 0; g < G; g++) {
         if (RS(falcon_xz_in_range)(xz[g])) continue;
         if (b->Xa != Xg) { /* the keys are scaled in place: packed from here on */
-            const REAL *const Xa = b->Xa;
-            const int64_t ldx = b->ldx;
-            for (int64_t r = 0; r < G; r++) memcpy(Xg + r * ldn, Xa + r * ldx, sizeof(REAL) * (size_t)n);
+            for (int64_t r = 0; r < G; r++) memcpy(Xg + r * ldn, b->Xa + r * b->ldx, sizeof(REAL) * (size_t)n);
             b->Xa = b->Zg = Xg, b->ldx = b->ldz = ldn;
         }
         REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
@@ -542,8 +540,8 @@ static void RS(blk_products)(blk_ctx *b)
 {
     const RS(falcon_head) *h = b->h;
     const blk_work *w = b->w;
-    const int64_t n = b->n, m = b->m, ldn = b->ldn, ldm = b->ldm, ldg = b->ldg, Lc = b->Lc, G = b->G;
-    REAL *const St = b->c->St, *const XQ = w->XQ, *const Zbuf = w->Zbuf, *const Zt = w->Zt;
+    const int64_t n = b->n, m = b->m, ldn = b->ldn, ldm = b->ldm, ldg = b->ldg, G = b->G;
+    REAL *const St = b->c->St, *const Zt = w->Zt;
     b->Kz = w->KQ, b->Qz = w->KQ + G * ldg, b->U = w->US, b->S0q = w->US + G * ldm;
     /* tf32/bf16: every product's operands rounded (keys, queries and
      * directions here, the memory's copy Sr, then R, Wm and the update's
@@ -558,8 +556,8 @@ static void RS(blk_products)(blk_ctx *b)
     }
     for (int pass = 0; pass < 2; pass++) {
         if (drop) {
-            RS(round_operand)(XQ, G + Lc, n, ldn, drop);
-            if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);
+            RS(round_operand)(w->XQ, G + b->Lc, n, ldn, drop);
+            if (h->gain) RS(round_operand)(w->Zbuf, G, n, ldn, drop);
         }
         fw_phase_end(&b->clk, FW_PH_PRODUCTS); /* the rounding above, and a second pass's rescaling */
         RS(transpose)(Zt, ldg, b->Zg, b->ldz, G, n);
@@ -668,7 +666,7 @@ static void RS(blk_system_rows)(blk_ctx *b, int64_t j)
     const int64_t m = b->m, ldm = b->ldm, ldg = b->ldg, ldp = b->ldp, G = b->G, dl = b->dl, i = j + 1;
     const int64_t *const first = b->first, *const term_l = b->term_l;
     const double *const row = b->row;
-    const REAL *const xs = w->xs, *const tc = w->tc, *const ts = w->ts, *const fq = w->fq, *const Kz = b->Kz;
+    const REAL *const tc = w->tc, *const ts = w->ts, *const fq = w->fq, *const Kz = b->Kz;
     const REAL *const U = b->U;
     REAL *const R = w->R, *const A = w->A, *const kzg = w->kzg;
     const REAL **const yrow = w->yrow;
@@ -683,7 +681,7 @@ static void RS(blk_system_rows)(blk_ctx *b, int64_t j)
             RS(residual_row)(m, FW_RES_VALUE, ej, 0, 1, y, NULL, r);
             continue;
         }
-        const REAL sl = xs[l];
+        const REAL sl = w->xs[l];
         const REAL *restrict u = U + l * ldm;
         if (row[0] >= FW_SAFE_FACTOR) { /* else: a tiny first alpha, see above */
             RS(residual_row)(m, fw_res_kind(1, sl), ej, (REAL)row[0], sl, y, u, r);
@@ -709,7 +707,7 @@ static void RS(blk_system_rows)(blk_ctx *b, int64_t j)
 /* Row j of W, the output's weights on the terms: fq (.) Qz, in term order. */
 static void RS(blk_readout_row)(blk_ctx *b, int64_t j)
 {
-    const int64_t i = j + 1, P = b->P, dl = b->dl;
+    const int64_t i = j + 1, dl = b->dl;
     const int64_t *const first = b->first, *const term_l = b->term_l;
     const REAL *const fq = b->w->fq;
     REAL *const kzg = b->w->kzg;
@@ -721,7 +719,7 @@ static void RS(blk_readout_row)(blk_ctx *b, int64_t j)
         qzl = kzg;
     }
     for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
-    for (int64_t p = first[i]; p < P; p++) w[p] = 0;
+    for (int64_t p = first[i]; p < b->P; p++) w[p] = 0;
 }
 
 /* Phase SYSTEM: row i of F gives the system rows of step i - 1 and
@@ -742,11 +740,11 @@ static void RS(blk_system)(blk_ctx *b)
 static void RS(blk_solve)(blk_ctx *b)
 {
     const blk_work *w = b->w;
-    const int64_t P = b->P, m = b->m, ldm = b->ldm, ldp = b->ldp, Lc = b->Lc;
-    REAL *const A = w->A, *const R = w->R, *const Wm = w->Wm;
+    const int64_t P = b->P, m = b->m, ldm = b->ldm, ldp = b->ldp;
+    REAL *const A = w->A, *const R = w->R;
     const int drop = b->drop;
     if (b->h->regression) b->uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
-    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);
+    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);
 }
 
 /* Phase OUT_ROWS: the caller's output rows, O + F[j + 1][0] S0q. */
