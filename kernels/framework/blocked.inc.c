@@ -36,9 +36,8 @@
  * the block's system, every entry of W and every factor of its write is
  * then a normal number, and so are its products with values above 2^-26:
  * no subnormal operand for the micro-kernels (an x86 core takes a
- * microcode assist, about a hundred cycles, for each: near-reset decays
- * made the chunk form 8 to 16 times slower on Sapphire Rapids), and no
- * coupling rounded to a few bits, where a tiny factor times a large
+ * microcode assist for each: docs/performance.md, "Chunk form: subnormal
+ * factors"), and no coupling rounded to a few bits, where a tiny factor times a large
  * pseudo-value is a large part of a small memory. Blocks stay chunk-sized
  * unless the decays are near-resets. The first step's alpha scales only
  * the memory the block starts from, F[i][0], which may be tiny: it is
@@ -182,9 +181,9 @@ static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
 
 /* The largest magnitude in the memory St (n rows of m), taken on the bits
  * (magnitudes order as unsigned integers), so that the reduction
- * vectorizes: a float max reduction does not without -ffast-math, and the
- * scalar loop cost a 128 x 128 fp32 chunk call a sixth of its time. A NaN
- * counts as larger than any number. */
+ * vectorizes: a float max reduction does not without -ffast-math
+ * (docs/performance.md, "Chunk form: the memory's largest magnitude"). A
+ * NaN counts as larger than any number. */
 static double RS(memory_amax)(const REAL *St, int64_t ldm, int64_t n, int64_t m)
 {
     RS(bits) a = 0;
@@ -253,13 +252,9 @@ static void RS(round_operand)(REAL *x, int64_t rows, int64_t cols, int64_t ld, i
  * time between the phases of the current block: issued all at once, the
  * prefetches of a block's rows (a few thousand cache lines) fill the
  * core's miss buffers and stall it; spread out, they arrive while the
- * micro-kernels compute. Spread finer still, one line every fourth k step
- * from inside the products' register tile (a measured build, Zen 5, fp32,
- * n = m = 128, C = 64, TSC ticks a block): the copy phase fell from 7.0k to
- * 4.5k and the prefetch phase from 3.9k to 0.2k, but the products rose
- * from 71.5k to 81k, with the T1, T2 and NTA hints alike, while the same
- * loop with the prefetch instruction taken out cost nothing: slower in
- * all. */
+ * micro-kernels compute. Not from inside the products' register tile: that
+ * slowed the products more than it saved (docs/performance.md, "Chunk
+ * form: next-block prefetch"). */
 typedef struct blk_prefetch {
     const RS(falcon_head) *h;
     int64_t u, end; /* steps [u, end) still to prefetch */
@@ -276,12 +271,8 @@ static void RS(blk_prefetch_some)(blk_prefetch *pf)
  * row FW_ROW_AHEAD ahead into L1. In the [T][H][D] layout a head's rows
  * lie H * D * sizeof(REAL) apart (4 KiB for 8 heads of 128 floats), so
  * they share few L2 sets and the next-block hint above is partly evicted
- * before use; profiled on Zen 4, stalls on those rows were about two
- * thirds of the driver's own time. Four rows ahead covers a DRAM miss at
- * these loops' speed. On Zen 5 (C = 64, 8 heads, T = 4096; medians of
- * per-round ratios over 8 alternating rounds) the call took 0.927 of its
- * time for fp32 n = 64, 0.986 for n = 128 (0.985 on AVX2), 0.977 for fp64
- * n = 128; 2 rows and 8 rows measured no better. */
+ * before use. Four rows ahead covers a DRAM miss at these loops' speed
+ * (docs/performance.md, "Chunk form: row prefetch"). */
 #ifndef FW_ROW_AHEAD
 #define FW_ROW_AHEAD 4
 #endif
@@ -314,9 +305,7 @@ static void RS(kq_limits)(const example_src *srcp, int64_t c0, int64_t Lc, int64
  * each as wide as its last needed column, rounded up to a cache line of
  * columns. Every element computed is the same whatever the panel. For a
  * window of one and C = 64 that is 0.72 of the dense product's work
- * (Zen 3, fp32, n = m = 128, 8 heads, T = 4096: the call in 0.93 of the
- * time, fp64 0.97; Falcon-3, W = 4, 0.96-0.99; 12-row panels measured no
- * better). */
+ * (docs/performance.md, "Chunk form: the causal half of [Kz; Qz]"). */
 #ifndef KQ_PANEL
 #define KQ_PANEL 24
 #endif
@@ -339,14 +328,10 @@ static void RS(kq_product)(const RS(falcon_uk) *uk, int64_t M, int64_t G, int64_
 /* ---- direct operands ----
  * With the identity feature map and no operand rounding, the products
  * read the keys and queries where the caller keeps them (rows ldk apart)
- * instead of a packed copy. Zen 4, fp32, n = m = 128, C = 64, 8 heads
- * (TSC ticks a block, medians): the copy of the block's 2L rows took 11k
- * of 265k, the longest of the driver's own loops; without it the products
- * took the same 138k, and the transposition of Z (the pack phase), which
- * now reads the keys first, 6k instead of about 2k. The end-of-block write
- * reads the keys through Zt, so the caller's rows are not needed again
- * after the products. The keys are
- * direct when the block's examples are consecutive rows of k (not carried
+ * instead of a packed copy: the copy was the longest of the driver's own
+ * loops (docs/performance.md, "Chunk form: direct operands"). The
+ * end-of-block write reads the keys through Zt, so the caller's rows are
+ * not needed again after the products. The keys are direct when the block's examples are consecutive rows of k (not carried
  * from the state's history, not the previous call's key of a prefix
  * alignment); a key scaled for its normaliser (falcon_math.h) makes the
  * block pack them after all. The same products, element for element. */
@@ -633,11 +618,8 @@ static void RS(blk_decay_row)(blk_ctx *b, int64_t i)
         /* Term p at step dj + p, so fq[p] = row[dj + 1 + p], the last
          * one row[i] = 1. The row advanced and converted in one loop:
          * read back, the row's new entries came one double off the
-         * vector stores that wrote them (no store forwarding), and the
-         * conversion alone took 0.6% of the call in a sampled profile
-         * (Zen 4, fp32, n = m = 128, C = 64); fused, the system's rows
-         * took about 0.4k TSC ticks a block less (7.2-7.5k against
-         * 7.5-7.9k in two alternating runs' quiet blocks). */
+         * vector stores that wrote them, no store forwarding
+         * (docs/performance.md, "Chunk form: the fused decay row"). */
         const double keep = falcon_decay_keep(alpha);
         for (int64_t q = 0; q <= dj; q++) row[q] = falcon_decay_entry(row[q], keep, alpha);
         double *restrict rq = row + dj + 1;
@@ -762,10 +744,8 @@ static void RS(blk_out_rows)(blk_ctx *b)
         const double d = f0[j + 1];
         /* Each output checked into ck as it is written (finite_add's
          * v - v, from the register), not by a second pass that reads the
-         * row back: Zen 3, fp32, n = m = 128, C = 64, the phase's median
-         * a block fell from 4.1-4.4% of the products' to 3.3-3.7% (three
-         * runs each; with every row in cache, mean 6.6k TSC ticks to
-         * 4.0-5.0k). The same bits. */
+         * row back: the same bits, one pass fewer (docs/performance.md,
+         * "Chunk form: output rows checked as written"). */
         REAL *restrict ck = b->c->ck;
         if (d >= FW_SAFE_FACTOR) {
             const REAL dr = (REAL)d;
@@ -830,9 +810,8 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     fw_phase_end(k, FW_PH_COPY);
     /* The values the system's rows will read, prefetched again now: the
      * next-block prefetch had brought them a block ahead, but not all of
-     * them stayed in L2 (Zen 4, fp32, n = m = 128, C = 64: the system's
-     * rows 8.8k TSC ticks a block to 7.3k, the prefetch phase 0.4k
-     * longer; without the next-block prefetch of the values, no gain). */
+     * them stayed in L2 (docs/performance.md, "Chunk form: values
+     * prefetched again"). */
     for (int64_t g = 0; g < b.G; g++) FW_PREFETCH_ROW(w->yrow[g], sizeof(REAL) * (size_t)b.m, 0, 2);
     RS(blk_prefetch_some)(pf);
     fw_phase_end(k, FW_PH_PREFETCH);
@@ -869,27 +848,19 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
  * F S_0 and, through the residuals, in Z^T R. Where the block's steps
  * project most of S_0 away (more steps than the key width, beta near 1)
  * the two cancel, and S_L keeps the rounding errors of terms the size of
- * F S_0: its relative error is ||F S_0|| / ||S_L|| times a step's (fp32,
- * n = 4, m = 3, T = 30, beta = 1, a carried memory 10^6 times the targets:
- * 900-4,000 u in one block, where the recurrent form, which rounds each
- * projection of a memory already projected, stays at 3-30 u;
- * verify/test-carried-memory.c). So blk_run keeps S_0 and, when the end
- * state came out more than FALCON_CUT_RATIO times smaller than F S_0 (largest
- * magnitudes: one pass, no overflow), runs the block again as two halves,
- * each checked in the same way, down to single steps, which are the
- * recurrent step. The test is the cancellation itself, measured, so it
- * holds for every variant, window and decay. A block whose memory is not
- * much larger than what its steps leave passes it at the cost of one copy
- * of S and one pass for its largest magnitude (cachegrind, AVX2, fp32,
- * C = 64, T = 4096: 1.7% more instructions for n = m = 128, 1.0% for
- * n = m = 32; wall times on the shared test machine too noisy to see it);
- * random inputs of the gate's kind (beta in
- * [0.1, 1.9]) with n >= 32 and C = 64 cut no block, with n = 8 and C = 16
- * (Falcon-2) 4% of them. A ratio of 2 keeps the family's chunk and
- * parallel errors within their thresholds or 4 times the recurrent
- * form's (12 seeds: at most 0.95 of that limit; 1.5 gave 0.85 but cut 33%
- * of those n = 8 blocks, 4 let C = 16 exceed it). The halves depend only
- * on the block, so a call cut into segments at block boundaries still
+ * F S_0: its relative error is ||F S_0|| / ||S_L|| times a step's, where
+ * the recurrent form, which rounds each projection of a memory already
+ * projected, stays at a few u (verify/test-carried-memory.c). So blk_run
+ * keeps S_0 and, when the end state came out more than FALCON_CUT_RATIO
+ * times smaller than F S_0 (largest magnitudes: one pass, no overflow),
+ * runs the block again as two halves, each checked in the same way, down
+ * to single steps, which are the recurrent step. The test is the
+ * cancellation itself, measured, so it holds for every variant, window
+ * and decay. A block whose memory is not much larger than what its steps
+ * leave passes it at the cost of one copy of S and one pass for its
+ * largest magnitude; the errors, the cost, how often blocks are cut and
+ * the choice of the ratio 2: docs/performance.md, "Chunk form: the cut of
+ * a cancelling block". The halves depend only on the block, so a call cut into segments at block boundaries still
  * matches the whole call bit for bit, and the chunk form with C >= T still
  * matches the parallel form. */
 /* falcon_block_cancels and FALCON_CUT_RATIO: falcon_math.h, shared with
@@ -926,8 +897,7 @@ static void RS(blk_run)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, 
  * rows of a step's heads are adjacent in the caller's [T][H][D] tensors,
  * so a group reads and writes them in whole pages and cache lines while
  * they are cached, and the hardware prefetchers see one stream per tensor
- * (Sapphire Rapids, 8 heads of n = m = 128, C = 64: a head at a time
- * spent a fifth of the call waiting on these rows). While one head
+ * (docs/performance.md, "Chunk form: head groups"). While one head
  * computes its block, the rows of the next (head, block) are prefetched.
  * Each head's arithmetic is the same whatever the group. */
 static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t count, int64_t L)
