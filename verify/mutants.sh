@@ -50,7 +50,7 @@ mutants=(
 "residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/|limits::gains_at_the_limits_fp32"
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/|limits::keys_at_the_limits_fp32"
 "residual-row-undecayed|kernels/framework/examples.inc.c|s/e\[r\] = c \* (y\[r\] - a \* p\[r\]);/e[r] = c * (y[r] - p[r]);/|decay::near_reset_then_slow"
-"residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
+"residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = w->xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
 "system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/|limits::gains_at_the_limits_fp32"
 "gains-not-scaled-before-the-product|kernels/common/falcon_math.h|s/const R tau = falcon_pow2_scale_##SFX(g, n);/const R tau = 1;/|limits::subnormal_gains_fp32"
 "rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/|limits::gains_at_the_limits_fp32"
@@ -77,11 +77,11 @@ mutants=(
 # and query rows; a key scaled for its normaliser packs them first, and a
 # prefix alignment's keys are the rows one step back. The end-of-block
 # write takes its coefficients from Zt, E [m][k] (rank-update.inc.c).
-"keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, Xa + r \* ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
+"keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, b->Xa + r \* b->ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/transpose.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
-"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/            fq\[first\[i\] - 1\] = 1;/            fq[first[i] - 1] = 0;/|gate::1_FP32"
+"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/        fq\[first\[i\] - 1\] = 1;/        fq[first[i] - 1] = 0;/|gate::1_FP32"
 # (the call kept under if (0): it is the blocked unit's only use of check_memory,
 # whose removal would be an unused-function error, not a bug the gate must see)
 "memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        if (0) RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/|validation::a_memory_overflow_alone_is_reported"
@@ -94,11 +94,11 @@ mutants=(
 "work-memory-handed-twice|src/work-memory.c|s/            slot\[best\].p = NULL;/            (void)0;/|work_memory::kept_blocks_are_reused"
 "state-memory-not-zeroed|src/state.c|s/if (s->S \&\& zero_memory) memset/if (s->S \&\& zero_memory \&\& heads < 0) memset/|decay::near_reset_then_slow"
 "system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
-"readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
+"readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < b->P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 # The phase clock's median read as the slowest block's time.
 "phase-clock-median-is-max|kernels/framework/phase-clock.c|s/(seen += hist\[k\]) \* 2 >= n/(seen += hist[k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
 # A phase mark that does not move the last mark on: each phase counted from the block's start.
-"phase-clock-marks-overlap|kernels/framework/phase-clock.h|s/            fw_ph_last_ = fw_now_;/            (void)fw_now_;/|phase_clock::a_chunk_call_fills_it_with_phases_inside_the_call"
+"phase-clock-marks-overlap|kernels/framework/phase-clock.h|s/        k->last = now;/        (void)now;/|phase_clock::a_chunk_call_fills_it_with_phases_inside_the_call"
 # The validation pass's scan: one vector of each step never looked at.
 # The scan's clean-up of the vector registers before its baseline tail.
 "scan-leaves-upper-dirty|src/finite-scan.c|s/    _mm256_zeroupper(); \/\* before the baseline tail: see SCAN_CLEAN_UPPER \*\//    (void)0;/|finite_scan::leaves_the_upper_halves_clean"
@@ -158,13 +158,13 @@ mutants=(
 # threshold, since the gate's q, k and v are on the format's grid already
 # and one fp32 operand only lowers the error; operand_model compares the
 # block with a plain model of SPEC section 6 to a few fp32 units.
-"operands-R-unrounded-after-solve|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);/    if (drop) RS(round_operand)(Wm, Lc, P, ldp, drop);/|operand_model::tf32"
-"operands-read-matrix-unrounded|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);/    if (drop) RS(round_operand)(R, P, m, ldm, drop);/|operand_model::tf32"
+"operands-R-unrounded-after-solve|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/|operand_model::tf32"
+"operands-read-matrix-unrounded|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(R, P, m, ldm, drop);/|operand_model::tf32"
 "operands-end-state-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(R, P, m, ldm, drop);/        (void)0;/|operand_model::tf32"
 "operands-end-state-window-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(Rg, G, m, ldm, drop);/        (void)0;/|operand_model::tf32"
 "operands-memory-copy-unrounded|kernels/framework/blocked.inc.c|s/        RS(round_operand)(w->Sr, n, m, ldm, drop);/        (void)0;/|operand_model::tf32"
-"operands-directions-unrounded|kernels/framework/blocked.inc.c|s/            if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);/            (void)0;/|operand_model::tf32"
-"operands-keys-queries-unrounded|kernels/framework/blocked.inc.c|s/            RS(round_operand)(XQ, G + Lc, n, ldn, drop);/            (void)0;/|operand_model::tf32"
+"operands-directions-unrounded|kernels/framework/blocked.inc.c|s/            if (h->gain) RS(round_operand)(w->Zbuf, G, n, ldn, drop);/            (void)0;/|operand_model::tf32"
+"operands-keys-queries-unrounded|kernels/framework/blocked.inc.c|s/            RS(round_operand)(w->XQ, G + b->Lc, n, ldn, drop);/            (void)0;/|operand_model::tf32"
 # The rule that keeps the fp32 recurrent form's decay direct (Zen 5's
 # full-width AVX-512, src/backends.c) ignored, or not handed to the heads.
 "direct-decay-ignored|kernels/framework/recurrent.inc.c|s/ \&\& !h->direct_decay;/;/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"

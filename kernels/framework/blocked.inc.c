@@ -36,9 +36,8 @@
  * the block's system, every entry of W and every factor of its write is
  * then a normal number, and so are its products with values above 2^-26:
  * no subnormal operand for the micro-kernels (an x86 core takes a
- * microcode assist, about a hundred cycles, for each: near-reset decays
- * made the chunk form 8 to 16 times slower on Sapphire Rapids), and no
- * coupling rounded to a few bits, where a tiny factor times a large
+ * microcode assist for each: docs/performance.md, "Chunk form: subnormal
+ * factors"), and no coupling rounded to a few bits, where a tiny factor times a large
  * pseudo-value is a large part of a small memory. Blocks stay chunk-sized
  * unless the decays are near-resets. The first step's alpha scales only
  * the memory the block starts from, F[i][0], which may be tiny: it is
@@ -182,9 +181,9 @@ static int RS(blk_work_open)(blk_work *w, const RS(falcon_head) *h, int64_t L)
 
 /* The largest magnitude in the memory St (n rows of m), taken on the bits
  * (magnitudes order as unsigned integers), so that the reduction
- * vectorizes: a float max reduction does not without -ffast-math, and the
- * scalar loop cost a 128 x 128 fp32 chunk call a sixth of its time. A NaN
- * counts as larger than any number. */
+ * vectorizes: a float max reduction does not without -ffast-math
+ * (docs/performance.md, "Chunk form: the memory's largest magnitude"). A
+ * NaN counts as larger than any number. */
 static double RS(memory_amax)(const REAL *St, int64_t ldm, int64_t n, int64_t m)
 {
     RS(bits) a = 0;
@@ -253,13 +252,9 @@ static void RS(round_operand)(REAL *x, int64_t rows, int64_t cols, int64_t ld, i
  * time between the phases of the current block: issued all at once, the
  * prefetches of a block's rows (a few thousand cache lines) fill the
  * core's miss buffers and stall it; spread out, they arrive while the
- * micro-kernels compute. Spread finer still, one line every fourth k step
- * from inside the products' register tile (a measured build, Zen 5, fp32,
- * n = m = 128, C = 64, TSC ticks a block): the copy phase fell from 7.0k to
- * 4.5k and the prefetch phase from 3.9k to 0.2k, but the products rose
- * from 71.5k to 81k, with the T1, T2 and NTA hints alike, while the same
- * loop with the prefetch instruction taken out cost nothing: slower in
- * all. */
+ * micro-kernels compute. Not from inside the products' register tile: that
+ * slowed the products more than it saved (docs/performance.md, "Chunk
+ * form: next-block prefetch"). */
 typedef struct blk_prefetch {
     const RS(falcon_head) *h;
     int64_t u, end; /* steps [u, end) still to prefetch */
@@ -276,12 +271,8 @@ static void RS(blk_prefetch_some)(blk_prefetch *pf)
  * row FW_ROW_AHEAD ahead into L1. In the [T][H][D] layout a head's rows
  * lie H * D * sizeof(REAL) apart (4 KiB for 8 heads of 128 floats), so
  * they share few L2 sets and the next-block hint above is partly evicted
- * before use; profiled on Zen 4, stalls on those rows were about two
- * thirds of the driver's own time. Four rows ahead covers a DRAM miss at
- * these loops' speed. On Zen 5 (C = 64, 8 heads, T = 4096; medians of
- * per-round ratios over 8 alternating rounds) the call took 0.927 of its
- * time for fp32 n = 64, 0.986 for n = 128 (0.985 on AVX2), 0.977 for fp64
- * n = 128; 2 rows and 8 rows measured no better. */
+ * before use. Four rows ahead covers a DRAM miss at these loops' speed
+ * (docs/performance.md, "Chunk form: row prefetch"). */
 #ifndef FW_ROW_AHEAD
 #define FW_ROW_AHEAD 4
 #endif
@@ -314,9 +305,7 @@ static void RS(kq_limits)(const example_src *srcp, int64_t c0, int64_t Lc, int64
  * each as wide as its last needed column, rounded up to a cache line of
  * columns. Every element computed is the same whatever the panel. For a
  * window of one and C = 64 that is 0.72 of the dense product's work
- * (Zen 3, fp32, n = m = 128, 8 heads, T = 4096: the call in 0.93 of the
- * time, fp64 0.97; Falcon-3, W = 4, 0.96-0.99; 12-row panels measured no
- * better). */
+ * (docs/performance.md, "Chunk form: the causal half of [Kz; Qz]"). */
 #ifndef KQ_PANEL
 #define KQ_PANEL 24
 #endif
@@ -339,14 +328,10 @@ static void RS(kq_product)(const RS(falcon_uk) *uk, int64_t M, int64_t G, int64_
 /* ---- direct operands ----
  * With the identity feature map and no operand rounding, the products
  * read the keys and queries where the caller keeps them (rows ldk apart)
- * instead of a packed copy. Zen 4, fp32, n = m = 128, C = 64, 8 heads
- * (TSC ticks a block, medians): the copy of the block's 2L rows took 11k
- * of 265k, the longest of the driver's own loops; without it the products
- * took the same 138k, and the transposition of Z (the pack phase), which
- * now reads the keys first, 6k instead of about 2k. The end-of-block write
- * reads the keys through Zt, so the caller's rows are not needed again
- * after the products. The keys are
- * direct when the block's examples are consecutive rows of k (not carried
+ * instead of a packed copy: the copy was the longest of the driver's own
+ * loops (docs/performance.md, "Chunk form: direct operands"). The
+ * end-of-block write reads the keys through Zt, so the caller's rows are
+ * not needed again after the products. The keys are direct when the block's examples are consecutive rows of k (not carried
  * from the state's history, not the previous call's key of a prefix
  * alignment); a key scaled for its normaliser (falcon_math.h) makes the
  * block pack them after all. The same products, element for element. */
@@ -367,23 +352,40 @@ static int RS(keys_direct)(const example_src *s, int64_t g_lo, int64_t G, const 
     return 1;
 }
 
-/* Steps [c0, c0 + Lc) of one head: the block's system, outputs and end
- * state (the equations at the top of this file). */
-static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, blk_prefetch *pf)
+/* One block of one head while it runs (RS(blk_block)): the block's
+ * matrices carved from the work buffers, its window of examples, the
+ * operands its products read and its terms, filled in phase by phase. */
+typedef struct blk_ctx {
+    const blk_work *w;
+    blk_head *c;
+    const RS(falcon_head) *h;
+    const RS(falcon_uk) *uk;
+    const example_src *srcp;
+    int64_t c0, Lc, n, m, ldn, ldm, ldg, ldp;
+    int64_t g_lo, G; /* the examples the block's windows reach: [g_lo, g_lo + G) */
+    /* The keys Xa (rows ldx apart), queries Qa (ldq) and write directions
+     * Zg (ldz) as the products read them; Xg: the packed keys, X of [X; Q]. */
+    REAL *Xg;
+    const REAL *Xa, *Qa, *Zg;
+    int64_t ldx, ldq, ldz;
+    int drop;
+    REAL *Kz, *Qz, *U, *S0q; /* [Kz; Qz] in KQ, [U; S0q] in US */
+    int64_t P;               /* terms, ordered by step: term p is (term_j[p], example term_l[p]) */
+    int64_t *term_l, *term_j, *first; /* first[j]: step j's first term, first[Lc] = P */
+    int affine;                        /* term p is example dl + p at step dj + p */
+    int64_t dl, dj;
+    double *row, *f0; /* the decay row F[i][.] and its first entries F[i][0] */
+    fw_phase_clock clk;
+} blk_ctx;
+
+static void RS(blk_ctx_open)(blk_ctx *b, const blk_work *w, blk_head *c, int64_t c0, int64_t Lc)
 {
     const RS(falcon_head) *h = c->h;
-    const int64_t n = h->n, m = h->m;
-    const int64_t ldn = w->ldn, ldm = w->ldm, ldg = w->ldg, ldp = w->ldp, Pmax = Lc * h->window;
-    const RS(falcon_uk) *uk = h->uk;
     const example_src *const srcp = &c->src;
-    REAL *const St = c->St, *const XQ = w->XQ, *const Zbuf = w->Zbuf, *const Zt = w->Zt;
-    REAL *const xz = w->xz, *const KQ = w->KQ, *const US = w->US, *const A = w->A, *const R = w->R;
-    REAL *const Wm = w->Wm, *const Rg = w->Rg, *const O = w->O, *const eta = w->eta, *const fq = w->fq, *const kzg = w->kzg;
-    REAL *const xs = w->xs, *const xt = w->xt, *const tc = w->tc, *const ts = w->ts;
-    double *const row = w->row, *const f0 = w->row + (w->L + 1);
-    int64_t *const term_l = w->idx, *const term_j = w->idx + Pmax, *const first = w->idx + 2 * Pmax;
-    const REAL **const yrow = w->yrow;
-
+    const int64_t Pmax = Lc * h->window;
+    *b = (blk_ctx){.w = w, .c = c, .h = h, .uk = h->uk, .srcp = srcp, .c0 = c0, .Lc = Lc, .n = h->n, .m = h->m,
+                   .ldn = w->ldn, .ldm = w->ldm, .ldg = w->ldg, .ldp = w->ldp, .row = w->row,
+                   .f0 = w->row + (w->L + 1), .term_l = w->idx, .term_j = w->idx + Pmax, .first = w->idx + 2 * Pmax};
     /* The examples this block's windows reach: [g_lo, g_lo + G). */
     int64_t t_first = c0 > srcp->ex.shift ? c0 : srcp->ex.shift, G = 0, g_lo = 0;
     if (t_first < c0 + Lc) {
@@ -391,23 +393,21 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         g_lo = falcon_window_first(&srcp->ex, e_first);
         G = falcon_example_of_step(&srcp->ex, c0 + Lc - 1) - g_lo + 1;
     }
-    FW_PHASE_START(uk->name, sizeof(REAL) == 4 ? "fp32" : "fp64");
-    RS(kq_limits)(srcp, c0, Lc, g_lo, G, w->lim);
-    /* The keys X (the examples') and queries Q as the products read them:
-     * the caller's rows where phi is the identity and no operand is
-     * rounded (see "direct operands" above), else packed in [X; Q]. */
-    REAL *Xg = XQ, *Qf = XQ + G * ldn;
-    const int direct = h->phi == FALCON_MATH_PHI_IDENTITY && !h->operand_drop;
-    const REAL *Xa = Xg, *Qa = direct ? h->q + c0 * h->ldk : Qf;
-    int64_t ldx = ldn;
-    const int64_t ldq = direct ? h->ldk : ldn;
-    if (direct && !h->gain && G > 0 && RS(keys_direct)(srcp, g_lo, G, yrow, &Xa)) {
-        ldx = h->ldk;
-        for (int64_t g = 0; g < G; g++) xs[g] = xt[g] = 1;
-    }
-    const REAL *Zg = h->gain ? Zbuf : Xa;
-    int64_t ldz = h->gain ? ldn : ldx;
-    for (int64_t g = 0; Xa == Xg && g < G; g++) {
+    b->g_lo = g_lo;
+    b->G = G;
+}
+
+/* The packed keys: example g_lo + g featurized into row g of Xg, its
+ * value's row into yrow[g], xs = xt = 1, and with gains its write
+ * direction into Zbuf (xt its scale). */
+static void RS(blk_pack_keys)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const example_src *const srcp = b->srcp;
+    const int64_t n = b->n, ldn = b->ldn, G = b->G, g_lo = b->g_lo;
+    REAL *const Xg = b->Xg, *const Zbuf = b->w->Zbuf, *const xs = b->w->xs, *const xt = b->w->xt;
+    const REAL **const yrow = b->w->yrow;
+    for (int64_t g = 0; g < G; g++) {
         const REAL *key;
         if (FW_ROW_AHEAD && g + FW_ROW_AHEAD < G) {
             const REAL *ka, *va;
@@ -422,30 +422,117 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             xt[g] = RS(write_direction)(h->gain + t * h->ldk, Xg + g * ldn, Zbuf + g * ldn, n);
         }
     }
+}
+
+/* Phase COPY: the keys X (the examples') and queries Q as the products
+ * read them: the caller's rows where phi is the identity and no operand
+ * is rounded (see "direct operands" above), else packed in [X; Q]. */
+static void RS(blk_copy)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const blk_work *w = b->w;
+    const example_src *const srcp = b->srcp;
+    const int64_t n = b->n, ldn = b->ldn, c0 = b->c0, Lc = b->Lc, G = b->G, g_lo = b->g_lo;
+    REAL *const XQ = w->XQ, *const xs = w->xs, *const xt = w->xt;
+    RS(kq_limits)(srcp, c0, Lc, g_lo, G, w->lim);
+    REAL *Xg = XQ, *Qf = XQ + G * ldn;
+    const int direct = h->phi == FALCON_MATH_PHI_IDENTITY && !h->operand_drop;
+    const REAL *Xa = Xg, *Qa = direct ? h->q + c0 * h->ldk : Qf;
+    int64_t ldx = ldn;
+    const int64_t ldq = direct ? h->ldk : ldn;
+    if (direct && !h->gain && G > 0 && RS(keys_direct)(srcp, g_lo, G, w->yrow, &Xa)) {
+        ldx = h->ldk;
+        for (int64_t g = 0; g < G; g++) xs[g] = xt[g] = 1;
+    }
+    b->Xg = Xg, b->Xa = Xa, b->Qa = Qa, b->ldx = ldx, b->ldq = ldq;
+    b->Zg = h->gain ? w->Zbuf : Xa;
+    b->ldz = h->gain ? ldn : ldx;
+    if (Xa == Xg) RS(blk_pack_keys)(b);
     for (int64_t j = 0; !direct && j < Lc; j++) {
         if (FW_ROW_AHEAD && j + FW_ROW_AHEAD < Lc)
             FW_PREFETCH_ROW(h->q + (c0 + j + FW_ROW_AHEAD) * h->ldk, sizeof(REAL) * (size_t)n, 0, 3);
         RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, Qf + j * ldn, n);
     }
-    FW_PHASE_END(FW_PH_COPY);
-    /* The values the system's rows will read, prefetched again now: the
-     * next-block prefetch had brought them a block ahead, but not all of
-     * them stayed in L2 (Zen 4, fp32, n = m = 128, C = 64: the system's
-     * rows 8.8k TSC ticks a block to 7.3k, the prefetch phase 0.4k
-     * longer; without the next-block prefetch of the values, no gain). */
-    for (int64_t g = 0; g < G; g++) FW_PREFETCH_ROW(yrow[g], sizeof(REAL) * (size_t)m, 0, 2);
-    RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
-    /* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only
-     * for the regression variants); xz = diag(Kz). An example whose x.z
-     * is out of range is then stored scaled, x = xs x' (falcon_math.h),
-     * and the products are taken again: keys of ordinary size cost one
-     * comparison each. */
-    REAL *Kz = KQ, *Qz = KQ + G * ldg, *U = US, *S0q = US + G * ldm;
+}
+
+/* [Kz; Qz] = [X; Q] Z^T and [U; S0q] = [X; Q] S_0^T (the X rows only for
+ * the regression variants), Sread the memory's operand; xz = diag(Kz). */
+static void RS(blk_kq_us)(blk_ctx *b, const REAL *Sread)
+{
+    const RS(falcon_uk) *uk = b->uk;
+    const blk_work *w = b->w;
+    const int64_t n = b->n, m = b->m, ldm = b->ldm, ldg = b->ldg, Lc = b->Lc, G = b->G;
+    const int64_t ldx = b->ldx, ldq = b->ldq, ldz = b->ldz;
+    const REAL *const Xa = b->Xa, *const Qa = b->Qa, *const Zg = b->Zg;
+    REAL *const Zt = w->Zt, *const KQ = w->KQ, *const US = w->US, *const xz = w->xz;
+    REAL *const Kz = b->Kz, *const Qz = b->Qz, *const S0q = b->S0q;
+    if (b->h->regression) {
+        /* packed: one call over [X; Q] each */
+        const int64_t rows = Qa == Xa + G * ldx && ldq == ldx ? G + Lc : G;
+        RS(kq_product)(uk, rows, G, n, Xa, ldx, Zt, ldg, KQ, w->lim);
+        uk->gemm_nn(rows, m, n, Xa, ldx, Sread, ldm, 0, US, ldm);
+        if (rows == G) {
+            RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
+            uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
+        }
+        for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
+    } else {
+        RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
+        uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
+        for (int64_t g = 0; g < G; g++)
+            uk->gemm_nt(1, 1, n, Xa + g * ldx, ldx, Zg + g * ldz, ldz, 0, xz + g, 1);
+    }
+}
+
+/* An example whose x.z is out of range stored scaled, x = xs x'
+ * (falcon_math.h); 1 when one was, and the products must be taken again.
+ * (Falcon-2/2A: z' = g * x' / xt, xt from the gains' scale, and times
+ * z's own scale if x'.z' is out of range still.) */
+static int RS(blk_rescale_keys)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const RS(falcon_uk) *uk = b->uk;
+    const example_src *const srcp = b->srcp;
+    const int64_t n = b->n, ldn = b->ldn, G = b->G, g_lo = b->g_lo;
+    REAL *const Xg = b->Xg, *const Zbuf = b->w->Zbuf, *const xz = b->w->xz, *const xs = b->w->xs, *const xt = b->w->xt;
+    int rescaled = 0;
+    for (int64_t g = 0; g < G; g++) {
+        if (RS(falcon_xz_in_range)(xz[g])) continue;
+        if (b->Xa != Xg) { /* the keys are scaled in place: packed from here on */
+            for (int64_t r = 0; r < G; r++) memcpy(Xg + r * ldn, b->Xa + r * b->ldx, sizeof(REAL) * (size_t)n);
+            b->Xa = b->Zg = Xg, b->ldx = b->ldz = ldn;
+        }
+        REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
+        if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
+        if (!h->gain) continue;
+        const int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
+        xt[g] = RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
+        uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
+        REAL tau2;
+        if (!RS(falcon_xz_in_range)(d) && (tau2 = RS(falcon_key_scale)(zg, n)) != 1) {
+            xt[g] *= tau2;
+            rescaled = 1;
+        }
+    }
+    return rescaled;
+}
+
+/* Phases PACK and PRODUCTS: Zt = Z^T and the products (blk_kq_us); an
+ * example whose x.z is out of range is then stored scaled and the
+ * products are taken again: keys of ordinary size cost one comparison
+ * each. */
+static void RS(blk_products)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const blk_work *w = b->w;
+    const int64_t n = b->n, m = b->m, ldn = b->ldn, ldm = b->ldm, ldg = b->ldg, G = b->G;
+    REAL *const St = b->c->St, *const Zt = w->Zt;
+    b->Kz = w->KQ, b->Qz = w->KQ + G * ldg, b->U = w->US, b->S0q = w->US + G * ldm;
     /* tf32/bf16: every product's operands rounded (keys, queries and
      * directions here, the memory's copy Sr, then R, Wm and the update's
      * values below); the trsm and the rest stay in fp32. */
     const int drop = h->operand_drop;
+    b->drop = drop;
     const REAL *Sread = St;
     if (drop) {
         for (int64_t r = 0; r < n; r++) memcpy(w->Sr + r * ldm, St + r * ldm, sizeof(REAL) * (size_t)m);
@@ -454,62 +541,33 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     }
     for (int pass = 0; pass < 2; pass++) {
         if (drop) {
-            RS(round_operand)(XQ, G + Lc, n, ldn, drop);
-            if (h->gain) RS(round_operand)(Zbuf, G, n, ldn, drop);
+            RS(round_operand)(w->XQ, G + b->Lc, n, ldn, drop);
+            if (h->gain) RS(round_operand)(w->Zbuf, G, n, ldn, drop);
         }
-        FW_PHASE_END(FW_PH_PRODUCTS); /* the rounding above, and a second pass's rescaling */
-        RS(transpose)(Zt, ldg, Zg, ldz, G, n);
-        FW_PHASE_END(FW_PH_PACK);
-        if (h->regression) {
-            /* packed: one call over [X; Q] each */
-            const int64_t rows = Qa == Xa + G * ldx && ldq == ldx ? G + Lc : G;
-            RS(kq_product)(uk, rows, G, n, Xa, ldx, Zt, ldg, KQ, w->lim);
-            uk->gemm_nn(rows, m, n, Xa, ldx, Sread, ldm, 0, US, ldm);
-            if (rows == G) {
-                RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
-                uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
-            }
-            for (int64_t g = 0; g < G; g++) xz[g] = Kz[g * ldg + g];
-        } else {
-            RS(kq_product)(uk, Lc, G, n, Qa, ldq, Zt, ldg, Qz, w->lim + G);
-            uk->gemm_nn(Lc, m, n, Qa, ldq, Sread, ldm, 0, S0q, ldm);
-            for (int64_t g = 0; g < G; g++)
-                uk->gemm_nt(1, 1, n, Xa + g * ldx, ldx, Zg + g * ldz, ldz, 0, xz + g, 1);
-        }
-        /* (Falcon-2/2A: z' = g * x' / xt, xt from the gains' scale, and
-         * times z's own scale if x'.z' is out of range still.) */
-        int rescaled = 0;
-        for (int64_t g = 0; pass == 0 && g < G; g++) {
-            if (RS(falcon_xz_in_range)(xz[g])) continue;
-            if (Xa != Xg) { /* the keys are scaled in place: packed from here on */
-                for (int64_t r = 0; r < G; r++) memcpy(Xg + r * ldn, Xa + r * ldx, sizeof(REAL) * (size_t)n);
-                Xa = Zg = Xg, ldx = ldz = ldn;
-            }
-            REAL *xg = Xg + g * ldn, *zg = Zbuf + g * ldn, d;
-            if ((xs[g] = RS(falcon_key_scale)(xg, n)) != 1) rescaled = 1;
-            if (!h->gain) continue;
-            const int64_t t = falcon_step_of_example(&srcp->ex, g_lo + g);
-            xt[g] = RS(write_direction)(h->gain + t * h->ldk, xg, zg, n);
-            uk->gemm_nt(1, 1, n, xg, ldn, zg, ldn, 0, &d, 1);
-            REAL tau2;
-            if (!RS(falcon_xz_in_range)(d) && (tau2 = RS(falcon_key_scale)(zg, n)) != 1) {
-                xt[g] *= tau2;
-                rescaled = 1;
-            }
-        }
+        fw_phase_end(&b->clk, FW_PH_PRODUCTS); /* the rounding above, and a second pass's rescaling */
+        RS(transpose)(Zt, ldg, b->Zg, b->ldz, G, n);
+        fw_phase_end(&b->clk, FW_PH_PACK);
+        RS(blk_kq_us)(b, Sread);
+        const int rescaled = pass == 0 && RS(blk_rescale_keys)(b);
         if (!rescaled) break;
     }
-    FW_PHASE_END(FW_PH_PRODUCTS);
+}
 
-    RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
-    /* Terms, ordered by step; eta per step from the shared normaliser.
-     * The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h), and so
-     * are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
-     * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
-     * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
-     * eta xs_l^2 the system row. With every scale 1 this is the
-     * unscaled arithmetic, bit for bit. */
+/* Phase TERMS: terms, ordered by step; eta per step from the shared
+ * normaliser. The keys are stored scaled, x_l = xs_l x'_l (falcon_math.h),
+ * and so are the pseudo-values, r'_p = xs_l r_p, so that r_p z_l^T = r'_p
+ * z'_l^T: eta[j] is c = eta sigma, tc[p] = c rho_l multiplies the
+ * residual (whose S_0 x_l is xs_l U_l), ts[p] = c rho_l xs_l =
+ * eta xs_l^2 the system row. With every scale 1 this is the
+ * unscaled arithmetic, bit for bit. */
+static void RS(blk_terms)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const example_src *const srcp = b->srcp;
+    const int64_t c0 = b->c0, Lc = b->Lc, g_lo = b->g_lo;
+    REAL *const xs = b->w->xs, *const xt = b->w->xt, *const xz = b->w->xz;
+    REAL *const eta = b->w->eta, *const tc = b->w->tc, *const ts = b->w->ts;
+    int64_t *const term_l = b->term_l, *const term_j = b->term_j, *const first = b->first;
     int64_t P = 0;
     for (int64_t j = 0; j < Lc; j++) {
         first[j] = P;
@@ -542,91 +600,142 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
     int affine = P > 0;
     const int64_t dl = P > 0 ? term_l[0] : 0, dj = P > 0 ? term_j[0] : 0;
     for (int64_t p = 1; affine && p < P; p++) affine = term_l[p] == dl + p && term_j[p] == dj + p;
+    b->P = P, b->affine = affine, b->dl = dl, b->dj = dj;
+}
 
-    /* Row i of F gives the system rows of step i and output row i;
-     * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
-    FW_PHASE_END(FW_PH_TERMS);
-    row[0] = 1.0;
-    f0[0] = 1.0;
-    for (int64_t i = 1; i <= Lc; i++) {
-        const int64_t j = i - 1;
-        const double alpha = h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0;
-        if (affine && first[i] > 0 && first[i] == i - dj) {
-            /* Term p at step dj + p, so fq[p] = row[dj + 1 + p], the last
-             * one row[i] = 1. The row advanced and converted in one loop:
-             * read back, the row's new entries came one double off the
-             * vector stores that wrote them (no store forwarding), and the
-             * conversion alone took 0.6% of the call in a sampled profile
-             * (Zen 4, fp32, n = m = 128, C = 64); fused, the system's rows
-             * took about 0.4k TSC ticks a block less (7.2-7.5k against
-             * 7.5-7.9k in two alternating runs' quiet blocks). */
-            const double keep = falcon_decay_keep(alpha);
-            for (int64_t q = 0; q <= dj; q++) row[q] = falcon_decay_entry(row[q], keep, alpha);
-            double *restrict rq = row + dj + 1;
-            for (int64_t p = 0; p + 1 < first[i]; p++) {
-                const double v = falcon_decay_entry(rq[p], keep, alpha);
-                rq[p] = v;
-                fq[p] = (REAL)v;
-            }
-            row[i] = 1.0;
-            fq[first[i] - 1] = 1;
-        } else { /* term p's step is term_j[p] (affine, with no term yet: nothing to convert) */
-            falcon_decay_row_advance(row, i, alpha);
-            for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
+/* Row i of F from row i - 1 (row[i] = 1), f0[i] = F[i][0], and
+ * fq[p] = F[i][j_p + 1], the decay from term p's step to step i. */
+static void RS(blk_decay_row)(blk_ctx *b, int64_t i)
+{
+    const RS(falcon_head) *h = b->h;
+    const int64_t c0 = b->c0, j = i - 1, dj = b->dj;
+    const int64_t *const first = b->first, *const term_j = b->term_j;
+    double *const row = b->row;
+    REAL *const fq = b->w->fq;
+    const int affine = b->affine;
+    const double alpha = h->alpha ? (double)h->alpha[(c0 + j) * h->lds] : 1.0;
+    if (affine && first[i] > 0 && first[i] == i - dj) {
+        /* Term p at step dj + p, so fq[p] = row[dj + 1 + p], the last
+         * one row[i] = 1. The row advanced and converted in one loop:
+         * read back, the row's new entries came one double off the
+         * vector stores that wrote them, no store forwarding
+         * (docs/performance.md, "Chunk form: the fused decay row"). */
+        const double keep = falcon_decay_keep(alpha);
+        for (int64_t q = 0; q <= dj; q++) row[q] = falcon_decay_entry(row[q], keep, alpha);
+        double *restrict rq = row + dj + 1;
+        for (int64_t p = 0; p + 1 < first[i]; p++) {
+            const double v = falcon_decay_entry(rq[p], keep, alpha);
+            rq[p] = v;
+            fq[p] = (REAL)v;
         }
-        f0[i] = row[0];
-        for (int64_t p = first[j]; p < first[i]; p++) {
-            const int64_t l = term_l[p];
-            if (FW_ROW_AHEAD && l + FW_ROW_AHEAD < G) FW_PREFETCH_ROW(yrow[l + FW_ROW_AHEAD], sizeof(REAL) * (size_t)m, 0, 3);
-            const REAL *restrict y = yrow[l];
-            REAL *restrict r = R + p * ldm;
-            const REAL ej = tc[p];
-            if (!h->regression) {
-                RS(residual_row)(m, FW_RES_VALUE, ej, 0, 1, y, NULL, r);
-                continue;
-            }
-            const REAL sl = xs[l];
-            const REAL *restrict u = U + l * ldm;
-            if (row[0] >= FW_SAFE_FACTOR) { /* else: a tiny first alpha, see above */
-                RS(residual_row)(m, fw_res_kind(1, sl), ej, (REAL)row[0], sl, y, u, r);
-            } else {
-                const double d0 = row[0];
-                for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - RS(decay_mul)(d0, sl * u[c]));
-            }
-            /* strictly lower row p of A; terms of step j do not couple */
-            REAL *restrict a = A + p * ldp;
-            const REAL *restrict kz = Kz + l * ldg;
-            const REAL ejs = ts[p];
-            /* kz in term order: contiguous, so that both loops vectorize */
-            const REAL *restrict kzl = kz + dl;
-            if (!affine) {
-                for (int64_t q = 0; q < first[j]; q++) kzg[q] = kz[term_l[q]];
-                kzl = kzg;
-            }
-            for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kzl[q];
-            for (int64_t q = first[j]; q < p; q++) a[q] = 0;
-        }
-        REAL *restrict w = Wm + j * ldp;
-        const REAL *restrict qz = Qz + j * ldg;
-        const REAL *restrict qzl = qz + dl;
-        if (!affine) {
-            for (int64_t p = 0; p < first[i]; p++) kzg[p] = qz[term_l[p]];
-            qzl = kzg;
-        }
-        for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
-        for (int64_t p = first[i]; p < P; p++) w[p] = 0;
+        row[i] = 1.0;
+        fq[first[i] - 1] = 1;
+    } else { /* term p's step is term_j[p] (affine, with no term yet: nothing to convert) */
+        falcon_decay_row_advance(row, i, alpha);
+        for (int64_t p = 0; p < first[i]; p++) fq[p] = (REAL)row[term_j[p] + 1];
     }
-    FW_PHASE_END(FW_PH_SYSTEM);
-    RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
-    if (h->regression) uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
-    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(Wm, Lc, P, ldp, drop);
-    FW_PHASE_END(FW_PH_SOLVE);
-    RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
+    b->f0[i] = row[0];
+}
 
-    uk->gemm_nn(Lc, m, P, Wm, ldp, R, ldm, 0, O, ldm);
-    FW_PHASE_END(FW_PH_OUT_PRODUCT);
+/* The terms of step j, once row j + 1 of F is in place: their residuals
+ * (the system's right-hand sides, or the pseudo-values themselves for the
+ * inner-product variants) into R and, for the regression variants, their
+ * strictly lower rows of A. */
+static void RS(blk_system_rows)(blk_ctx *b, int64_t j)
+{
+    const RS(falcon_head) *h = b->h;
+    const blk_work *w = b->w;
+    const int64_t m = b->m, ldm = b->ldm, ldg = b->ldg, ldp = b->ldp, G = b->G, dl = b->dl, i = j + 1;
+    const int64_t *const first = b->first, *const term_l = b->term_l;
+    const double *const row = b->row;
+    const REAL *const tc = w->tc, *const ts = w->ts, *const fq = w->fq, *const Kz = b->Kz;
+    const REAL *const U = b->U;
+    REAL *const R = w->R, *const A = w->A, *const kzg = w->kzg;
+    const REAL **const yrow = w->yrow;
+    const int affine = b->affine;
+    for (int64_t p = first[j]; p < first[i]; p++) {
+        const int64_t l = term_l[p];
+        if (FW_ROW_AHEAD && l + FW_ROW_AHEAD < G) FW_PREFETCH_ROW(yrow[l + FW_ROW_AHEAD], sizeof(REAL) * (size_t)m, 0, 3);
+        const REAL *restrict y = yrow[l];
+        REAL *restrict r = R + p * ldm;
+        const REAL ej = tc[p];
+        if (!h->regression) {
+            RS(residual_row)(m, FW_RES_VALUE, ej, 0, 1, y, NULL, r);
+            continue;
+        }
+        const REAL sl = w->xs[l];
+        const REAL *restrict u = U + l * ldm;
+        if (row[0] >= FW_SAFE_FACTOR) { /* else: a tiny first alpha, see above */
+            RS(residual_row)(m, fw_res_kind(1, sl), ej, (REAL)row[0], sl, y, u, r);
+        } else {
+            const double d0 = row[0];
+            for (int64_t c = 0; c < m; c++) r[c] = ej * (y[c] - RS(decay_mul)(d0, sl * u[c]));
+        }
+        /* strictly lower row p of A; terms of step j do not couple */
+        REAL *restrict a = A + p * ldp;
+        const REAL *restrict kz = Kz + l * ldg;
+        const REAL ejs = ts[p];
+        /* kz in term order: contiguous, so that both loops vectorize */
+        const REAL *restrict kzl = kz + dl;
+        if (!affine) {
+            for (int64_t q = 0; q < first[j]; q++) kzg[q] = kz[term_l[q]];
+            kzl = kzg;
+        }
+        for (int64_t q = 0; q < first[j]; q++) a[q] = ejs * fq[q] * kzl[q];
+        for (int64_t q = first[j]; q < p; q++) a[q] = 0;
+    }
+}
+
+/* Row j of W, the output's weights on the terms: fq (.) Qz, in term order. */
+static void RS(blk_readout_row)(blk_ctx *b, int64_t j)
+{
+    const int64_t i = j + 1, dl = b->dl;
+    const int64_t *const first = b->first, *const term_l = b->term_l;
+    const REAL *const fq = b->w->fq;
+    REAL *const kzg = b->w->kzg;
+    REAL *restrict w = b->w->Wm + j * b->ldp;
+    const REAL *restrict qz = b->Qz + j * b->ldg;
+    const REAL *restrict qzl = qz + dl;
+    if (!b->affine) {
+        for (int64_t p = 0; p < first[i]; p++) kzg[p] = qz[term_l[p]];
+        qzl = kzg;
+    }
+    for (int64_t p = 0; p < first[i]; p++) w[p] = fq[p] * qzl[p];
+    for (int64_t p = first[i]; p < b->P; p++) w[p] = 0;
+}
+
+/* Phase SYSTEM: row i of F gives the system rows of step i - 1 and
+ * output row i - 1. */
+static void RS(blk_system)(blk_ctx *b)
+{
+    b->row[0] = 1.0;
+    b->f0[0] = 1.0;
+    for (int64_t i = 1; i <= b->Lc; i++) {
+        RS(blk_decay_row)(b, i);
+        RS(blk_system_rows)(b, i - 1);
+        RS(blk_readout_row)(b, i - 1);
+    }
+}
+
+/* Phase SOLVE: (I + A) R = RHS in place (regression), then the operands of
+ * the output product rounded. */
+static void RS(blk_solve)(blk_ctx *b)
+{
+    const blk_work *w = b->w;
+    const int64_t P = b->P, m = b->m, ldm = b->ldm, ldp = b->ldp;
+    REAL *const A = w->A, *const R = w->R;
+    const int drop = b->drop;
+    if (b->h->regression) b->uk->trsm_unit_lower(P, m, A, ldp, R, ldm);
+    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);
+}
+
+/* Phase OUT_ROWS: the caller's output rows, O + F[j + 1][0] S0q. */
+static void RS(blk_out_rows)(blk_ctx *b)
+{
+    const RS(falcon_head) *h = b->h;
+    const int64_t c0 = b->c0, Lc = b->Lc, m = b->m, ldm = b->ldm;
+    const REAL *const O = b->w->O, *const S0q = b->S0q;
+    const double *const f0 = b->f0;
     for (int64_t j = 0; j < Lc; j++) {
         if (FW_ROW_AHEAD && j + FW_ROW_AHEAD < Lc)
             FW_PREFETCH_ROW(h->out + (c0 + j + FW_ROW_AHEAD) * h->ldo, sizeof(REAL) * (size_t)m, 1, 3);
@@ -635,11 +744,9 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
         const double d = f0[j + 1];
         /* Each output checked into ck as it is written (finite_add's
          * v - v, from the register), not by a second pass that reads the
-         * row back: Zen 3, fp32, n = m = 128, C = 64, the phase's median
-         * a block fell from 4.1-4.4% of the products' to 3.3-3.7% (three
-         * runs each; with every row in cache, mean 6.6k TSC ticks to
-         * 4.0-5.0k). The same bits. */
-        REAL *restrict ck = c->ck;
+         * row back: the same bits, one pass fewer (docs/performance.md,
+         * "Chunk form: output rows checked as written"). */
+        REAL *restrict ck = b->c->ck;
         if (d >= FW_SAFE_FACTOR) {
             const REAL dr = (REAL)d;
             for (int64_t c = 0; c < m; c++) {
@@ -655,22 +762,27 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             }
         }
     }
+}
 
-    FW_PHASE_END(FW_PH_OUT_ROWS);
-
-    /* End state: row is now F[Lc][.]; pseudo-values gathered per example
-     * (one term per example: scaled in place, the rank update reads the
-     * examples dl .. dl + P - 1). */
-    RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
-    if (affine) {
+/* Phase END_STATE: row is now F[Lc][.]; pseudo-values gathered per
+ * example (one term per example: scaled in place, the rank update reads
+ * the examples dl .. dl + P - 1), then St = F[Lc][0] St + Z^T Rg. */
+static void RS(blk_end_state)(blk_ctx *b)
+{
+    const blk_work *w = b->w;
+    const int64_t n = b->n, m = b->m, ldm = b->ldm, ldg = b->ldg, G = b->G, P = b->P, Lc = b->Lc;
+    const int64_t dl = b->dl, dj = b->dj, *const term_l = b->term_l, *const term_j = b->term_j;
+    const double *const row = b->row, *const f0 = b->f0;
+    REAL *const St = b->c->St, *const Zt = w->Zt, *const R = w->R, *const Rg = w->Rg;
+    const int drop = b->drop;
+    if (b->affine) {
         for (int64_t p = 0; p < P; p++) {
             const REAL d = (REAL)row[dj + p + 1];
             REAL *restrict rp = R + p * ldm;
             for (int64_t c = 0; c < m; c++) rp[c] = 0 + d * rp[c];
         }
         if (drop) RS(round_operand)(R, P, m, ldm, drop);
-        uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt + dl, ldg, R, ldm);
+        b->uk->rank_update(n, m, P, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt + dl, ldg, R, ldm);
     } else {
         for (int64_t g = 0; g < G; g++)
             for (int64_t c = 0; c < m; c++) Rg[g * ldm + c] = 0;
@@ -681,13 +793,54 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
             for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
         }
         if (drop) RS(round_operand)(Rg, G, m, ldm, drop);
-        uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt, ldg, Rg, ldm);
+        b->uk->rank_update(n, m, G, RS(memory_decay)(St, ldm, n, m, f0[Lc]), St, ldm, Zt, ldg, Rg, ldm);
     }
-    FW_PHASE_END(FW_PH_END_STATE);
+}
+
+/* Steps [c0, c0 + Lc) of one head: the block's system, outputs and end
+ * state (the equations at the top of this file), phase by phase, with a
+ * slice of the next (head, block)'s prefetch between phases. */
+static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, blk_prefetch *pf)
+{
+    blk_ctx b;
+    RS(blk_ctx_open)(&b, w, c, c0, Lc);
+    fw_phase_clock *const k = &b.clk;
+    fw_phase_start(k, b.uk->name, sizeof(REAL) == 4 ? "fp32" : "fp64");
+    RS(blk_copy)(&b);
+    fw_phase_end(k, FW_PH_COPY);
+    /* The values the system's rows will read, prefetched again now: the
+     * next-block prefetch had brought them a block ahead, but not all of
+     * them stayed in L2 (docs/performance.md, "Chunk form: values
+     * prefetched again"). */
+    for (int64_t g = 0; g < b.G; g++) FW_PREFETCH_ROW(w->yrow[g], sizeof(REAL) * (size_t)b.m, 0, 2);
+    RS(blk_prefetch_some)(pf);
+    fw_phase_end(k, FW_PH_PREFETCH);
+    RS(blk_products)(&b);
+    fw_phase_end(k, FW_PH_PRODUCTS);
+    RS(blk_prefetch_some)(pf);
+    fw_phase_end(k, FW_PH_PREFETCH);
+    RS(blk_terms)(&b);
+    fw_phase_end(k, FW_PH_TERMS);
+    RS(blk_system)(&b);
+    fw_phase_end(k, FW_PH_SYSTEM);
+    RS(blk_prefetch_some)(pf);
+    fw_phase_end(k, FW_PH_PREFETCH);
+    RS(blk_solve)(&b);
+    fw_phase_end(k, FW_PH_SOLVE);
+    RS(blk_prefetch_some)(pf);
+    fw_phase_end(k, FW_PH_PREFETCH);
+    b.uk->gemm_nn(Lc, b.m, b.P, w->Wm, b.ldp, w->R, b.ldm, 0, w->O, b.ldm);
+    fw_phase_end(k, FW_PH_OUT_PRODUCT);
+    RS(blk_out_rows)(&b);
+    fw_phase_end(k, FW_PH_OUT_ROWS);
+    RS(blk_prefetch_some)(pf);
+    fw_phase_end(k, FW_PH_PREFETCH);
+    RS(blk_end_state)(&b);
+    fw_phase_end(k, FW_PH_END_STATE);
     pf->slice = pf->end - pf->u; /* what is left */
     RS(blk_prefetch_some)(pf);
-    FW_PHASE_END(FW_PH_PREFETCH);
-    FW_PHASE_BLOCK_END();
+    fw_phase_end(k, FW_PH_PREFETCH);
+    fw_phase_block_end(k);
 }
 
 /* ---- a large memory projected away ----
@@ -695,27 +848,19 @@ static void RS(blk_block)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc
  * F S_0 and, through the residuals, in Z^T R. Where the block's steps
  * project most of S_0 away (more steps than the key width, beta near 1)
  * the two cancel, and S_L keeps the rounding errors of terms the size of
- * F S_0: its relative error is ||F S_0|| / ||S_L|| times a step's (fp32,
- * n = 4, m = 3, T = 30, beta = 1, a carried memory 10^6 times the targets:
- * 900-4,000 u in one block, where the recurrent form, which rounds each
- * projection of a memory already projected, stays at 3-30 u;
- * verify/test-carried-memory.c). So blk_run keeps S_0 and, when the end
- * state came out more than FALCON_CUT_RATIO times smaller than F S_0 (largest
- * magnitudes: one pass, no overflow), runs the block again as two halves,
- * each checked in the same way, down to single steps, which are the
- * recurrent step. The test is the cancellation itself, measured, so it
- * holds for every variant, window and decay. A block whose memory is not
- * much larger than what its steps leave passes it at the cost of one copy
- * of S and one pass for its largest magnitude (cachegrind, AVX2, fp32,
- * C = 64, T = 4096: 1.7% more instructions for n = m = 128, 1.0% for
- * n = m = 32; wall times on the shared test machine too noisy to see it);
- * random inputs of the gate's kind (beta in
- * [0.1, 1.9]) with n >= 32 and C = 64 cut no block, with n = 8 and C = 16
- * (Falcon-2) 4% of them. A ratio of 2 keeps the family's chunk and
- * parallel errors within their thresholds or 4 times the recurrent
- * form's (12 seeds: at most 0.95 of that limit; 1.5 gave 0.85 but cut 33%
- * of those n = 8 blocks, 4 let C = 16 exceed it). The halves depend only
- * on the block, so a call cut into segments at block boundaries still
+ * F S_0: its relative error is ||F S_0|| / ||S_L|| times a step's, where
+ * the recurrent form, which rounds each projection of a memory already
+ * projected, stays at a few u (verify/test-carried-memory.c). So blk_run
+ * keeps S_0 and, when the end state came out more than FALCON_CUT_RATIO
+ * times smaller than F S_0 (largest magnitudes: one pass, no overflow),
+ * runs the block again as two halves, each checked in the same way, down
+ * to single steps, which are the recurrent step. The test is the
+ * cancellation itself, measured, so it holds for every variant, window
+ * and decay. A block whose memory is not much larger than what its steps
+ * leave passes it at the cost of one copy of S and one pass for its
+ * largest magnitude; the errors, the cost, how often blocks are cut and
+ * the choice of the ratio 2: docs/performance.md, "Chunk form: the cut of
+ * a cancelling block". The halves depend only on the block, so a call cut into segments at block boundaries still
  * matches the whole call bit for bit, and the chunk form with C >= T still
  * matches the parallel form. */
 /* falcon_block_cancels and FALCON_CUT_RATIO: falcon_math.h, shared with
@@ -752,8 +897,7 @@ static void RS(blk_run)(const blk_work *w, blk_head *c, int64_t c0, int64_t Lc, 
  * rows of a step's heads are adjacent in the caller's [T][H][D] tensors,
  * so a group reads and writes them in whole pages and cache lines while
  * they are cached, and the hardware prefetchers see one stream per tensor
- * (Sapphire Rapids, 8 heads of n = m = 128, C = 64: a head at a time
- * spent a fifth of the call waiting on these rows). While one head
+ * (docs/performance.md, "Chunk form: head groups"). While one head
  * computes its block, the rows of the next (head, block) are prefetched.
  * Each head's arithmetic is the same whatever the group. */
 static falcon_status FW(falcon_blocked)(const RS(falcon_head) *heads, int64_t count, int64_t L)

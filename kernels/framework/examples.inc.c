@@ -46,9 +46,7 @@ _Static_assert(FW_LINE <= 64, "falcon_work_get aligns to 64 bytes");
  * follow across pages. rw: 0 read, 1 write. Four lines an iteration: a
  * chunk block issues about four thousand of these, and the plain loop's
  * add, compare and branch per line made them about six instructions each
- * (callgrind, Falcon-1 fp32 n = m = 128, C = 64: 5.9k fewer a block
- * unrolled; on Zen 3 the next block's prefetch phase fell from 5.3-6.0%
- * of the products' time to 4.8-4.9%, three alternating runs). */
+ * (docs/performance.md, "Chunk form: the row prefetch loop"). */
 #define FW_PREFETCH_ROW(ptr, bytes, rw, loc)                                    \
     do {                                                                         \
         const uintptr_t fw_a = (uintptr_t)(ptr), fw_e = fw_a + (size_t)(bytes); \

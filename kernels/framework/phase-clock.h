@@ -11,7 +11,7 @@
  * block reads the clock once a phase: the time-stamp counter on x86-64 (a
  * few tens of cycles a read, 15 reads a block: about 0.3% of a block of
  * 64 steps at n = m = 128), else CLOCK_MONOTONIC. A block's phase times
- * are kept in the block's own locals and added into the shared record
+ * are kept in the block's own clock and added into the shared record
  * (totals and a histogram a phase, for the median) once, at its end.
  * Nothing here changes a result.
  */
@@ -69,7 +69,7 @@ static inline int falcon_phase_clock_on(void) { return __atomic_load_n(&falcon_p
 void falcon_phase_clock_begin(void);
 /* Switches it off and summarizes the record (NULL: only off). */
 void falcon_phase_clock_end(falcon_phase_summary *s);
-/* One block's phase times into the record (the marks' FW_PHASE_BLOCK_END). */
+/* One block's phase times into the record (the marks' fw_phase_block_end). */
 void falcon_phase_clock_add_block(const unsigned long long t[FW_PH_COUNT], const char *isa, const char *prec);
 /* The phase names, for printing. */
 extern const char *const falcon_phase_names[FW_PH_COUNT];
@@ -81,24 +81,37 @@ enum { FW_PH_BIN_BITS = 6, FW_PH_BINS = 64 << FW_PH_BIN_BITS };
 int falcon_phase_bin(unsigned long long v);
 double falcon_phase_bin_value(int k);
 
-/* The marks, in blk_block: START at a block's start (isa and prec name the
- * driver), END(ph) gives the time since the last mark to phase ph,
- * BLOCK_END after the last phase. */
-#define FW_PHASE_START(isa, prec)                                                        \
-    const int fw_ph_on_ = falcon_phase_clock_on();                                       \
-    const char *const fw_ph_isa_ = (isa), *const fw_ph_prec_ = (prec);                   \
-    unsigned long long fw_ph_t_[FW_PH_COUNT] = {0}, fw_ph_last_ = fw_ph_on_ ? falcon_phase_clock_now() : 0
-#define FW_PHASE_END(ph)                                                                 \
-    do {                                                                                 \
-        if (fw_ph_on_) {                                                                 \
-            const unsigned long long fw_now_ = falcon_phase_clock_now();                 \
-            fw_ph_t_[ph] += fw_now_ - fw_ph_last_;                                       \
-            fw_ph_last_ = fw_now_;                                                       \
-        }                                                                                \
-    } while (0)
-#define FW_PHASE_BLOCK_END()                                                             \
-    do {                                                                                 \
-        if (fw_ph_on_) falcon_phase_clock_add_block(fw_ph_t_, fw_ph_isa_, fw_ph_prec_);  \
-    } while (0)
+/* The marks, in blk_block: fw_phase_start at a block's start (isa and
+ * prec name the driver), fw_phase_end(ph) gives the time since the last
+ * mark to phase ph, fw_phase_block_end after the last phase. A block's
+ * clock lives in its own context (blk_ctx), so every phase function can
+ * mark. */
+typedef struct fw_phase_clock {
+    int on;
+    const char *isa, *prec;
+    unsigned long long t[FW_PH_COUNT], last;
+} fw_phase_clock;
+
+static inline void fw_phase_start(fw_phase_clock *k, const char *isa, const char *prec)
+{
+    k->on = falcon_phase_clock_on();
+    k->isa = isa, k->prec = prec;
+    for (int ph = 0; ph < FW_PH_COUNT; ph++) k->t[ph] = 0;
+    k->last = k->on ? falcon_phase_clock_now() : 0;
+}
+
+static inline void fw_phase_end(fw_phase_clock *k, int ph)
+{
+    if (k->on) {
+        const unsigned long long now = falcon_phase_clock_now();
+        k->t[ph] += now - k->last;
+        k->last = now;
+    }
+}
+
+static inline void fw_phase_block_end(const fw_phase_clock *k)
+{
+    if (k->on) falcon_phase_clock_add_block(k->t, k->isa, k->prec);
+}
 
 #endif

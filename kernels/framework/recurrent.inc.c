@@ -30,20 +30,13 @@
  * prefetchers see the group's streams. Each head keeps its own work memory
  * between blocks; its arithmetic is the same whatever the grouping. Within
  * a head, the rows of step t + FW_AHEAD are prefetched at step t: one
- * head's rows are H*D apart, a stride the hardware does not follow (AMD
- * Zen 4, 8 heads of n = m = 64: a step takes about 1.5 times as long
- * without it); into L1 when the memory fits there, else into L2
- * (rec_open). Neither tunable changes results. 1 to 8 steps ahead
- * measured the same. On Zen 3 (fp32, n = m = 64) 4 steps ahead took 1.04
- * times as long as 2, and leaving out only the output row's prefetch
- * 1.17 times: the step's stores then wait for their lines. Blocks of 8
- * to 128 steps measured the same on the machines tuned first; on Zen 5
- * (two 512-bit FMA pipes, a step twice as fast) 128 beat 32 by 1.5-4%
- * (AVX-512, fp32 and fp64, n = m = 64 and 128: medians of per-round
- * ratios over 10 alternating rounds, each round within 10% either way),
- * Falcon-3's window of 4 measured the same: switching heads costs each
- * one its memory's return to L1 (and a tiled memory its window's copy),
- * paid once a block. */
+ * head's rows are H*D apart, a stride the hardware does not follow; into
+ * L1 when the memory fits there, else into L2 (rec_open); the output
+ * row's too, or the step's stores wait for their lines. Neither tunable
+ * changes results. Long blocks pay less: switching heads costs each one
+ * its memory's return to L1 (and a tiled memory its window's copy), paid
+ * once a block. The figures behind FW_TIME_BLOCK and FW_AHEAD:
+ * docs/performance.md, "Recurrent form: head groups and row prefetch". */
 #ifndef FW_TIME_BLOCK
 #define FW_TIME_BLOCK 128
 #endif
@@ -72,8 +65,8 @@ typedef struct rec_head {
     REAL *Zw; /* the write directions of the step whose write is pending */
     /* W = 1 without gains: a second X, swapped with X at each new example,
      * so that the pending write reads its key where the previous step left
-     * it instead of a copy in Zw (one libc memcpy a step: 1-3% of a
-     * Falcon-1 step on Zen 3). NULL otherwise. */
+     * it instead of a copy in Zw (one libc memcpy a step, docs/performance.md,
+     * "Recurrent form: small per-step costs"). NULL otherwise. */
     REAL *Xalt;
     const REAL *Zcur; /* the pending write's directions: Zw, or row 0 of the X before the swap */
     const REAL **yrow;
@@ -108,10 +101,9 @@ typedef struct rec_head {
  * normaliser) is repeated per tile. tile_bytes is the L1 share for the
  * tile (src/run.c, falcon_tile_bytes): two thirds of the L1 data cache, so
  * that the step's other lines (keys, reads, the rows of P and E) fit
- * beside it: 32 KiB of Sapphire Rapids' 48, where it was measured; a tile
- * of all of a Zen's 32 KiB would leave them no room, and under LRU they
- * would evict it (reasoned from the cache sizes, not measured on Zen).
- * -DFW_TILE_BYTES fixes it at build time (for measurements). */
+ * beside it; a tile of all of L1 would leave them no room, and under LRU
+ * they would evict it (docs/performance.md, "Recurrent form: memory
+ * tiles"). -DFW_TILE_BYTES fixes it at build time (for measurements). */
 #ifndef FW_TILE_MIN_LINES
 #define FW_TILE_MIN_LINES 4
 #endif
@@ -125,8 +117,8 @@ static int64_t RS(rec_tile)(int64_t n, int64_t m, int64_t budget)
     const int64_t mt = budget / col / line * line; /* whole cache lines of a row */
     /* Narrower than 4 lines, a tile's rows are too short for the
      * micro-kernel (its column block is 4 AVX-512 vectors) and the per-tile
-     * work adds up: one tile (measured: n = m = 192 and 256, fp32, 32-column
-     * tiles 4-25% slower than none). */
+     * work adds up: one tile (docs/performance.md, "Recurrent form: memory
+     * tiles"). */
     return mt >= FW_TILE_MIN_LINES * line ? mt : m;
 }
 
@@ -150,11 +142,8 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     const int tiled = c->mt < m;
     /* A memory (tile) larger than L1's share passes through L1 at every
      * step and evicts what was prefetched there two steps earlier, so the
-     * step's rows go to L2 instead. Zen 4, AVX-512 on its 256-bit
-     * datapath, fp32, n = m = 128 (64 KiB, not tiled there), 8 heads,
-     * Falcon-1: the call 1.07 times as fast (medians of 6 alternating
-     * rounds); n = m = 64 (16 KiB) into L2 was 0.93 times as fast, so a
-     * memory that fits keeps the L1 prefetch. */
+     * step's rows go to L2 instead; a memory that fits keeps the L1
+     * prefetch (docs/performance.md, "Recurrent form: memory tiles"). */
     c->pf_l1 = (int64_t)sizeof(REAL) * n * c->mt <= h->tile_bytes;
     c->ldt = tiled ? c->mt : ldm;
     c->lazy = FW_LAZY && h->alpha && !h->direct_decay;
@@ -320,10 +309,9 @@ static rec_step RS(rec_prepare)(rec_head *c, int64_t t, int prefetch)
 }
 
 /* o = a pq: the read's part from the memory before the step's write
- * (a restrict-parameter helper, as residual_row in examples.inc.c:
- * Falcon-1, n = m = 64, AVX2, counted by callgrind: 1059 instructions a
- * step outside update_read with the overlap tests, 984 without, of about
- * 5800; no change in time was measurable on Zen 5). */
+ * (a restrict-parameter helper, as residual_row in examples.inc.c, so
+ * that the compiler drops its overlap tests: docs/performance.md,
+ * "Recurrent form: small per-step costs"). */
 static inline void RS(rec_read_start)(int64_t m, REAL a, const REAL *restrict pq, REAL *restrict o)
 {
     for (int64_t r = 0; r < m; r++) o[r] = a * pq[r];
@@ -357,10 +345,8 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  * memory is S = C St with a scalar C, and a step's decay multiplies C
  * instead of the memory: the write St += (E / C) Z is then the plain
  * fma(e, z, St) of update_read with a = 1, three vector operations an
- * element instead of four (Zen 4, Falcon-1, 8 heads, T = 4096, medians of
- * alternating rounds: AVX-512 1.12-1.17 times the tokens/s at n = m = 128,
- * 1.07-1.13 at 64; AVX2 1.21 and 1.10; scalar 1.23-1.28). The
- * residual takes (REAL)C P (P read from St), the read (REAL)C times
+ * element instead of four (docs/performance.md, "Recurrent form: lazy
+ * decay"). The residual takes (REAL)C P (P read from St), the read (REAL)C times
  * pq plus the write's contribution at St's scale (C applied last, for
  * reads of subnormal size), and the write's coefficients are divided by
  * it, the rounding of the same order as the direct decay's. C is a double, the running product of the
@@ -375,7 +361,7 @@ static inline void RS(rec_residual)(int64_t m, int kind, REAL c, REAL a, REAL xs
  *    the memory it keeps. P is folded at once (k + 1 rows); St in the
  *    step's own pass (update_read's f: each row multiplied as it is
  *    loaded, the same roundings as a pass of its own, which had cost a
- *    near reset as much as the rest of its step: AVX2, Zen 5).
+ *    near reset as much as the rest of its step).
  * The decisions read only C and alpha, never where a call or a time block
  * starts, and the state carries C (falcon_state's scale; the memory it
  * stores is (double)(REAL)C times St, exact in double, which the next
@@ -426,8 +412,8 @@ static REAL RS(rec_decay)(rec_head *c, rec_step *st, int64_t r0, int64_t mw, int
 /* Step t's second phase, from P = [x_1 .. x_k, phi(q_t)] S_{t-1}^T: the
  * residuals, eta, the read o_t and the rows E the write needs. o_t is
  * checked into ck as it is written (finite_add; for one example in the
- * loop that writes it, while in registers: reading the row back cost
- * 2-3% of a Falcon-1 step on Zen 3). */
+ * loop that writes it, while in registers, not read back:
+ * docs/performance.md, "Recurrent form: small per-step costs"). */
 static void RS(rec_finish)(rec_head *c, int64_t t, rec_step *st, int64_t r0, int64_t m)
 {
     REAL *const ck = c->ck + r0;

@@ -15,8 +15,8 @@
 /* The AVX builds (the AVX2 and AVX-512 drivers) take tiles of 8 x 8 floats
  * or 4 x 4 doubles: with direct operands (blocked.inc.c) the transposition
  * reads the keys from the caller's rows, and the 4 x 4 SSE tiles' shuffles
- * were most of its time (Zen 4, fp32, n = m = 128, C = 64: 6.1k TSC ticks
- * a block, 5.1k in 8 x 8 tiles; with the rows already read, 4.1k). */
+ * were most of its time (docs/performance.md, "Chunk form: the
+ * transposition's tiles"). */
 static int64_t RS(transpose_avx)(REAL *restrict dst, int64_t ldd, const REAL *restrict src, int64_t lds,
                                  int64_t rows, int64_t cols)
 {

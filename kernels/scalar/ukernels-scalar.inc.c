@@ -22,14 +22,11 @@ static inline int RS(tiny)(REAL c) { return c < SCALAR_TINY && c > -SCALAR_TINY;
  * of the four stores (the rows never overlap). Each element gets one
  * multiply and one add, in the order the one-element loop gave it, so the
  * bits are the same; the compiler may turn the step into vector
- * instructions (SSE2 in the x86-64 baseline, no FMA). Against the
- * one-element loops, which the compiler left scalar because the rows might
- * overlap: the recurrent step's update_read 2.3-2.6 times faster, the
- * chunk form's products about twice (Zen 5). update_read's passes over a
- * row of the memory (scale, write, one per read) fused into one sweep of
- * four or eight elements ran slower (11 and 4 against 13 GFLOPS, Zen 5):
- * the short loops over the terms and reads inside each step cost more than
- * the loads and stores the sweep saved. */
+ * instructions (SSE2 in the x86-64 baseline, no FMA), which it did not do
+ * to the one-element loops, since their rows might overlap. update_read's
+ * passes over a row are not fused into one sweep: the short loops inside
+ * it cost more than the loads and stores it saves (docs/performance.md,
+ * "Scalar kernels: row operations"). */
 static inline void RS(axpy_row)(int64_t n, REAL x, const REAL *restrict v, REAL *restrict y)
 {
     int64_t c = 0;

@@ -25,9 +25,8 @@ VINLINE vreal VNAME(decay_add)(const int scale, vreal a, vreal s, vreal terms)
  * of a product and an add, in rank_update and update_read alike (they
  * must agree bit for bit, update-read.inc.c): one rounding fewer, and in
  * update_read three vector operations an element instead of four (the
- * product, the add, the two reads). Zen 4, AVX-512 on its 256-bit
- * datapath, fp32, n = m = 64, 8 heads, no decay: the recurrent call 1.10
- * times as fast (four alternating rounds); AVX2 1.01. The sign of an
+ * product, the add, the two reads; docs/performance.md, "SIMD kernels: the
+ * plain write"). The sign of an
  * exact zero is the add's: s + e z with e z = +-0 exact gives what
  * s + (e z) gives. With a decay the product a s must stay inside an FMA
  * (decay_add), so that case keeps its product of the terms. */

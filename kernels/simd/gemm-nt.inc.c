@@ -143,8 +143,8 @@ static void VNAME(gemm_nt)(int64_t M, int64_t N, int64_t K, const REAL *A, int64
 /* gemm_nt(1, 2) with B's row 1 copied in from src as it is loaded
  * (kernels/ukernel.h): the same tile, so the same bits as the copy followed
  * by gemm_nt. The recurrent step calls it once per step; as featurize and
- * gemm_nt it read q twice and went through the tile dispatch (Zen 5,
- * n = m = 64: the recurrent call 1-3% slower). */
+ * gemm_nt it read q twice and went through the tile dispatch
+ * (docs/performance.md, "SIMD kernels: dot2_copy"). */
 static void VNAME(dot2_copy)(int64_t K, const REAL *A, REAL *B, int64_t ldb, const REAL *src, REAL *C)
 {
     VNAME(nt_tile)(1, 2, K, A, K, B, ldb, 0, C, 2, 1, src, B + ldb);

@@ -11,10 +11,10 @@
  * but k = 1 with a = 1 is fma(e, z, S) (ru_plain, axpy.inc.c).
  * The decay's product a*S is never rounded on its own: a near-reset decay
  * (the smallest normal number) would make it subnormal, and x86 cores
- * take a microcode assist, about a hundred cycles, for each vector
- * operation with a subnormal result or multiplicand (measured on Sapphire
- * Rapids: 30 times slower). Inside the FMA the product is exact and the
- * sum is normal again. */
+ * take a microcode assist for each vector operation with a subnormal
+ * result or multiplicand (docs/performance.md, "SIMD kernels: subnormal
+ * products"). Inside the FMA the product is exact and the sum is normal
+ * again. */
 /* One vector x of row r: the k terms (zA, zB: Z's vectors), then x. One
  * term and no decay (a = 1) is one FMA, s + e z rounded once (ru_plain). */
 #define RU_VEC(x, r, zA, zB)                                                                   \

@@ -7,10 +7,10 @@
  * one step do not couple): each row block runs only over the q range
  * where some of its coefficients are nonzero, found once for the block
  * (nonzero_range, axpy.inc.c, included before this file), and inside the
- * triangle each zero coefficient is skipped. A test per q on all the block's coefficients,
- * repeated for every column block, cost more than the solve's FMAs: the
- * solve ran at 0.30 of peak on Zen 3 (fp32, P = 64, m = 128) against
- * 0.52-0.55 with the range found once and 6-row blocks. A zero
+ * triangle each zero coefficient is skipped. A test per q on all the
+ * block's coefficients, repeated for every column block, cost more than
+ * the solve's FMAs (docs/performance.md, "SIMD kernels: the solve's
+ * ranges"). A zero
  * coefficient inside the range changes x by nothing (at most the sign of
  * a zero). */
 _Static_assert(TR_MR >= 4 && TR_MR <= 8, "trsm row tails assume 4 <= TR_MR <= 8");

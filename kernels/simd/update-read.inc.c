@@ -21,11 +21,7 @@
  * but for the issue slots: an FMA overwrites one of its inputs, and here
  * the coefficient, Z's vector and the zero are all used again, so each
  * FMA from 0 needed a register copy first; the product writes a fresh
- * one. Zen 3, fp32, n = m = 64, k = 1, r = 2 (the Falcon-1 step): the
- * micro-kernel from 58 to 75 GFLOPS (0.57 to 0.73 of the probed peak);
- * a loop of 3 vectors a row written out in assembly ran at the FMA
- * bound with the product and 1.2 times it with the copy (or a zeroing
- * idiom) and the FMA. */
+ * one (docs/performance.md, "SIMD kernels: update_read's first term"). */
 /* Rows of P added in the pass ([x; q] of a window of one), and the width
  * of a column block: by default the axpy tile's, whose register budget it
  * shares (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z).
