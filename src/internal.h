@@ -14,6 +14,19 @@
 #define VECTORIZED
 #endif
 
+/* The library's work memory (src/work-memory.c): falcon_work_get returns
+ * at least `bytes` (64-byte aligned, contents unspecified) and sets *have to
+ * the block's size, which falcon_work_put takes back. Blocks of
+ * falcon_work_keep_min bytes or more are kept between calls (their pages
+ * stay mapped), in up to FALCON_WORK_SLOTS slots and falcon_work_keep_max
+ * bytes in all; smaller ones are malloc's. The CPU drivers get it handed
+ * in as falcon_work_library (kernels/framework/head.h). */
+#define FALCON_WORK_SLOTS 32
+void *falcon_work_get(size_t bytes, size_t *have);
+void falcon_work_put(void *p, size_t have);
+extern size_t falcon_work_keep_min, falcon_work_keep_max;
+extern const struct falcon_work_memory falcon_work_library;
+
 struct falcon_state {
     int64_t heads, n, m, window, keep;
     double *S;          /* [heads][m][n], from falcon_work_get (kept between calls) */

@@ -39,6 +39,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .uk = uk,
         .tile_bytes = falcon_tile_bytes(),
         .direct_decay = direct_decay,
+        .work = &falcon_work_library,
     };
     return hd;
 }

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "internal.h"
 #include "../kernels/framework/head.h"
 
 #define FALCON_WORK_ALIGN 64
@@ -128,3 +129,5 @@ void falcon_work_memory_release(void)
 /* At exit (or when a shared library is unloaded): no block outlives the
  * process's own teardown, so leak checkers see none. */
 __attribute__((destructor)) static void falcon_work_memory_at_exit(void) { falcon_work_memory_release(); }
+
+const falcon_work_memory falcon_work_library = {falcon_work_get, falcon_work_put};

@@ -21,12 +21,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mutants=(
 "prefix-as-same|src/run_cpu.inc.c|s/\.prefix = cfg->align == FALCON_ALIGN_PREFIX,/.prefix = 0,/|decay::near_reset_then_slow"
 "decay-skipped-recurrent|kernels/framework/recurrent.inc.c|s/const REAL alpha = h->alpha ? h->alpha\[t \* h->lds\] : (REAL)1;/const REAL alpha = (h->alpha \&\& t != 3) ? h->alpha[t * h->lds] : (REAL)1;/|decay::near_reset_then_slow"
-"decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j != 3 ? /|decay::near_reset_then_slow"
+"decay-skipped-blocked|kernels/framework/block-phases.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j != 3 ? /|decay::near_reset_then_slow"
 "eta-without-eps|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ (xz_sum))/|decay::near_reset_then_slow"
 "eta-with-norm-not-square|kernels/common/falcon_math.h|s/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + (xz_sum)))/#define FALCON_ETA(beta, eps, xz_sum) ((beta) \/ ((eps) + sqrt(xz_sum)))/|decay::near_reset_then_slow"
 "window-one-short|kernels/common/falcon_math.h|s/int64_t f = e - ex->window + 1;/int64_t f = e - ex->window + 2;/|decay::near_reset_then_slow"
-"chunk-boundary-off-by-one|kernels/framework/blocked.inc.c|s/g_lo = falcon_window_first(\&srcp->ex, e_first);/g_lo = falcon_window_first(\&srcp->ex, e_first) + (c0 > 0);/|decay::near_reset_then_slow"
-"chunk-decay-boundary|kernels/framework/blocked.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0;/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0;/|decay::near_reset_then_slow"
+"chunk-boundary-off-by-one|kernels/framework/block-phases.inc.c|s/g_lo = falcon_window_first(\&srcp->ex, e_first);/g_lo = falcon_window_first(\&srcp->ex, e_first) + (c0 > 0);/|decay::near_reset_then_slow"
+"chunk-decay-boundary|kernels/framework/block-phases.inc.c|s/h->alpha\[(c0 + j) \* h->lds\] : 1.0;/h->alpha[(c0 + j - (c0 > 0 \&\& j == 0)) * h->lds] : 1.0;/|decay::near_reset_then_slow"
 # The chunk form computes [Kz; Qz] only up to the columns its system and
 # outputs read (kq_limits): one column short and they read what was not computed.
 "kq-limit-window-short|kernels/framework/blocked.inc.c|s/if (limK\[l\] < before) limK\[l\] = before;/if (limK[l] < before - 1) limK[l] = before - 1;/|gate::3_FP64"
@@ -50,11 +50,11 @@ mutants=(
 "residual-without-key-scale-recurrent|kernels/framework/recurrent.inc.c|s/s0 = xs\[0\];/s0 = 1;/|limits::gains_at_the_limits_fp32"
 "window-scale-ratio-ignored-recurrent|kernels/framework/recurrent.inc.c|s/ci = scaled ? eta \* (xs\[i\] \/ sigma) : eta;/ci = eta;/|limits::keys_at_the_limits_fp32"
 "residual-row-undecayed|kernels/framework/examples.inc.c|s/e\[r\] = c \* (y\[r\] - a \* p\[r\]);/e[r] = c * (y[r] - p[r]);/|decay::near_reset_then_slow"
-"residual-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/sl = w->xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
-"system-without-key-scale-blocked|kernels/framework/blocked.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/|limits::gains_at_the_limits_fp32"
+"residual-without-key-scale-blocked|kernels/framework/block-phases.inc.c|s/sl = w->xs\[l\];/sl = 1;/|limits::gains_at_the_limits_fp32"
+"system-without-key-scale-blocked|kernels/framework/block-phases.inc.c|s/ts\[p\] = eta\[j\] \* (rho \* xs\[term_l\[p\]\]);/ts[p] = eta[j] * rho;/|limits::gains_at_the_limits_fp32"
 "gains-not-scaled-before-the-product|kernels/common/falcon_math.h|s/const R tau = falcon_pow2_scale_##SFX(g, n);/const R tau = 1;/|limits::subnormal_gains_fp32"
 "rescaled-key-keeps-stale-xz-recurrent|kernels/framework/recurrent.inc.c|s/if ((xs\[k - 1\] = RS(falcon_key_scale)(xn, n)) == 1) break;/if ((xs[k - 1] = RS(falcon_key_scale)(xn, n)) > 0) break;/|limits::gains_at_the_limits_fp32"
-"rescaled-keys-keep-stale-products-blocked|kernels/framework/blocked.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g|limits::gains_at_the_limits_fp32"
+"rescaled-keys-keep-stale-products-blocked|kernels/framework/block-phases.inc.c|s/!= 1) rescaled = 1;/!= 1) rescaled = 0;/g|limits::gains_at_the_limits_fp32"
 # The feature maps' guards: l2norm's scaling by the largest magnitude, and 0 for 0.
 "l2norm-without-max-scaling|kernels/common/falcon_math.h|s/R s = in\[i\] \/ amax;/R s = in[i];/;s/R norm = amax \* SQRT(ss);/R norm = SQRT(ss);/|limits::keys_at_the_limits_fp32"
 "l2norm-zero-unguarded|kernels/common/falcon_math.h|s/if (amax == 0) {/if (0) {/|limits::keys_at_the_limits_fp32"
@@ -62,7 +62,7 @@ mutants=(
 # that is not zero must still decay it and read it.
 "empty-step-skips-decay-recurrent|kernels/framework/recurrent.inc.c|s/const REAL a = st.w, f = st.f;/const REAL a = st.k == 0 ? 1 : st.w, f = st.f;/|limits::step_without_example_on_a_set_memory"
 "empty-step-reads-undecayed-recurrent|kernels/framework/recurrent.inc.c|/if (k == 0) {/,/return;/s/RS(rec_read_start)(m, a, pq, o)/RS(rec_read_start)(m, 1, pq, o)/|limits::step_without_example_on_a_set_memory"
-"first-step-decay-skipped-blocked|kernels/framework/blocked.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
+"first-step-decay-skipped-blocked|kernels/framework/block-phases.inc.c|s/const double alpha = h->alpha ? /const double alpha = h->alpha \&\& c0 + j > 0 ? /|limits::near_resets_on_a_large_memory_fp32"
 # Head groups of the drivers: the cap, and a last group that is not full;
 # the fused write-and-read kernel's column tail.
 "recurrent-group-uncapped|src/run_cpu.inc.c|s/if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;//|limits::batches_beyond_the_head_group"
@@ -72,16 +72,16 @@ mutants=(
 # as they store it (run.c no longer scans a CPU backend's results).
 "output-rows-unchecked-recurrent|kernels/framework/recurrent.inc.c|s/            ck\[r\] += v - v;/            (void)ck;/|limits::large_values_fp32"
 "output-rows-unchecked-recurrent-window|kernels/framework/recurrent.inc.c|s/        RS(finite_add)(ck, o, m);/        (void)o;/|validation::an_output_overflow_alone_is_reported_in_a_window"
-"output-rows-unchecked-blocked|kernels/framework/blocked.inc.c|s/ck\[c\] += v - v;/ck[c] += 0;/|limits::large_values_fp32"
+"output-rows-unchecked-blocked|kernels/framework/block-phases.inc.c|s/ck\[c\] += v - v;/ck[c] += 0;/|limits::large_values_fp32"
 # Direct operands (blocked.inc.c): the products read the caller's key
 # and query rows; a key scaled for its normaliser packs them first, and a
 # prefix alignment's keys are the rows one step back. The end-of-block
 # write takes its coefficients from Zt, E [m][k] (rank-update.inc.c).
-"keys-direct-scaled-unpacked|kernels/framework/blocked.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, b->Xa + r \* b->ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
+"keys-direct-scaled-unpacked|kernels/framework/block-phases.inc.c|s/for (int64_t r = 0; r < G; r++) memcpy(Xg + r \* ldn, b->Xa + r \* b->ldx, sizeof(REAL) \* (size_t)n);/(void)0;/|limits::keys_at_the_limits_fp32"
 "keys-direct-prefix-ignored|kernels/framework/blocked.inc.c|s/row = h->prefix ? t - 1 : t;/row = t;/|gate::1_FP32"
 "rank-update-coefficients-transposed|kernels/simd/rank-update.inc.c|s/\.P = E, \.rs = lde, \.cs = 1,/.P = E, .rs = 1, .cs = lde,/|ukernels::rank_update"
 "transpose-avx-halves-swapped|kernels/framework/transpose.inc.c|s/_mm256_permute2f128_ps(r\[j\], r\[j + 4\], 0x20)/_mm256_permute2f128_ps(r[j], r[j + 4], 0x31)/|gate::1_FP32"
-"decay-row-fused-last-factor|kernels/framework/blocked.inc.c|s/        fq\[first\[i\] - 1\] = 1;/        fq[first[i] - 1] = 0;/|gate::1_FP32"
+"decay-row-fused-last-factor|kernels/framework/block-phases.inc.c|s/        fq\[first\[i\] - 1\] = 1;/        fq[first[i] - 1] = 0;/|gate::1_FP32"
 # (the call kept under if (0): it is the blocked unit's only use of check_memory,
 # whose removal would be an unused-function error, not a bug the gate must see)
 "memory-unchecked-at-store-blocked|kernels/framework/blocked.inc.c|s/        RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/        if (0) RS(check_memory)(c->ck, c->St, ldm, c->h->m, c->h->n);/|validation::a_memory_overflow_alone_is_reported"
@@ -93,8 +93,8 @@ mutants=(
 "work-memory-takes-any-larger|src/work-memory.c|s/slot\[i\].bytes \/ 2 <= bytes \&\&/1 \&\&/|work_memory::kept_blocks_are_reused"
 "work-memory-handed-twice|src/work-memory.c|s/            slot\[best\].p = NULL;/            (void)0;/|work_memory::kept_blocks_are_reused"
 "state-memory-not-zeroed|src/state.c|s/if (s->S \&\& zero_memory) memset/if (s->S \&\& zero_memory \&\& heads < 0) memset/|decay::near_reset_then_slow"
-"system-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
-"readout-upper-left-unset|kernels/framework/blocked.inc.c|s/for (int64_t p = first\[i\]; p < b->P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
+"system-upper-left-unset|kernels/framework/block-phases.inc.c|s/for (int64_t q = first\[j\]; q < p; q++) a\[q\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
+"readout-upper-left-unset|kernels/framework/block-phases.inc.c|s/for (int64_t p = first\[i\]; p < b->P; p++) w\[p\] = 0;/(void)0;/|work_memory::reused_blocks_give_the_same_bits_scalar"
 # The phase clock's median read as the slowest block's time.
 "phase-clock-median-is-max|kernels/framework/phase-clock.c|s/(seen += hist\[k\]) \* 2 >= n/(seen += hist[k]) >= n/|phase_clock::the_median_is_the_middle_block_not_the_mean"
 # A phase mark that does not move the last mark on: each phase counted from the block's start.
@@ -147,8 +147,8 @@ mutants=(
 # times its errors), no rounding at all (errors 2^-13 of tf32's unit), the
 # memory rounded in place instead of its copy, ties away from zero.
 "tf32-rounded-as-bf16|src/config.c|s/return p == FALCON_TF32 ? FALCON_TF32_DROP/return p == FALCON_TF32 ? FALCON_BF16_DROP/|gate::1_TF32"
-"operands-never-rounded|kernels/framework/blocked.inc.c|s/const int drop = h->operand_drop;/const int drop = 0;/|operands::bf16_rounding_happened"
-"memory-rounded-in-place|kernels/framework/blocked.inc.c|s/RS(round_operand)(w->Sr, n, m, ldm, drop);/RS(round_operand)(St, n, m, ldm, drop);/|operands::the_memory_keeps_fp32"
+"operands-never-rounded|kernels/framework/block-phases.inc.c|s/const int drop = h->operand_drop;/const int drop = 0;/|operands::bf16_rounding_happened"
+"memory-rounded-in-place|kernels/framework/block-phases.inc.c|s/RS(round_operand)(w->Sr, n, m, ldm, drop);/RS(round_operand)(St, n, m, ldm, drop);/|operands::the_memory_keeps_fp32"
 "state-range-unchecked|src/validate.c|s/    return falcon_state_check(st, cfg->precision);/    return FALCON_OK;/|validation::a_memory_an_fp64_run_left_is_checked"
 "state-range-tie-accepted|src/validate.c|s/limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0))/limit_above((double)FLT_MAX + 0x1p103)/|validation::a_memory_at_the_edge_of_float32"
 "fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/|validation::a_memory_an_fp64_run_left_is_checked"
@@ -158,13 +158,13 @@ mutants=(
 # threshold, since the gate's q, k and v are on the format's grid already
 # and one fp32 operand only lowers the error; operand_model compares the
 # block with a plain model of SPEC section 6 to a few fp32 units.
-"operands-R-unrounded-after-solve|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/|operand_model::tf32"
-"operands-read-matrix-unrounded|kernels/framework/blocked.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(R, P, m, ldm, drop);/|operand_model::tf32"
-"operands-end-state-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(R, P, m, ldm, drop);/        (void)0;/|operand_model::tf32"
-"operands-end-state-window-unrounded|kernels/framework/blocked.inc.c|s/        if (drop) RS(round_operand)(Rg, G, m, ldm, drop);/        (void)0;/|operand_model::tf32"
-"operands-memory-copy-unrounded|kernels/framework/blocked.inc.c|s/        RS(round_operand)(w->Sr, n, m, ldm, drop);/        (void)0;/|operand_model::tf32"
-"operands-directions-unrounded|kernels/framework/blocked.inc.c|s/            if (h->gain) RS(round_operand)(w->Zbuf, G, n, ldn, drop);/            (void)0;/|operand_model::tf32"
-"operands-keys-queries-unrounded|kernels/framework/blocked.inc.c|s/            RS(round_operand)(w->XQ, G + b->Lc, n, ldn, drop);/            (void)0;/|operand_model::tf32"
+"operands-R-unrounded-after-solve|kernels/framework/block-phases.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/|operand_model::tf32"
+"operands-read-matrix-unrounded|kernels/framework/block-phases.inc.c|s/    if (drop) RS(round_operand)(R, P, m, ldm, drop), RS(round_operand)(w->Wm, b->Lc, P, ldp, drop);/    if (drop) RS(round_operand)(R, P, m, ldm, drop);/|operand_model::tf32"
+"operands-end-state-unrounded|kernels/framework/block-phases.inc.c|s/        if (drop) RS(round_operand)(R, P, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-end-state-window-unrounded|kernels/framework/block-phases.inc.c|s/        if (drop) RS(round_operand)(Rg, G, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-memory-copy-unrounded|kernels/framework/block-phases.inc.c|s/        RS(round_operand)(w->Sr, n, m, ldm, drop);/        (void)0;/|operand_model::tf32"
+"operands-directions-unrounded|kernels/framework/block-phases.inc.c|s/            if (h->gain) RS(round_operand)(w->Zbuf, G, n, ldn, drop);/            (void)0;/|operand_model::tf32"
+"operands-keys-queries-unrounded|kernels/framework/block-phases.inc.c|s/            RS(round_operand)(w->XQ, G + b->Lc, n, ldn, drop);/            (void)0;/|operand_model::tf32"
 # The rule that keeps the fp32 recurrent form's decay direct (Zen 5's
 # full-width AVX-512, src/backends.c) ignored, or not handed to the heads.
 "direct-decay-ignored|kernels/framework/recurrent.inc.c|s/ \&\& !h->direct_decay;/;/|lazy_decay::a_backend_that_decays_directly_keeps_no_factor"

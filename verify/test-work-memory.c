@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gate.h"
+#include "../src/internal.h"
 #include "../kernels/framework/head.h"
 #include "falcon_advanced.h"
 

@@ -25,7 +25,7 @@ cd "$ROOT"
 long=$(git ls-files '*.c' '*.h' '*.cc' '*.cu' '*.sh' '*.py' '*.mk' Makefile | grep -v '^verify/golden-data\.c$' |
        while read -r f; do n=$(wc -l < "$f"); [ "$n" -le 800 ] || echo "$f:$n"; done)
 [ -z "$long" ] && ok "no source file over 800 lines" || bad files "over 800 lines: $(echo $long)"
-if out=$(python3 verify/tools/function_lengths.py 120 2>&1); then
+if out=$(python3 verify/tools/function_lengths.py -n 120 2>&1); then
     ok "no function over 120 lines"
 else
     bad functions "$(echo "$out" | head -5 | tr '\n' ';')"

@@ -36,10 +36,10 @@ static inline void *RS(carve)(carver *c, size_t bytes)
     return p;
 }
 
-/* Work memory comes from falcon_work_get (head.h: line-aligned, large
- * blocks kept between calls) and goes back through falcon_work_put with
+/* Work memory comes from the head's work->get (head.h: line-aligned; the
+ * library keeps large blocks between calls) and goes back through work->put with
  * the size it reported. */
-_Static_assert(FW_LINE <= 64, "falcon_work_get aligns to 64 bytes");
+_Static_assert(FW_LINE <= 64, "the work memory aligns to 64 bytes");
 
 /* Software prefetch of a row of the caller's [B][T][H][D] tensors: the rows
  * of one head are H*D apart, a stride the hardware prefetchers do not

@@ -42,6 +42,7 @@
                             /* of the memory (falcon_tile_bytes)            */       \
         int direct_decay;   /* recurrent form: decay S directly, never lazily */      \
                             /* (src/backends.c says where)                  */       \
+        const falcon_work_memory *work; /* the drivers' work memory */                \
     } falcon_head_##SFX;                                                               \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
@@ -60,16 +61,14 @@
     } falcon_drivers_##SFX;                                                            \
     extern const falcon_drivers_##SFX falcon_fw_##SFX;
 
-/* The library's work memory (src/work-memory.c): falcon_work_get returns
- * at least `bytes` (64-byte aligned, contents unspecified) and sets *have to
- * the block's size, which falcon_work_put takes back. Blocks of
- * falcon_work_keep_min bytes or more are kept between calls (their pages
- * stay mapped), in up to FALCON_WORK_SLOTS slots and falcon_work_keep_max
- * bytes in all; smaller ones are malloc's. */
-#define FALCON_WORK_SLOTS 32
-void *falcon_work_get(size_t bytes, size_t *have);
-void falcon_work_put(void *p, size_t have);
-extern size_t falcon_work_keep_min, falcon_work_keep_max;
+/* Where a driver's work memory comes from, handed in with each head (the
+ * library passes its own, src/work-memory.c): get returns at least `bytes`
+ * (64-byte aligned, contents unspecified) and sets *have to the block's
+ * size, which put takes back; NULL when memory is short. */
+typedef struct falcon_work_memory {
+    void *(*get)(size_t bytes, size_t *have);
+    void (*put)(void *p, size_t have);
+} falcon_work_memory;
 
 /* The recurrent form's lazy decay factor (recurrent.inc.c) stays in
  * [FALCON_LAZY_SCALE_MIN, 1]; a checkpoint's scale.npy is checked against

@@ -57,7 +57,7 @@ typedef struct rec_head {
     const RS(falcon_head) *h;
     example_src src;
     void *mem;
-    size_t mem_bytes; /* falcon_work_get's size of mem */
+    size_t mem_bytes; /* the work memory's size of mem */
     size_t mem_used;  /* the part carved (rec_checked copies it) */
     int64_t ldn, ldm;
     REAL *St, *X, *Zg, *P, *E, *xz, *zq; /* St: S^T; X: the window's keys oldest first, then phi(q) */
@@ -168,7 +168,7 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
         c->xs0 = RS(carve)(&cv, tiled ? sizeof(REAL) * (size_t)W : 0);
         c->yrow0 = RS(carve)(&cv, tiled ? sizeof(const REAL *) * (size_t)W : 0);
         if (pass == 0) {
-            cv.base = falcon_work_get(cv.used, &c->mem_bytes);
+            cv.base = h->work->get(cv.used, &c->mem_bytes);
             cv.used = 0;
             if (!cv.base) {
                 RS(examples_close)(&c->src);
@@ -219,7 +219,7 @@ static int RS(rec_close)(rec_head *c, int store)
     for (int64_t r0 = 0; store && r0 < m; r0 += c->mt)
         RS(store_memory)(c->h->S + r0 * n, c->St + r0 * n, c->ldt, RS(rec_tile_width)(c, r0), n, (double)(REAL)c->C);
     if (store) *c->h->scale = c->C;
-    falcon_work_put(c->mem, c->mem_bytes);
+    c->h->work->put(c->mem, c->mem_bytes);
     c->mem = NULL;
     RS(examples_close)(&c->src);
     return finite;
@@ -594,7 +594,7 @@ static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
     const falcon_status s = RS(rec_open)(&c, h);
     if (s) return s;
     size_t kept_bytes;
-    void *kept = falcon_work_get(c.mem_used, &kept_bytes);
+    void *kept = h->work->get(c.mem_used, &kept_bytes);
     if (!kept) {
         RS(rec_close)(&c, 0);
         return FALCON_E_NOMEM;
@@ -617,7 +617,7 @@ static falcon_status RS(rec_checked)(const RS(falcon_head) *h)
         RS(rec_steps)(&c, t, t + 1);
         c.lazy = RS(rec_finite)(&c);
     }
-    falcon_work_put(kept, kept_bytes);
+    h->work->put(kept, kept_bytes);
     return RS(rec_close)(&c, 1) ? FALCON_OK : FALCON_E_OVERFLOW;
 }
 
