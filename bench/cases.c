@@ -48,7 +48,7 @@
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
  * regime of the stability study (none, mild, strong, extreme, mix;
- * verify/gate.c), everything else equal (see add_regimes).
+ * gate/gate.c), everything else equal (see add_regimes).
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
@@ -84,7 +84,7 @@
 #include "median.h"
 #include "probe.h"
 #include "clock.h"
-#include "../verify/gate.h" /* the decay regimes (gate_decay_alpha) */
+#include "../gate/gate.h" /* the decay regimes (gate_decay_alpha) */
 #include "../kernels/framework/phase-clock.h"
 
 /* The base point every one-axis sweep varies around. */
@@ -118,7 +118,7 @@ static int cur_decay = -1; /* the regime cur.alpha holds (-1: as fb_inputs_make 
 
 static void inputs_free(void) { fb_inputs_free(&cur); }
 
-/* alpha of a decay entry: the gate's regime (verify/gate.c), the same values
+/* alpha of a decay entry: the gate's regime (gate/gate.c), the same values
  * for every backend and machine (one stream per head, seeded by the head);
  * the regime's own pattern in t (extreme: every 5th step) in every head. */
 static void alpha_set_decay(void *alpha, int64_t T, int64_t H, falcon_precision prec, gate_decay d)

@@ -29,8 +29,10 @@ STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # The build facts (mk/bench.mk): each stream result names the build that
 # wrote it, and --resume and merge take no result of another build.
 STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
+# The stability study runs the gate's cases and thresholds (gate/).
+$(STUDY_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
+STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(BUILD)/libfalcon.a
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -812,7 +812,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
                "  \"decays\": {\"none\": \"alpha = 1\", \"mild\": \"alpha uniform in [0.98, 1]\", \"strong\": "
                "\"alpha = 0.5\", \"extreme\": \"the smallest normal number of the precision every 5th step, 0.9 "
                "otherwise\", \"mix\": \"5%% smallest normal, 25%% 1, 20%% 0.5, else uniform in [0.9, 1]\"},\n"
-               "  \"inputs\": \"verify/gate.c generator per segment (q, k, v uniform in [-1, 1], beta in [0.1, 1.9] "
+               "  \"inputs\": \"gate/gate.c generator per segment (q, k, v uniform in [-1, 1], beta in [0.1, 1.9] "
                "(regression) or [0, 1])\",\n"
                "  \"notes\": \"" PARALLEL_NOTE "\",\n  \"skipped\": [",
             P->profile, (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C, EPS,
@@ -874,7 +874,7 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     return study_close(f);
 }
 
-/* thresholds.dat: the gate's thresholds (verify/gate-thresholds.c) for the
+/* thresholds.dat: the gate's thresholds (gate/gate-thresholds.c) for the
  * study's sizes, per variant and form, for the plots: the memory's, and the
  * outputs' at a read condition number of 1 (the gate multiplies it by the
  * case's condition number, >= 1). The parallel form's depth grows with the
