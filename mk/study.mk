@@ -24,7 +24,7 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
-STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
+STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # The build facts (mk/bench.mk): each stream result names the build that
 # wrote it, and --resume and merge take no result of another build.
