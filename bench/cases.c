@@ -84,6 +84,7 @@
 #include "median.h"
 #include "probe.h"
 #include "clock.h"
+#include "context.h"
 #include "../gate/gate.h" /* the decay regimes (gate_decay_alpha) */
 #include "../kernels/framework/phase-clock.h"
 
@@ -710,116 +711,6 @@ static void blas_context(void)
                                        "by the wall clock");
 }
 
-/* ---- context: what a reader of the JSON needs to interpret the figures ---- */
-
-static void ctx(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ctx(const char *key, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fb_add_context(key, buf);
-}
-
-/* The first value of /proc/cpuinfo's field `key` (up to its colon), or
- * "" when absent. */
-static void cpuinfo_field(const char *key, char *out, size_t len)
-{
-    out[0] = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    const size_t n = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && !strncmp(line, key, n) && strspn(line + n, " \t") == (size_t)(colon - line - n)) {
-            snprintf(out, len, "%s", colon[1] == ' ' ? colon + 2 : colon + 1);
-            out[strcspn(out, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static void cpu_model(char *out, size_t len)
-{
-    cpuinfo_field("model name", out, len);
-    if (!out[0]) snprintf(out, len, "unknown");
-}
-
-/* What identifies the CPU where its name does not: a virtual machine often
- * shows a generic "Intel(R) Xeon(R) Processor" for several generations, which
- * family and model tell apart (6/143 Sapphire Rapids, 6/207 Emerald Rapids,
- * 25/17 Zen 4), and the caches the tile and chunk choices depend on. */
-static void cpu_id(char *out, size_t len)
-{
-    char vendor[64], family[16], model[16], stepping[16];
-    cpuinfo_field("vendor_id", vendor, sizeof vendor);
-    cpuinfo_field("cpu family", family, sizeof family);
-    cpuinfo_field("model", model, sizeof model);
-    cpuinfo_field("stepping", stepping, sizeof stepping);
-    snprintf(out, len, "%s family %s model %s stepping %s; L1d %ld KiB, L2 %ld KiB, L3 %ld KiB (per core/instance)",
-             vendor[0] ? vendor : "?", family[0] ? family : "?", model[0] ? model : "?",
-             stepping[0] ? stepping : "?", (long)(fb_cache_bytes(1) / 1024), (long)(fb_cache_bytes(2) / 1024),
-             (long)(fb_cache_bytes(3) / 1024));
-}
-
-static void add_context(const char *sweep, int simde)
-{
-    char buf[512];
-    cpu_model(buf, sizeof buf);
-    ctx("falcon_cpu_model", "%s", buf);
-    cpu_id(buf, sizeof buf);
-    ctx("falcon_cpu_id", "%s", buf);
-    buf[0] = 0;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    static const char *const isa[] = {"avx2", "fma", "avx512f"};
-    int have[3] = {__builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("avx512f")};
-    for (int i = 0; i < 3; i++)
-        if (have[i]) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? " " : "", isa[i]);
-#endif
-    ctx("falcon_isa", "%s", buf[0] ? buf : "none of avx2 fma avx512f");
-    ctx("falcon_compiler", "%s", fb_build_cc);
-    ctx("falcon_cflags", "%s", fb_build_cflags);
-    ctx("falcon_shim_cxxflags", "%s", fb_build_cxxflags);
-    ctx("falcon_git_revision", "%s", fb_build_git_revision);
-    ctx("falcon_version", "%s", FALCON_VERSION);
-    ctx("falcon_threads", "%d (OpenMP max threads; %d CPUs online)", omp_get_max_threads(), g.ncpu);
-    ctx("falcon_sweep", "%s%s", sweep, simde ? " +avx512-simde" : "");
-    buf[0] = 0;
-    for (int b = 0; b < ncpu_backends; b++)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s=%s", b ? "; " : "",
-                 falcon_backend_name(cpu_backends[b]), falcon_backend_describe(cpu_backends[b]));
-    ctx("falcon_backends", "%s; cuda=%s", buf, falcon_backend_describe(FALCON_BACKEND_CUDA));
-    ctx("falcon_flop_model", "%s: dense products as the kernels run them, FMA = 2 flops, triangular "
-        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)",
-        "kernels/framework/flops.h");
-    if (!g.probe_ok) {
-        ctx("falcon_probe", "%s: no peak or roofline counters",
-            g.probe_asked ? "failed (no memory for its buffers, or a zero measurement)" : "skipped (--no-probe)");
-        return;
-    }
-    const fb_probe *p = &g.probe;
-    ctx("falcon_peak_isa", "%s", p->best_isa);
-    ctx("falcon_peak_fp32_gflops_per_core", "%.4g", p->f32_best);
-    ctx("falcon_peak_fp64_gflops_per_core", "%.4g", p->f64_best);
-    ctx("falcon_peak_fp32_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
-        p->f32_scalar, p->f32_avx2, p->f32_avx512);
-    ctx("falcon_peak_fp64_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
-        p->f64_scalar, p->f64_avx2, p->f64_avx512);
-    ctx("falcon_peak_gflops_all_threads", "fp32 %.4g, fp64 %.4g on %d threads (measured; peak_fraction "
-        "uses per-core x threads)", p->f32_all, p->f64_all, p->threads);
-    ctx("falcon_triad_gbs_1_thread", "%.4g", p->bw_1);
-    ctx("falcon_triad_gbs_all_threads", "%.4g (%d threads; 3 arrays of %.0f MiB)", p->bw_all, p->threads,
-        p->buffer_mib);
-    ctx("falcon_read_gbs_1_thread", "%.4g", p->read_1);
-    ctx("falcon_read_gbs_all_threads", "%.4g (%d threads; a streaming read of the same arrays)", p->read_all,
-        p->threads);
-}
-
 /* ---- flags ---- */
 
 void fb_usage(void)
@@ -895,7 +786,9 @@ int fb_setup(int *argc, char **argv)
             fprintf(stderr, "falcon-bench: warning: the probe failed (no memory for its buffers, or a zero "
                             "measurement): no peak or roofline counters in this run\n");
     }
-    add_context(sweep, simde);
+    const fb_run_facts facts = {sweep, simde, g.ncpu, g.probe_asked, g.probe_ok ? &g.probe : NULL, cpu_backends,
+                                 ncpu_backends};
+    fb_add_run_context(&facts);
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
     g.phase_shares = goals;
     if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
