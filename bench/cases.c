@@ -669,46 +669,14 @@ static int register_blas(void)
     return rc;
 }
 
-/* The same figures at startup, by the thread's CPU clock (as the probe),
- * into the context: medians of 5 timings of at least 20 ms each. */
-static void blas_context(void)
+/* The yardstick's figures at startup into the context (fb_add_blas_context). */
+static void blas_context(const fb_run_facts *facts)
 {
-    fb_add_context("falcon_blas", fb_blas_describe());
-    if (!fb_blas_available()) {
-        fb_add_context("falcon_blas_achievable", "unavailable (built without OpenBLAS)");
-        return;
-    }
-    if (!g.probe_ok) {
-        fb_add_context("falcon_blas_achievable", g.probe_asked ? "not measured (the probe failed: no peak to divide by)"
-                                                               : "not measured (--no-probe: no peak to divide by)");
-        return;
-    }
-    char chunk[4096] = "", square[512] = "";
-    for (size_t k = 0; k < gb.count; k++) {
-        const blas_case *b = &gb.cases[k];
-        fb_blas_work *w = fb_blas_new(b->fp64, b->n, b->m, b->C);
-        if (!w) continue;
-        const double gf = fb_blas_measure(w, 5, 0.02);
-        fb_blas_free(w);
-        const double frac = gf / (b->fp64 ? g.probe.f64_best : g.probe.f32_best);
-        const char *prec = b->fp64 ? "fp64" : "fp32";
-        char *buf = b->C ? chunk : square;
-        const size_t len = b->C ? sizeof chunk : sizeof square, at = strlen(buf);
-        if (b->C)
-            snprintf(buf + at, len - at, "%s%s n=%lld m=%lld C=%lld: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
-                     (long long)b->n, (long long)b->m, (long long)b->C, frac, gf);
-        else
-            snprintf(buf + at, len - at, "%s%s %lld^3: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
-                     (long long)b->n, frac, gf);
-        fprintf(stderr, "blas: %s\n", buf + at + (at ? 2 : 0));
-    }
-    fb_add_context("falcon_blas_achievable", chunk[0] ? chunk : "no chunk cases registered");
-    if (square[0]) fb_add_context("falcon_blas_square", square);
-    fb_add_context("falcon_blas_note", "fraction of the probed per-core peak that OpenBLAS reaches on 1 thread "
-                                       "on the GEMMs of one chunk block (gemm [X;Q]Z^T, gemm [X;Q]S^T, trsm, "
-                                       "gemm W R, gemm S += R^T Z), counted as the chunk flop model counts them; "
-                                       "medians of 5 CPU-clock timings at startup; the blas/ entries time the same "
-                                       "by the wall clock");
+    fb_blas_shape *shapes = calloc(gb.count + 1, sizeof *shapes);
+    for (size_t k = 0; shapes && k < gb.count; k++)
+        shapes[k] = (fb_blas_shape){gb.cases[k].fp64, gb.cases[k].n, gb.cases[k].m, gb.cases[k].C};
+    fb_add_blas_context(facts, shapes, shapes ? gb.count : 0);
+    free(shapes);
 }
 
 /* ---- flags ---- */
@@ -797,7 +765,7 @@ int fb_setup(int *argc, char **argv)
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
         return 2;
     }
-    blas_context();
+    blas_context(&facts);
     return -1;
 }
 
