@@ -5,7 +5,7 @@
 #     takes most of the time under ASan and adds no code path the 3000-step
 #     decay tests do not take;
 #   verify/test_cli.sh, verify/test_rules.sh, verify/test_stream.sh,
-#     verify/test_outputs.sh and verify/test_check.sh on the sanitized CLI (the stream and output tests
+#     verify/test_outputs.sh and verify/test_check*.sh on the sanitized CLI (the stream and output tests
 #     without their address-space limits, which ASan's shadow memory cannot
 #     live under);
 #   the fuzzing corpora and regressions replayed through the sanitized harnesses;

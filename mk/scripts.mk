@@ -19,11 +19,16 @@ SCRIPT_JOBS ?= 3
 TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
-FALCON_SCRIPT_TESTS := cli usage rules stream outputs check python twins
+FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins
 
-.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-plots test-bench test-study test-scaling
+.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
 	bash verify/test_$*.sh $(BUILD)/falcon
+# The grading tests: three scripts, each on a set of its own, every one run
+# even after a failure.
+CHECK_SCRIPTS := verify/test_check.sh verify/test_check_results.sh verify/test_check_verdicts.sh
+test-check:
+	@rc=0; for t in $(CHECK_SCRIPTS); do echo "== $$t"; bash $$t $(BUILD)/falcon || rc=1; done; exit $$rc
 test-plots:
 	bash verify/test_plots.sh
 test-bench:
