@@ -15,11 +15,10 @@ CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Irefe
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 # Executables built with the sanitizers are linked without PIE: their
-# instrumentation's static data (every checked site's location) took some
-# 600k relative relocations, applied at every start, so that each run of the
-# sanitized CLI faulted in 9,000 pages (0.12-0.13 s, against 5,000 and
-# 0.07 s without PIE; Zen 5): `make sanitize` starts it over a thousand
-# times. Not for shared libraries (-no-pie makes an executable of them).
+# instrumentation's static data takes hundreds of thousands of relative
+# relocations, applied at every start, and `make sanitize` starts the CLI
+# over a thousand times (the cost: docs/performance.md, "Measurements behind
+# the tools"). Not for shared libraries (-no-pie makes an executable of them).
 EXE_LDFLAGS ?= $(if $(SANITIZE),-no-pie)
 
 LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \

@@ -228,16 +228,16 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
 
 /* ---- a near-reset regime's cost, paired with mild ----
  * The decay goal compares two cases' rates, and a shared host's slow
- * spells last seconds: on Zen 5 they took the scalar recurrent Falcon-1
- * call from 13 to 21 ms (AVX2 from 2.2 to 2.9 ms) for runs of a dozen
- * calls, so two regimes timed apart, even interleaved by repetition, could
- * differ by 1.5 with the same work. Here an extreme or mix entry times its
- * calls against the same case under mild in alternation, after the timed
- * loop (untimed by the benchmark): rounds of one call each, the order
- * swapped every round, for a quarter of a second (at least 3 rounds, at
- * most 15); paired_over_mild is the median of the rounds' time ratios
- * (this regime's over mild's: mild's rate over this one's, as the decay
- * table's columns). A spell then falls on both calls of a round. */
+ * spells last seconds, so two regimes timed apart, even interleaved by
+ * repetition, can differ by 1.5 with the same work (the figures:
+ * docs/performance.md, "The benchmark's timings on a shared host"). Here
+ * an extreme or mix entry times its calls against the same case under
+ * mild in alternation, after the timed loop (untimed by the benchmark):
+ * rounds of one call each, the order swapped every round, for a quarter of
+ * a second (at least 3 rounds, at most 15); paired_over_mild is the median
+ * of the rounds' time ratios (this regime's over mild's: mild's rate over
+ * this one's, as the decay table's columns). A spell then falls on both
+ * calls of a round. */
 static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out)
 {
     if (c->decay != GATE_DECAY_EXTREME && c->decay != GATE_DECAY_MIX) return;
@@ -301,17 +301,13 @@ static void body(fb_state *st, void *user)
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
-    /* The median of three checks: a single one is at the mercy of the host
-     * (Zen 5, recurrent n = m = 64, T = 4096: 10.9-11.5% in three runs of
-     * one check, 7.7-8.4% as the median of three). Each check right after
-     * a call, where a call's own check runs: the first after the timed
-     * loop's last call, the others after an untimed one. Back to back,
-     * the checks found the inputs as the previous check left them and not
-     * the call's dirty outputs and work memory, and read 0.7 of what the
-     * check costs inside a call (Zen 5, fp32 chunk, n = m = 128, 8 heads,
-     * T = 4096: 1.25 ms against 1.7-1.96 ms, and the call without its
-     * check 1.8 ms shorter). Calls over a quarter of a second take one
-     * check only, so that this costs at most about two calls. */
+    /* The median of three checks: a single one is at the mercy of the host.
+     * Each check right after a call, where a call's own check runs (the
+     * first after the timed loop's last call, the others after an untimed
+     * one): back to back, the checks find the caches as the previous check
+     * left them and read low. Calls over a quarter of a second take one
+     * check only, so that this costs at most about two calls. The figures:
+     * docs/performance.md, "The benchmark's timings on a shared host". */
     double v[3];
     int ok = 1, nv = 0;
     const double per_call = elapsed / (double)iters;

@@ -12,7 +12,7 @@
 #   study/test_study.sh on the sanitized falcon-study (shards and merge, kill
 #   and resume; not the MPI launcher), T = 5000.
 #
-#   make sanitize                         8-9 min on 2 cores (Zen 5), 3 of them the build
+#   make sanitize                         the build, then the tests (times: docs/performance.md)
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #

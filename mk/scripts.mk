@@ -5,9 +5,8 @@
 # only reads the build, so they do not meet; -k runs every one even after a
 # failure, and --output-sync prints each one's lines together when it ends.
 # Three at once on two cores: the signal tests spend seconds waiting on the
-# runs they hold. Measured on 2 cores (Zen 5): `make check`'s gate and
-# scripts took 212 s one after another and about 130 s side by side; under
-# the sanitizers 403 s and about 350 s (there they keep both cores busy).
+# runs they hold (the times: docs/performance.md, "Measurements behind the
+# tools").
 #
 # test-bench runs alone (make check): it compares the timings of one call.
 # The targets build nothing: the callers build first (a build in the same

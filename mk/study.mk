@@ -5,10 +5,9 @@
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
-#                                   `make report` runs (quick: about 10 minutes on 2
-#                                   quiet vCPUs, 8.5 of them the stability study;
-#                                   full: T to 1e7, about an hour; its stability
-#                                   study alone took 45 min on 2 cores)
+#                                   `make report` runs (full: T to 1e7; how long
+#                                   each takes: docs/performance.md, "Measurements
+#                                   behind the tools")
 # COMPARE: a bench.json from another machine, drawn against this run's; by
 # default the reference machine's result committed in bench/baselines/
 # (COMPARE= leaves the comparison out). Several files (COMPARE="a.json

@@ -79,18 +79,10 @@ static void profile_set(params *P, int which)
 /*
  * The huge profile's cost, for --help: per stream, the CPU seconds one core
  * takes per 10^6 tokens past the MPFR range, with every CPU backend of the
- * default run (scalar, avx2, avx512; recurrent and chunk forms) and the
- * long-double reference. Measured as the difference of each stream's CPU
- * time (the "cpu" of the progress lines: CLOCK_THREAD_CPUTIME_ID) between
- * two quick-profile runs on one thread, --tmax 1e5 and --tmax 2e4 (both
- * --tmpfr 300 --tmax-parallel 300), divided by the 0.08e6 tokens between
- * them (the profile huge itself, run that way); on an Intel Xeon (AVX-512,
- * Sapphire Rapids class) with 2 vCPUs and nothing else running: an
- * estimate, not a promise. Index: [precision][falcon1, falcon1a,
- * falcon3][none, mild, strong, extreme, mix]. Since the decay regimes that
- * reach the smallest normal numbers no longer take subnormal paths
- * (docs/math.md section 8), they cost what the others do; Falcon-3's window
- * of 4 costs about three times Falcon-1.
+ * default run and the long-double reference: an estimate, not a promise.
+ * Index: [precision][falcon1, falcon1a, falcon3][none, mild, strong,
+ * extreme, mix]. How and where they were measured: docs/performance.md,
+ * "The stability study's cost per stream".
  */
 static const double seconds_per_mtok[2][3][5] = {
     {{12.6, 13.1, 16.9, 10.9, 8.2}, {11.4, 13.0, 13.0, 10.2, 12.0}, {41.2, 31.5, 39.4, 15.9, 32.9}},
