@@ -11,15 +11,14 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
 WARN    := -Wall -Wextra -Werror
 # -fPIC everywhere: the library's objects go into libfalcon.so as well as
 # libfalcon.a (one set of objects for both).
-CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Ireference -Iverify $(SANITIZE)
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Ireference $(SANITIZE)
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 # Executables built with the sanitizers are linked without PIE: their
-# instrumentation's static data (every checked site's location) took some
-# 600k relative relocations, applied at every start, so that each run of the
-# sanitized CLI faulted in 9,000 pages (0.12-0.13 s, against 5,000 and
-# 0.07 s without PIE; Zen 5): `make sanitize` starts it over a thousand
-# times. Not for shared libraries (-no-pie makes an executable of them).
+# instrumentation's static data takes hundreds of thousands of relative
+# relocations, applied at every start, and `make sanitize` starts the CLI
+# over a thousand times (the cost: docs/performance.md, "Measurements behind
+# the tools"). Not for shared libraries (-no-pie makes an executable of them).
 EXE_LDFLAGS ?= $(if $(SANITIZE),-no-pie)
 
 LIB_SRC := $(filter-out %.inc.c,$(wildcard src/*.c)) \
@@ -82,10 +81,14 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EXTRA_LIB_OBJ)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
-# The gate's engine (case table, reference runs, thresholds) is shared by the
-# Criterion tests and `falcon verify`; the tests are verify/test-*.c.
-GATE_SRC := verify/gate.c verify/gate-cases.c verify/gate-thresholds.c verify/gate-main.c
+# The gate's engine (case table, reference runs, thresholds; gate/) is shared
+# by the Criterion tests and `falcon verify`; the tests are verify/test-*.c.
+GATE_SRC := gate/gate.c gate/gate-cases.c gate/gate-thresholds.c gate/gate-main.c
 GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
+# gate/ is on the include path of what runs the gate only (the engine, the
+# grading layer, the CLI, the tests; mk/study.mk and mk/cuda.mk add their
+# own): the library's objects cannot reach it.
+GATE_INC := -Igate
 # The grading layer (`falcon cases export`, `falcon check`): above the gate's
 # engine, beside the CLI.
 GRADE_SRC := $(wildcard grade/*.c)
@@ -94,6 +97,7 @@ GRADE_SHLIB := $(BUILD)/libfalcon-grade.so
 TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 # bench/flops.c: the benchmark's count of a call, tested beside the kernels.
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
+$(GATE_OBJ) $(GRADE_OBJ) $(CLI_OBJ) $(TEST_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
 
 .PHONY: all lib cli test check report mutants clean deps install uninstall help golden golden-check
 all: $(LIB) $(BUILD)/libfalcon.so $(REF_LIB) $(REF_SHLIB) $(BUILD)/falcon $(GRADE_SHLIB)

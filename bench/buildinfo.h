@@ -1,6 +1,6 @@
 /* buildinfo.h: how falcon-bench was built (bench/buildinfo.c, rebuilt by
  * mk/bench.mk whenever the revision, the compiler or the flags change); the
- * study's stream results name their build with it too (study/stability.c). */
+ * study's stream results name their build with it too (study/stab-resume.c). */
 #ifndef FALCON_BENCH_BUILDINFO_H
 #define FALCON_BENCH_BUILDINFO_H
 

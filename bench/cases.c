@@ -48,7 +48,7 @@
  * entries named ukernel/<kernel>/<backend>/<precision>/<shape>. The decay
  * entries, decay/<regime>/<a case's name>, run a case under each decay
  * regime of the stability study (none, mild, strong, extreme, mix;
- * verify/gate.c), everything else equal (see add_regimes).
+ * gate/gate.c), everything else equal (see add_regimes).
  * The peaks come from bench/probe.c, run at startup in the same process. The
  * cuda backend gets only the first two (a CPU peak says nothing about it).
  *
@@ -84,7 +84,8 @@
 #include "median.h"
 #include "probe.h"
 #include "clock.h"
-#include "../verify/gate.h" /* the decay regimes (gate_decay_alpha) */
+#include "context.h"
+#include "../gate/gate.h" /* the decay regimes (gate_decay_alpha) */
 #include "../kernels/framework/phase-clock.h"
 
 /* The base point every one-axis sweep varies around. */
@@ -118,7 +119,7 @@ static int cur_decay = -1; /* the regime cur.alpha holds (-1: as fb_inputs_make 
 
 static void inputs_free(void) { fb_inputs_free(&cur); }
 
-/* alpha of a decay entry: the gate's regime (verify/gate.c), the same values
+/* alpha of a decay entry: the gate's regime (gate/gate.c), the same values
  * for every backend and machine (one stream per head, seeded by the head);
  * the regime's own pattern in t (extreme: every 5th step) in every head. */
 static void alpha_set_decay(void *alpha, int64_t T, int64_t H, falcon_precision prec, gate_decay d)
@@ -227,16 +228,16 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
 
 /* ---- a near-reset regime's cost, paired with mild ----
  * The decay goal compares two cases' rates, and a shared host's slow
- * spells last seconds: on Zen 5 they took the scalar recurrent Falcon-1
- * call from 13 to 21 ms (AVX2 from 2.2 to 2.9 ms) for runs of a dozen
- * calls, so two regimes timed apart, even interleaved by repetition, could
- * differ by 1.5 with the same work. Here an extreme or mix entry times its
- * calls against the same case under mild in alternation, after the timed
- * loop (untimed by the benchmark): rounds of one call each, the order
- * swapped every round, for a quarter of a second (at least 3 rounds, at
- * most 15); paired_over_mild is the median of the rounds' time ratios
- * (this regime's over mild's: mild's rate over this one's, as the decay
- * table's columns). A spell then falls on both calls of a round. */
+ * spells last seconds, so two regimes timed apart, even interleaved by
+ * repetition, can differ by 1.5 with the same work (the figures:
+ * docs/performance.md, "The benchmark's timings on a shared host"). Here
+ * an extreme or mix entry times its calls against the same case under
+ * mild in alternation, after the timed loop (untimed by the benchmark):
+ * rounds of one call each, the order swapped every round, for a quarter of
+ * a second (at least 3 rounds, at most 15); paired_over_mild is the median
+ * of the rounds' time ratios (this regime's over mild's: mild's rate over
+ * this one's, as the decay table's columns). A spell then falls on both
+ * calls of a round. */
 static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out)
 {
     if (c->decay != GATE_DECAY_EXTREME && c->decay != GATE_DECAY_MIX) return;
@@ -300,17 +301,13 @@ static void body(fb_state *st, void *user)
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
-    /* The median of three checks: a single one is at the mercy of the host
-     * (Zen 5, recurrent n = m = 64, T = 4096: 10.9-11.5% in three runs of
-     * one check, 7.7-8.4% as the median of three). Each check right after
-     * a call, where a call's own check runs: the first after the timed
-     * loop's last call, the others after an untimed one. Back to back,
-     * the checks found the inputs as the previous check left them and not
-     * the call's dirty outputs and work memory, and read 0.7 of what the
-     * check costs inside a call (Zen 5, fp32 chunk, n = m = 128, 8 heads,
-     * T = 4096: 1.25 ms against 1.7-1.96 ms, and the call without its
-     * check 1.8 ms shorter). Calls over a quarter of a second take one
-     * check only, so that this costs at most about two calls. */
+    /* The median of three checks: a single one is at the mercy of the host.
+     * Each check right after a call, where a call's own check runs (the
+     * first after the timed loop's last call, the others after an untimed
+     * one): back to back, the checks find the caches as the previous check
+     * left them and read low. Calls over a quarter of a second take one
+     * check only, so that this costs at most about two calls. The figures:
+     * docs/performance.md, "The benchmark's timings on a shared host". */
     double v[3];
     int ok = 1, nv = 0;
     const double per_call = elapsed / (double)iters;
@@ -668,156 +665,14 @@ static int register_blas(void)
     return rc;
 }
 
-/* The same figures at startup, by the thread's CPU clock (as the probe),
- * into the context: medians of 5 timings of at least 20 ms each. */
-static void blas_context(void)
+/* The yardstick's figures at startup into the context (fb_add_blas_context). */
+static void blas_context(const fb_run_facts *facts)
 {
-    fb_add_context("falcon_blas", fb_blas_describe());
-    if (!fb_blas_available()) {
-        fb_add_context("falcon_blas_achievable", "unavailable (built without OpenBLAS)");
-        return;
-    }
-    if (!g.probe_ok) {
-        fb_add_context("falcon_blas_achievable", g.probe_asked ? "not measured (the probe failed: no peak to divide by)"
-                                                               : "not measured (--no-probe: no peak to divide by)");
-        return;
-    }
-    char chunk[4096] = "", square[512] = "";
-    for (size_t k = 0; k < gb.count; k++) {
-        const blas_case *b = &gb.cases[k];
-        fb_blas_work *w = fb_blas_new(b->fp64, b->n, b->m, b->C);
-        if (!w) continue;
-        const double gf = fb_blas_measure(w, 5, 0.02);
-        fb_blas_free(w);
-        const double frac = gf / (b->fp64 ? g.probe.f64_best : g.probe.f32_best);
-        const char *prec = b->fp64 ? "fp64" : "fp32";
-        char *buf = b->C ? chunk : square;
-        const size_t len = b->C ? sizeof chunk : sizeof square, at = strlen(buf);
-        if (b->C)
-            snprintf(buf + at, len - at, "%s%s n=%lld m=%lld C=%lld: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
-                     (long long)b->n, (long long)b->m, (long long)b->C, frac, gf);
-        else
-            snprintf(buf + at, len - at, "%s%s %lld^3: %.3f (%.4g GFLOPS)", at ? "; " : "", prec,
-                     (long long)b->n, frac, gf);
-        fprintf(stderr, "blas: %s\n", buf + at + (at ? 2 : 0));
-    }
-    fb_add_context("falcon_blas_achievable", chunk[0] ? chunk : "no chunk cases registered");
-    if (square[0]) fb_add_context("falcon_blas_square", square);
-    fb_add_context("falcon_blas_note", "fraction of the probed per-core peak that OpenBLAS reaches on 1 thread "
-                                       "on the GEMMs of one chunk block (gemm [X;Q]Z^T, gemm [X;Q]S^T, trsm, "
-                                       "gemm W R, gemm S += R^T Z), counted as the chunk flop model counts them; "
-                                       "medians of 5 CPU-clock timings at startup; the blas/ entries time the same "
-                                       "by the wall clock");
-}
-
-/* ---- context: what a reader of the JSON needs to interpret the figures ---- */
-
-static void ctx(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ctx(const char *key, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    fb_add_context(key, buf);
-}
-
-/* The first value of /proc/cpuinfo's field `key` (up to its colon), or
- * "" when absent. */
-static void cpuinfo_field(const char *key, char *out, size_t len)
-{
-    out[0] = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    const size_t n = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (colon && !strncmp(line, key, n) && strspn(line + n, " \t") == (size_t)(colon - line - n)) {
-            snprintf(out, len, "%s", colon[1] == ' ' ? colon + 2 : colon + 1);
-            out[strcspn(out, "\n")] = 0;
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static void cpu_model(char *out, size_t len)
-{
-    cpuinfo_field("model name", out, len);
-    if (!out[0]) snprintf(out, len, "unknown");
-}
-
-/* What identifies the CPU where its name does not: a virtual machine often
- * shows a generic "Intel(R) Xeon(R) Processor" for several generations, which
- * family and model tell apart (6/143 Sapphire Rapids, 6/207 Emerald Rapids,
- * 25/17 Zen 4), and the caches the tile and chunk choices depend on. */
-static void cpu_id(char *out, size_t len)
-{
-    char vendor[64], family[16], model[16], stepping[16];
-    cpuinfo_field("vendor_id", vendor, sizeof vendor);
-    cpuinfo_field("cpu family", family, sizeof family);
-    cpuinfo_field("model", model, sizeof model);
-    cpuinfo_field("stepping", stepping, sizeof stepping);
-    snprintf(out, len, "%s family %s model %s stepping %s; L1d %ld KiB, L2 %ld KiB, L3 %ld KiB (per core/instance)",
-             vendor[0] ? vendor : "?", family[0] ? family : "?", model[0] ? model : "?",
-             stepping[0] ? stepping : "?", (long)(fb_cache_bytes(1) / 1024), (long)(fb_cache_bytes(2) / 1024),
-             (long)(fb_cache_bytes(3) / 1024));
-}
-
-static void add_context(const char *sweep, int simde)
-{
-    char buf[512];
-    cpu_model(buf, sizeof buf);
-    ctx("falcon_cpu_model", "%s", buf);
-    cpu_id(buf, sizeof buf);
-    ctx("falcon_cpu_id", "%s", buf);
-    buf[0] = 0;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    static const char *const isa[] = {"avx2", "fma", "avx512f"};
-    int have[3] = {__builtin_cpu_supports("avx2"), __builtin_cpu_supports("fma"), __builtin_cpu_supports("avx512f")};
-    for (int i = 0; i < 3; i++)
-        if (have[i]) snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? " " : "", isa[i]);
-#endif
-    ctx("falcon_isa", "%s", buf[0] ? buf : "none of avx2 fma avx512f");
-    ctx("falcon_compiler", "%s", fb_build_cc);
-    ctx("falcon_cflags", "%s", fb_build_cflags);
-    ctx("falcon_shim_cxxflags", "%s", fb_build_cxxflags);
-    ctx("falcon_git_revision", "%s", fb_build_git_revision);
-    ctx("falcon_version", "%s", FALCON_VERSION);
-    ctx("falcon_threads", "%d (OpenMP max threads; %d CPUs online)", omp_get_max_threads(), g.ncpu);
-    ctx("falcon_sweep", "%s%s", sweep, simde ? " +avx512-simde" : "");
-    buf[0] = 0;
-    for (int b = 0; b < ncpu_backends; b++)
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s=%s", b ? "; " : "",
-                 falcon_backend_name(cpu_backends[b]), falcon_backend_describe(cpu_backends[b]));
-    ctx("falcon_backends", "%s; cuda=%s", buf, falcon_backend_describe(FALCON_BACKEND_CUDA));
-    ctx("falcon_flop_model", "%s: dense products as the kernels run them, FMA = 2 flops, triangular "
-        "solve counted triangular; parallel form = the chunk count with L = min(T, 4096/W)",
-        "kernels/framework/flops.h");
-    if (!g.probe_ok) {
-        ctx("falcon_probe", "%s: no peak or roofline counters",
-            g.probe_asked ? "failed (no memory for its buffers, or a zero measurement)" : "skipped (--no-probe)");
-        return;
-    }
-    const fb_probe *p = &g.probe;
-    ctx("falcon_peak_isa", "%s", p->best_isa);
-    ctx("falcon_peak_fp32_gflops_per_core", "%.4g", p->f32_best);
-    ctx("falcon_peak_fp64_gflops_per_core", "%.4g", p->f64_best);
-    ctx("falcon_peak_fp32_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
-        p->f32_scalar, p->f32_avx2, p->f32_avx512);
-    ctx("falcon_peak_fp64_gflops_per_isa", "scalar %.4g, avx2 %.4g, avx512 %.4g (0 = not on this CPU)",
-        p->f64_scalar, p->f64_avx2, p->f64_avx512);
-    ctx("falcon_peak_gflops_all_threads", "fp32 %.4g, fp64 %.4g on %d threads (measured; peak_fraction "
-        "uses per-core x threads)", p->f32_all, p->f64_all, p->threads);
-    ctx("falcon_triad_gbs_1_thread", "%.4g", p->bw_1);
-    ctx("falcon_triad_gbs_all_threads", "%.4g (%d threads; 3 arrays of %.0f MiB)", p->bw_all, p->threads,
-        p->buffer_mib);
-    ctx("falcon_read_gbs_1_thread", "%.4g", p->read_1);
-    ctx("falcon_read_gbs_all_threads", "%.4g (%d threads; a streaming read of the same arrays)", p->read_all,
-        p->threads);
+    fb_blas_shape *shapes = calloc(gb.count + 1, sizeof *shapes);
+    for (size_t k = 0; shapes && k < gb.count; k++)
+        shapes[k] = (fb_blas_shape){gb.cases[k].fp64, gb.cases[k].n, gb.cases[k].m, gb.cases[k].C};
+    fb_add_blas_context(facts, shapes, shapes ? gb.count : 0);
+    free(shapes);
 }
 
 /* ---- flags ---- */
@@ -895,7 +750,9 @@ int fb_setup(int *argc, char **argv)
             fprintf(stderr, "falcon-bench: warning: the probe failed (no memory for its buffers, or a zero "
                             "measurement): no peak or roofline counters in this run\n");
     }
-    add_context(sweep, simde);
+    const fb_run_facts facts = {sweep, simde, g.ncpu, g.probe_asked, g.probe_ok ? &g.probe : NULL, cpu_backends,
+                                 ncpu_backends};
+    fb_add_run_context(&facts);
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
     g.phase_shares = goals;
     if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
@@ -904,7 +761,7 @@ int fb_setup(int *argc, char **argv)
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
         return 2;
     }
-    blas_context();
+    blas_context(&facts);
     return -1;
 }
 

@@ -449,58 +449,11 @@ static int compare_many(const bench_run *run, int n, const char *const *file, fa
     return rc;
 }
 
-int falcon_compare_main(int argc, char **argv)
+/* Two files, case by case (A's order, then the cases only in B), to
+ * stdout and, with tx, to --out's slot: commits or aborts tx, frees both
+ * runs. The exit status. */
+static int compare_two(bench_run *run, const char *const *file, const char *out, falcon_outputs *tx, int slot)
 {
-    const char *file[MAX_FILES] = {NULL}, *out = NULL;
-    int nfile = 0;
-    static const opt_def defs[] = {{"out", 'o', 1}, {"help", 'h', 0}, {NULL, 0, 0}};
-    opt_scan sc;
-    opt_begin(&sc, argc, argv, "falcon compare", defs, OPT_POSITIONALS);
-    for (int id; (id = opt_next(&sc)) != OPT_END;) {
-        switch (id) {
-        case OPT_ERROR: return CLI_FAIL;
-        case 'h': usage(stdout); return 0;
-        case 'o': out = sc.value; break;
-        default: /* a file */
-            if (nfile == MAX_FILES) return cli_error("more than %d files ('%s')", MAX_FILES, sc.value);
-            file[nfile++] = sc.value;
-        }
-    }
-    if (nfile < 2) {
-        fprintf(stderr, "falcon: error: compare needs two result files or more, got %d (see falcon compare --help)\n",
-                nfile);
-        return 2;
-    }
-    if (out && !*out) {
-        fprintf(stderr, "falcon: error: --out: the path is empty\n");
-        return 2;
-    }
-
-    /* The output first: a path it must not replace fails before anything is read. */
-    falcon_outputs *tx = NULL;
-    int slot = -1, bad_tx = out && falcon_outputs_begin(&tx);
-    for (int f = 0; f < nfile && out && !bad_tx; f++) {
-        const char label[2] = {(char)('A' + f), 0};
-        bad_tx = falcon_outputs_input(tx, label, file[f]) != FALCON_OK;
-    }
-    if (out && (bad_tx || falcon_outputs_file(tx, "--out", out, &slot))) {
-        fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
-        falcon_outputs_abort(tx);
-        return 2;
-    }
-    if (tx) falcon_outputs_clean_on_signals();
-    static bench_run run[MAX_FILES];
-    memset(run, 0, sizeof run);
-    int status = 0;
-    for (int f = 0; f < nfile && !status; f++) status = load(file[f], &run[f]);
-    if (!status && tx) status = check_column_names(run, nfile, file);
-    if (status) falcon_outputs_abort(tx);
-    else if (nfile > 2) status = compare_many(run, nfile, file, tx, slot); /* commits or aborts tx */
-    if (status || nfile > 2) {
-        for (int f = 0; f < nfile; f++) run_free(&run[f]);
-        return status;
-    }
-
     /* Cases in A's order, then those only in B. */
     size_t total = run[0].count, width = 4;
     const bench_row **pa = calloc(run[0].count + run[1].count + 1, sizeof *pa);
@@ -590,4 +543,59 @@ int falcon_compare_main(int argc, char **argv)
     free(pa), free(pb);
     run_free(&run[0]), run_free(&run[1]);
     return rc;
+}
+
+int falcon_compare_main(int argc, char **argv)
+{
+    const char *file[MAX_FILES] = {NULL}, *out = NULL;
+    int nfile = 0;
+    static const opt_def defs[] = {{"out", 'o', 1}, {"help", 'h', 0}, {NULL, 0, 0}};
+    opt_scan sc;
+    opt_begin(&sc, argc, argv, "falcon compare", defs, OPT_POSITIONALS);
+    for (int id; (id = opt_next(&sc)) != OPT_END;) {
+        switch (id) {
+        case OPT_ERROR: return CLI_FAIL;
+        case 'h': usage(stdout); return 0;
+        case 'o': out = sc.value; break;
+        default: /* a file */
+            if (nfile == MAX_FILES) return cli_error("more than %d files ('%s')", MAX_FILES, sc.value);
+            file[nfile++] = sc.value;
+        }
+    }
+    if (nfile < 2) {
+        fprintf(stderr, "falcon: error: compare needs two result files or more, got %d (see falcon compare --help)\n",
+                nfile);
+        return 2;
+    }
+    if (out && !*out) {
+        fprintf(stderr, "falcon: error: --out: the path is empty\n");
+        return 2;
+    }
+
+    /* The output first: a path it must not replace fails before anything is read. */
+    falcon_outputs *tx = NULL;
+    int slot = -1, bad_tx = out && falcon_outputs_begin(&tx);
+    for (int f = 0; f < nfile && out && !bad_tx; f++) {
+        const char label[2] = {(char)('A' + f), 0};
+        bad_tx = falcon_outputs_input(tx, label, file[f]) != FALCON_OK;
+    }
+    if (out && (bad_tx || falcon_outputs_file(tx, "--out", out, &slot))) {
+        fprintf(stderr, "falcon: error: --out: %s\n", falcon_last_error());
+        falcon_outputs_abort(tx);
+        return 2;
+    }
+    if (tx) falcon_outputs_clean_on_signals();
+    static bench_run run[MAX_FILES];
+    memset(run, 0, sizeof run);
+    int status = 0;
+    for (int f = 0; f < nfile && !status; f++) status = load(file[f], &run[f]);
+    if (!status && tx) status = check_column_names(run, nfile, file);
+    if (status) falcon_outputs_abort(tx);
+    else if (nfile > 2) status = compare_many(run, nfile, file, tx, slot); /* commits or aborts tx */
+    if (status || nfile > 2) {
+        for (int f = 0; f < nfile; f++) run_free(&run[f]);
+        return status;
+    }
+
+    return compare_two(run, file, out, tx, slot); /* commits or aborts tx, frees the runs */
 }

@@ -25,11 +25,11 @@ static void *fill(uint64_t *s, int64_t count, double lo, double hi, falcon_preci
 }
 
 /* The output written now, every page, so that the first timed call does
- * not fault its pages in (a fault costs about 15 us in the VMs measured:
- * 64 MiB of output added 0.26 s to a 0.15 s call, which the largest cases,
- * timed over one call, reported). Not as malloc then memset(0): GCC turns
- * that pair into calloc, whose large blocks are fresh pages left untouched
- * (it did, and the first call faulted them). The volatile stores to each
+ * not fault its pages in: the largest cases are timed over one call, which
+ * the faults would dominate (docs/performance.md, "The benchmark's timings
+ * on a shared host"). Not as malloc then memset(0): GCC turns that pair
+ * into calloc, whose large blocks are fresh pages left untouched. The
+ * volatile stores to each
  * page cannot be merged away, and the memset after them only sets the
  * contents. */
 static void touch_zero(void *p, size_t bytes)

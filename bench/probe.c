@@ -81,8 +81,8 @@ FMA_LOOP(loop_avx512_f64, AVX512, REP16, 16, __m512d, double, 8, _mm512_set1_pd,
 
 /* The size of cpu0's data or unified cache of `level` (1, 2, 3), in bytes:
  * sysfs (what this core has or shares), else sysconf, else 0. sysfs first:
- * on a KVM guest of a Zen 4 host glibc's sysconf put the L3 at 320 MiB
- * while sysfs (and lscpu) said 32 MiB. */
+ * under virtualisation glibc's sysconf can report the host's L3, not the
+ * guest's (docs/performance.md, "The benchmark's timings on a shared host"). */
 int64_t fb_cache_bytes(int level)
 {
     for (int idx = 0; idx < 16; idx++) {
@@ -173,10 +173,10 @@ static double triad(double *a, const double *b, const double *c, int64_t N, int 
 
 /* A streaming read, GB/s: every byte of [b, b + N) read once a trial (the
  * best of 5), ORed into accumulators the compiler cannot drop. The input
- * check is such a read (src/finite-scan.c), and one stream of reads is not
- * the triad's two read streams and one write stream: on a Zen 4 guest the
- * check read at 23-25 GB/s in runs whose triad read 21 and 33.5 GB/s. So
- * the check's floor is this figure, the triad the roofline's. Four 32-byte
+ * check is such a read (src/finite-scan.c), and one stream of reads does
+ * not run at the triad's two read streams and one write stream (the
+ * figures: docs/performance.md, "The benchmark's timings on a shared
+ * host"). So the check's floor is this figure, the triad the roofline's. Four 32-byte
  * loads an iteration (AVX2 where the CPU has it), each into its own
  * accumulator. */
 #if defined(__x86_64__)

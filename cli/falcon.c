@@ -2,7 +2,7 @@
  * falcon: run a Falcon recurrence on .npy files, or run the accuracy gate.
  *
  *   falcon run --variant V --form F --q FILE ... --out FILE   (cli/run_cmd.c)
- *   falcon verify [gate options]                              (verify/gate-main.c)
+ *   falcon verify [gate options]                              (gate/gate-main.c)
  *   falcon compare A.json B.json [C.json ...] [--out FILE]    (bench/compare.c)
  *   falcon stability [study options]                          (study/stability.c)
  *   falcon cases export DIR [options]                         (grade/export.c)
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "../verify/gate.h"
+#include "../gate/gate.h"
 #include "../bench/compare.h"
 #include "../study/stability.h"
 #include "../grade/grade.h"

@@ -25,7 +25,7 @@
 #include <math.h>
 #include "fuzz.h"
 #include "falcon.h"
-#include "../verify/inputs-steps.h"
+#include "../gate/inputs-steps.h"
 
 enum { MAX_SMALL = 8 };
 

@@ -10,7 +10,7 @@
  *                             case and prints the gate's table (grade/check.c)
  *
  * It sits above the library: it uses the public API (falcon.h), the MPFR
- * reference (reference/falcon_ref.h) and the gate's engine (verify/gate.h:
+ * reference (reference/falcon_ref.h) and the gate's engine (gate/gate.h:
  * case table, seeded inputs, thresholds), never a kernel under test. The
  * file format is described in docs/cases.md.
  */

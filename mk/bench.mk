@@ -36,10 +36,9 @@ BENCH_INTERLEAVE ?= true
 BENCH_ARGS   ?=
 # make goals: its folder (bench.json, the converted bench/ and goals.md), and
 # 5 repetitions a case (3 in `make bench`): a verdict rests on one run's
-# medians, the decay goal on a ratio of two cases, and a shared host's slow
-# spells (Zen 4: the scalar recurrent case at 28-35 ms instead of 19-22 in
-# some repetitions) moved that ratio from 1.03-1.10 in quiet runs to 1.41
-# and 1.60 with 3 repetitions, 1.45 with 5 once.
+# medians, the decay goal on a ratio of two cases, which a shared host's slow
+# spells move far more with 3 repetitions than with 5 (docs/performance.md,
+# "Measurements behind the tools").
 GOALS_DIR    ?= report/goals
 GOALS_REPS   ?= 5
 # The peers (bench/peers.py, `make peers` below) also run in `make goals`,
@@ -80,9 +79,9 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 
 .PHONY: bench bench-build goals
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o context.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
 # The decay entries take their regimes from the gate (gate_decay_alpha).
-BENCH_GATE_OBJ := $(BUILD)/obj/verify/gate.o
+BENCH_GATE_OBJ := $(BUILD)/obj/gate/gate.o
 
 $(BUILD)/obj/bench/gbench-shim.o: bench/gbench-shim.cc
 	@mkdir -p $(dir $@)

@@ -48,8 +48,9 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 # Its accuracy checks run the gate's cases and thresholds (the gate's engine
 # objects, named directly: GATE_OBJ is defined after this file is included).
 CUDA_CHECK_OBJ := $(BUILD)/obj/verify/cuda/cuda-check.o $(BUILD)/obj/verify/cuda/cuda-check-gate.o \
-                  $(BUILD)/obj/verify/cuda/cuda_emulate.o $(BUILD)/obj/verify/gate.o \
-                  $(BUILD)/obj/verify/gate-cases.o $(BUILD)/obj/verify/gate-thresholds.o
+                  $(BUILD)/obj/verify/cuda/cuda_emulate.o $(BUILD)/obj/gate/gate.o \
+                  $(BUILD)/obj/gate/gate-cases.o $(BUILD)/obj/gate/gate-thresholds.o
+$(BUILD)/obj/verify/cuda/cuda-check-gate.o: CFLAGS += $(GATE_INC)
 $(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB_LINK) $(LDLIBS)
 

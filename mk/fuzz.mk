@@ -67,10 +67,10 @@ fuzz-bin: $(FUZZ_BIN)
 # the SIMDe-emulated AVX-512 table is left out (clang takes minutes over each
 # of its files with ASan; the same kernels run natively on AVX-512 machines
 # and emulated in `make sanitize`). The native SIMD micro-kernel tables are
-# compiled at -O0 (SIMD_UK_OPT, mk/simd.mk): at -O1 with UBSan clang spent
-# 200-330 s on each of the four, 17 of the 18 minutes of this build's CPU
-# time on two cores; at -O0 about 9 s each, still with every sanitizer and
-# the coverage, and the harnesses' tiny shapes run them as fast.
+# compiled at -O0 (SIMD_UK_OPT, mk/simd.mk): at -O1 with UBSan clang spends
+# most of this build's time on them (docs/performance.md, "Measurements
+# behind the tools"); at -O0 they keep every sanitizer and the coverage,
+# and the harnesses' tiny shapes run them as fast.
 fuzz-build: deps
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: $(FUZZ_CC) not found (make deps)" >&2; exit 1; }
 	$(MAKE) -j$(JOBS) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SIMD_UK_OPT=-O0 NVCC=/nonexistent SIMDE_HEADER=/nonexistent \

@@ -5,14 +5,14 @@
 #     takes most of the time under ASan and adds no code path the 3000-step
 #     decay tests do not take;
 #   verify/test_cli.sh, verify/test_rules.sh, verify/test_stream.sh,
-#     verify/test_outputs.sh and verify/test_check.sh on the sanitized CLI (the stream and output tests
+#     verify/test_outputs.sh and verify/test_check*.sh on the sanitized CLI (the stream and output tests
 #     without their address-space limits, which ASan's shadow memory cannot
 #     live under);
 #   the fuzzing corpora and regressions replayed through the sanitized harnesses;
 #   study/test_study.sh on the sanitized falcon-study (shards and merge, kill
 #   and resume; not the MPI launcher), T = 5000.
 #
-#   make sanitize                         8-9 min on 2 cores (Zen 5), 3 of them the build
+#   make sanitize                         the build, then the tests (times: docs/performance.md)
 #   make sanitize SANITIZE_SKIP=          the whole gate (a few minutes more)
 #   make sanitize SANITIZE_SKIP='a/x|b/*' other tests left out (Criterion globs)
 #

@@ -5,9 +5,8 @@
 # only reads the build, so they do not meet; -k runs every one even after a
 # failure, and --output-sync prints each one's lines together when it ends.
 # Three at once on two cores: the signal tests spend seconds waiting on the
-# runs they hold. Measured on 2 cores (Zen 5): `make check`'s gate and
-# scripts took 212 s one after another and about 130 s side by side; under
-# the sanitizers 403 s and about 350 s (there they keep both cores busy).
+# runs they hold (the times: docs/performance.md, "Measurements behind the
+# tools").
 #
 # test-bench runs alone (make check): it compares the timings of one call.
 # The targets build nothing: the callers build first (a build in the same
@@ -19,11 +18,16 @@ SCRIPT_JOBS ?= 3
 TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
-FALCON_SCRIPT_TESTS := cli usage rules stream outputs check python twins readme
+FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme
 
-.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-plots test-bench test-study test-scaling
+.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
 	bash verify/test_$*.sh $(BUILD)/falcon
+# The grading tests: three scripts, each on a set of its own, every one run
+# even after a failure.
+CHECK_SCRIPTS := verify/test_check.sh verify/test_check_results.sh verify/test_check_verdicts.sh
+test-check:
+	@rc=0; for t in $(CHECK_SCRIPTS); do echo "== $$t"; bash $$t $(BUILD)/falcon || rc=1; done; exit $$rc
 test-plots:
 	bash verify/test_plots.sh
 test-bench:

@@ -5,10 +5,9 @@
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
-#                                   `make report` runs (quick: about 10 minutes on 2
-#                                   quiet vCPUs, 8.5 of them the stability study;
-#                                   full: T to 1e7, about an hour; its stability
-#                                   study alone took 45 min on 2 cores)
+#                                   `make report` runs (full: T to 1e7; how long
+#                                   each takes: docs/performance.md, "Measurements
+#                                   behind the tools")
 # COMPARE: a bench.json from another machine, drawn against this run's; by
 # default the reference machine's result committed in bench/baselines/
 # (COMPARE= leaves the comparison out). Several files (COMPARE="a.json
@@ -24,13 +23,15 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
-STUDY_SRC := study/stability.c study/learning.c study/ldref.c study/util.c study/benchdat.c
+STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # The build facts (mk/bench.mk): each stream result names the build that
 # wrote it, and --resume and merge take no result of another build.
 STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
+# The stability study runs the gate's cases and thresholds (gate/).
+$(STUDY_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/verify/gate.o $(BUILD)/obj/verify/gate-thresholds.o $(UTIL_OBJ)
+STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -14,7 +14,7 @@ do for [i = 0:15] {
         index 1 using (log($1)):(log(column(2 + (i/4)%2))) nooutput
     P[i + 1] = STATS_slope
 }
-# The gate's threshold (verify/gate-thresholds.c) for variant v, form fm: the
+# The gate's threshold (gate/gate-thresholds.c) for variant v, form fm: the
 # memory's (col 3) or the outputs' at read condition number 1 (col 4); NaN
 # when the study wrote none.
 thr(v, fm, c) = real(system(sprintf("awk '$1 == \"%s\" && $2 == \"%s\" { print $%d; f = 1 } END { if (!f) print \"NaN\" }' %s/thresholds.dat 2>/dev/null || echo NaN", v, fm, c, dir)))

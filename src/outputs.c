@@ -71,65 +71,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "internal.h"
+#include "outputs-internal.h"
 
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
-
-/* Outputs grow as declared (a study writes a file per curve), and so does
- * the signal registry: blocks of entries that a handler can walk, linked
- * once complete and never freed. */
-enum { MAX_INPUTS = 32, MAX_NAMES = 16, REG_BLOCK = 1024 };
-
-/* ---- the signal registry: paths a handler removes (async-signal-safe) ---- */
-
-enum { REG_FREE = 0, REG_FILE = 1, REG_DIR = 2 };
-typedef struct reg_block {
-    struct {
-        const char *path;
-        volatile sig_atomic_t kind;
-    } e[REG_BLOCK];
-    struct reg_block *volatile next;
-} reg_block;
-static reg_block registry;
-
-static reg_block *reg_block_of(int i)
-{
-    reg_block *b = &registry;
-    for (; b && i >= REG_BLOCK; i -= REG_BLOCK) b = b->next;
-    return b;
-}
-
-static int reg_free_from; /* no free entry below this index */
-/* Threads save at once (a study's streams): adding and dropping entries
- * take this lock; the handler only reads, and never waits on it. */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Returns the entry's index, or -1 when no memory is left for a new block
- * (the path is then not cleaned on a signal). */
-static int reg_add_locked(const char *path, int kind)
-{
-    int base = 0;
-    reg_block *b = &registry;
-    for (; b->next && base + REG_BLOCK <= reg_free_from; b = b->next) base += REG_BLOCK;
-    for (;; b = b->next, base += REG_BLOCK) {
-        for (int i = 0; i < REG_BLOCK; i++)
-            if (b->e[i].kind == REG_FREE) {
-                b->e[i].path = path;
-                __atomic_signal_fence(__ATOMIC_SEQ_CST);
-                b->e[i].kind = kind;
-                reg_free_from = base + i + 1;
-                return base + i;
-            }
-        if (!b->next) {
-            reg_block *nb = calloc(1, sizeof *nb);
-            if (!nb) return -1;
-            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* zeroed before a handler can see it */
-            b->next = nb;
-        }
-    }
-}
 
 /* falcon_outputs_set_made_hook: called as mkostemp or mkdtemp returns,
  * around the call itself, so that nothing can come between the two; the
@@ -157,139 +100,7 @@ static char *made_dir(char *path)
     return path;
 }
 
-static int reg_add(const char *path, int kind)
-{
-    pthread_mutex_lock(&reg_lock);
-    const int i = reg_add_locked(path, kind);
-    pthread_mutex_unlock(&reg_lock);
-    return i;
-}
-
-static void reg_drop(int *i)
-{
-    pthread_mutex_lock(&reg_lock);
-    reg_block *b = *i >= 0 ? reg_block_of(*i) : NULL;
-    if (b) b->e[*i % REG_BLOCK].kind = REG_FREE;
-    if (b && *i < reg_free_from) reg_free_from = *i;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&reg_lock);
-    *i = -1;
-}
-
-static void reg_clean(void)
-{
-    for (reg_block *b = &registry; b; b = b->next)
-        for (int i = 0; i < REG_BLOCK; i++)
-            if (b->e[i].kind == REG_FILE) unlink(b->e[i].path);
-    for (reg_block *b = &registry; b; b = b->next)
-        for (int i = 0; i < REG_BLOCK; i++)
-            if (b->e[i].kind == REG_DIR) rmdir(b->e[i].path);
-}
-
-static void on_signal(int sig)
-{
-    /* errno as the interrupted code left it: unlink, rmdir and raise may
-     * set it, and the handler returns before the signal it raised ends the
-     * process (a handler that spoils errno is a fault of its own). */
-    const int saved = errno;
-    reg_clean();
-    signal(sig, SIG_DFL);
-    raise(sig); /* blocked in the handler: delivered on return, with the default action */
-    errno = saved;
-}
-
-static void on_exit_clean(void) { reg_clean(); }
-
-/* Every signal whose default action terminates the process and that can be caught. */
-static const int term_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP, SIGABRT,   SIGBUS,  SIGFPE,
-                                   SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,   SIGXCPU, SIGVTALRM,
-                                   SIGPROF, SIGIO,   SIGPWR,  SIGSYS,
-#ifdef SIGSTKFLT
-                                   SIGSTKFLT,
-#endif
-};
-
-void falcon_catch_terminating_signals(void (*handler)(int))
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = handler;
-    sigfillset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof term_signals / sizeof term_signals[0]; i++) {
-        struct sigaction old;
-        /* Only signals left at their default: an ignored one stays ignored
-         * (nohup, a background job's SIGINT), a handler already there (a
-         * sanitizer's SIGSEGV) stays in charge. */
-        if (sigaction(term_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-            sigaction(term_signals[i], &sa, NULL);
-    }
-    for (int s = SIGRTMIN; s <= SIGRTMAX; s++) {
-        struct sigaction old;
-        if (sigaction(s, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-            sigaction(s, &sa, NULL);
-    }
-    signal(SIGXFSZ, SIG_IGN); /* a write past the size limit fails with EFBIG, and is reported */
-}
-
-static void clean_on_signals_once(void)
-{
-    atexit(on_exit_clean);
-    falcon_catch_terminating_signals(on_signal);
-}
-
-/* Once per process, whichever threads call it first (a plain flag let two
- * first calls both register, or one return before the handlers were in). */
-void falcon_outputs_clean_on_signals(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, clean_on_signals_once);
-}
-
 /* ---- the transaction ---- */
-
-typedef struct out_slot {
-    char *what;        /* "--out", for messages */
-    char *path;        /* as given */
-    char *target;      /* what is replaced: the path, or the file a symlink names */
-    char *canon;       /* realpath of the target's directory + "/" + its name */
-    char *temp;        /* the temporary file or directory */
-    char *backup;      /* the old target, hard-linked, during commit */
-    char *children[MAX_NAMES]; /* a directory's known files inside its temporary */
-    const char *names[MAX_NAMES];
-    int nnames;
-    int is_dir, fd, lockfd, exists, reg, reg_children[MAX_NAMES];
-    int synced;        /* a file closed early (falcon_outputs_close): on disk */
-    uint64_t name_hash; /* of canon's last name (check_aliases) */
-    int done;          /* renamed (1) or swapped (2) during commit */
-    int existed;       /* the target existed when the commit began */
-    dev_t dev;
-    ino_t ino;
-    mode_t mode;       /* an existing target's permission bits, which its replacement keeps */
-} out_slot;
-
-typedef struct in_entry {
-    char *what, *canon;
-    int is_dir, exists;
-    dev_t dev;
-    ino_t ino;
-} in_entry;
-
-/* A parent directory the commit locks: a directory output's lockfd, or a
- * descriptor of a file output's directory opened for the commit (own). */
-typedef struct parent_lock {
-    dev_t dev;
-    ino_t ino;
-    int fd, own, slot;
-} parent_lock;
-
-struct falcon_outputs {
-    out_slot *out;
-    int nout, cap;
-    in_entry in[MAX_INPUTS];
-    int nin;
-    parent_lock *locks;
-    int nlocks;
-};
 
 falcon_status falcon_outputs_begin(falcon_outputs **tx)
 {
@@ -342,7 +153,7 @@ static char *canonical(const char *path)
 }
 
 /* The directory that holds a canonical path ("/a/b" -> "/a"), in a new buffer. */
-static char *parent_of(const char *canon)
+char *falcon_parent_of(const char *canon)
 {
     char *p = strdup(canon);
     if (!p) return NULL;
@@ -356,8 +167,8 @@ static void free_slot(out_slot *s)
 {
     if (s->fd >= 0) close(s->fd);
     if (s->lockfd >= 0) close(s->lockfd);
-    for (int i = 0; i < s->nnames; i++) reg_drop(&s->reg_children[i]);
-    reg_drop(&s->reg);
+    for (int i = 0; i < s->nnames; i++) falcon_reg_drop(&s->reg_children[i]);
+    falcon_reg_drop(&s->reg);
     for (int i = 0; i < s->nnames; i++) free(s->children[i]);
     free(s->what);
     free(s->path);
@@ -450,7 +261,7 @@ static falcon_status slot_fail(out_slot *s, falcon_status st)
 /* Is `canon` inside the directory `dir` (directly: outputs live one level down)? */
 static int inside(const char *canon, const char *dir)
 {
-    char *p = parent_of(canon);
+    char *p = falcon_parent_of(canon);
     const int in = p && dir && !strcmp(p, dir);
     free(p);
     return in;
@@ -472,7 +283,7 @@ static int same_entry(const char *a, const char *b)
     if (!strcmp(a, b)) return 1;
     const char *na = strrchr(a, '/'), *nb = strrchr(b, '/');
     if (!na || !nb || strcmp(na, nb)) return 0;
-    char *pa = parent_of(a), *pb = parent_of(b);
+    char *pa = falcon_parent_of(a), *pb = falcon_parent_of(b);
     const int same = falcon_same_file(pa, pb);
     free(pa);
     free(pb);
@@ -483,7 +294,7 @@ static int same_entry(const char *a, const char *b)
 static int in_dir(const char *canon, const char *dir)
 {
     if (inside(canon, dir)) return 1;
-    char *p = canon ? parent_of(canon) : NULL;
+    char *p = canon ? falcon_parent_of(canon) : NULL;
     const int in = falcon_same_file(p, dir);
     free(p);
     return in;
@@ -497,10 +308,10 @@ static int under_dir(const char *canon, const char *dir)
     struct stat d;
     if (stat(dir, &d) != 0) return 0;
     int under = 0;
-    for (char *p = parent_of(canon); p && !under;) {
+    for (char *p = falcon_parent_of(canon); p && !under;) {
         struct stat st;
         under = stat(p, &st) == 0 && st.st_dev == d.st_dev && st.st_ino == d.st_ino;
-        char *up = strcmp(p, "/") && strchr(p, '/') ? parent_of(p) : NULL;
+        char *up = strcmp(p, "/") && strchr(p, '/') ? falcon_parent_of(p) : NULL;
         free(p);
         p = up;
     }
@@ -642,11 +453,11 @@ falcon_status falcon_outputs_file(falcon_outputs *tx, const char *what, const ch
     if ((st = check_aliases(tx, s))) return slot_fail(s, st);
     if (!(s->temp = falcon_path_beside(s->target, ".tmp-XXXXXX")))
         return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
-    s->reg = reg_add(s->temp, REG_FILE); /* before it exists: see TEMP_FIRST */
+    s->reg = falcon_reg_add(s->temp, REG_FILE); /* before it exists: see TEMP_FIRST */
     s->fd = made_file(mkostemp(s->temp, O_CLOEXEC));
     if (s->fd < 0) {
         const int err = errno;
-        reg_drop(&s->reg);
+        falcon_reg_drop(&s->reg);
         free(s->temp);
         s->temp = NULL;
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create a temporary file next to it: %s", path,
@@ -725,7 +536,7 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create the directory: %s", path, strerror(errno)));
     if ((st = check_aliases(tx, s))) return slot_fail(s, st);
     if (s->exists && (st = check_dir_contents(s))) return slot_fail(s, st);
-    char *parent = parent_of(s->canon);
+    char *parent = falcon_parent_of(s->canon);
     s->lockfd = parent ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     free(parent);
     if (s->lockfd < 0)
@@ -736,18 +547,18 @@ falcon_status falcon_outputs_dir(falcon_outputs *tx, const char *what, const cha
             return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
     if (!(s->temp = falcon_path_beside(s->target, ".tmp-XXXXXX")))
         return slot_fail(s, falcon_fail(FALCON_E_NOMEM, "out of memory"));
-    s->reg = reg_add(s->temp, REG_DIR); /* before it exists: see TEMP_FIRST */
+    s->reg = falcon_reg_add(s->temp, REG_DIR); /* before it exists: see TEMP_FIRST */
     const int made = made_dir(mkdtemp(s->temp)) != NULL;
     if (!made) {
         const int err = errno;
-        reg_drop(&s->reg);
+        falcon_reg_drop(&s->reg);
         free(s->temp);
         s->temp = NULL;
         return slot_fail(s, falcon_fail(FALCON_E_IO, "'%s': cannot create the directory: %s", path, strerror(err)));
     }
     for (int i = 0; i < s->nnames; i++) {
         sprintf(s->children[i], "%s/%s", s->temp, s->names[i]);
-        s->reg_children[i] = reg_add(s->children[i], REG_FILE);
+        s->reg_children[i] = falcon_reg_add(s->children[i], REG_FILE);
     }
     const mode_t mask = umask(077);
     umask(mask);
@@ -778,7 +589,7 @@ int falcon_outputs_fd(const falcon_outputs *tx, int slot)
 /* A file output's bytes to disk and its descriptor closed, once: 0, or the
  * errno of the fsync or close that failed (EIO for an earlier close that
  * did; the file is then never renamed into place). */
-static int sync_file(out_slot *s)
+int falcon_sync_slot(out_slot *s)
 {
     if (s->fd < 0) return s->synced ? 0 : EIO;
     const int bad = fsync(s->fd) != 0 ? errno : 0;
@@ -793,7 +604,7 @@ falcon_status falcon_outputs_close(falcon_outputs *tx, int slot)
     out_slot *s = get(tx, slot);
     if (!s || s->is_dir) return falcon_fail(FALCON_E_ARGUMENT, "outputs_close: no file output %d", slot);
     if (s->fd < 0 && !s->synced) return falcon_fail(FALCON_E_IO, "'%s': an earlier write of it failed", s->path);
-    const int err = sync_file(s);
+    const int err = falcon_sync_slot(s);
     return err ? falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", s->path, strerror(err)) : FALCON_OK;
 }
 
@@ -803,249 +614,3 @@ const char *falcon_outputs_path(const falcon_outputs *tx, int slot)
     return s ? s->path : NULL;
 }
 
-static int fsync_path(const char *path)
-{
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    const int r = fsync(fd);
-    const int err = errno;
-    close(fd);
-    errno = err;
-    return r;
-}
-
-/* A copy of the file `from` (its bytes and mode) in the open, empty file fd. */
-static int copy_into(int fd, const char *from)
-{
-    const int src = open(from, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (src < 0) return -1;
-    int r = fstat(src, &st);
-    char buf[1 << 16];
-    for (ssize_t got; r == 0 && (got = read(src, buf, sizeof buf)) != 0;) {
-        if (got < 0 && errno == EINTR) continue;
-        r = got < 0 ? -1 : falcon_write_full(fd, buf, (size_t)got);
-    }
-    if (r == 0) r = fchmod(fd, st.st_mode & 07777);
-    if (r == 0) r = fsync(fd);
-    const int err = errno;
-    close(src);
-    errno = err;
-    return r;
-}
-
-/* The old target kept under a new name next to it, to be renamed back if
- * the commit fails: a hard link, or where none can be made (a file at its
- * link limit, a file system without them, the kernel's protected_hardlinks
- * on someone else's file) a copy. NULL if neither could be made: the
- * commit then stops before it replaces the target. */
-static char *make_backup(const char *target)
-{
-    for (int tries = 0; tries < 8; tries++) {
-        char *name = falcon_path_beside(target, ".old-XXXXXX");
-        if (!name) return NULL;
-        const int fd = mkostemp(name, O_CLOEXEC);
-        if (fd < 0) {
-            free(name);
-            return NULL;
-        }
-        close(fd);
-        unlink(name);
-        if (link(target, name) == 0) return name;
-        const int again = errno == EEXIST;
-        free(name);
-        if (!again) break;
-    }
-    char *name = falcon_path_beside(target, ".old-XXXXXX");
-    const int fd = name ? mkostemp(name, O_CLOEXEC) : -1;
-    if (fd < 0) {
-        free(name);
-        return NULL;
-    }
-    const int r = copy_into(fd, target), err = errno;
-    if (close(fd) != 0 || r != 0) {
-        unlink(name);
-        free(name);
-        errno = r != 0 ? err : errno;
-        return NULL;
-    }
-    return name;
-}
-
-/* Swap two directories: renameat2(RENAME_EXCHANGE), or, where the file
- * system lacks it, three renames through a name beside the first. */
-static int swap_dirs(const char *a, const char *b)
-{
-    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) return 0;
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
-    char *aside = falcon_path_beside(a, ".swap");
-    int r = -1;
-    if (aside && rename(b, aside) == 0) {
-        if (rename(a, b) == 0) r = rename(aside, a);
-        else rename(aside, b);
-    }
-    const int err = errno;
-    free(aside);
-    errno = err;
-    return r;
-}
-
-/* Undo the renames of slots [0, upto), newest first. */
-static void roll_back(falcon_outputs *tx, int upto)
-{
-    for (int i = upto - 1; i >= 0; i--) {
-        out_slot *s = &tx->out[i];
-        if (s->done == 1 && !s->is_dir) {
-            if (s->backup) {
-                if (rename(s->backup, s->target) == 0) {
-                    free(s->backup);
-                    s->backup = NULL;
-                }
-            } else if (!s->existed) { /* a file that existed is never replaced without a backup */
-                unlink(s->target);
-            }
-        } else if (!s->is_dir && s->backup) {
-            unlink(s->backup); /* its own rename failed or never came: the target is as it was */
-            free(s->backup);
-            s->backup = NULL;
-        } else if (s->done == 2) {
-            swap_dirs(s->temp, s->target);
-        } else if (s->done == 1 && s->is_dir) {
-            rename(s->target, s->temp); /* the new directory goes back to its temporary name */
-        }
-        s->done = 0;
-    }
-}
-
-static falcon_status commit_fail(falcon_outputs *tx, const out_slot *s, const char *what, int err)
-{
-    const falcon_status st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot %s: %s", s->what, s->path, what, strerror(err));
-    falcon_outputs_abort(tx);
-    return st;
-}
-
-static int parent_lock_order(const void *a, const void *b)
-{
-    const parent_lock *x = a, *y = b;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
-/* One committer at a time per parent directory: every output's parent is
- * locked (flock, exclusive), each directory once (two descriptors of one
- * directory in one process would wait on each other), in the order of
- * (device, inode), so that two commits sharing several parents never each
- * hold one the other waits for. So two runs writing the same --out and
- * --state-out commit one after the other, never a mixture, and concurrent
- * savers of one checkpoint are serialised (falcon_checkpoint_load holds
- * the same lock shared). A file output's directory is opened here, not
- * when it is declared, so that a set of a thousand files does not hold a
- * thousand descriptors; one that cannot be opened (no read permission) is
- * written unlocked, as before. A failure aborts the transaction. */
-static falcon_status lock_parents(falcon_outputs *tx)
-{
-    if (!(tx->locks = calloc((size_t)tx->nout + 1, sizeof *tx->locks))) {
-        const falcon_status st = falcon_fail(FALCON_E_NOMEM, "out of memory");
-        falcon_outputs_abort(tx);
-        return st;
-    }
-    for (int i = 0; i < tx->nout; i++) {
-        const out_slot *s = &tx->out[i];
-        int fd = s->lockfd;
-        if (!s->is_dir) {
-            char *parent = parent_of(s->canon);
-            fd = parent ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-            free(parent);
-            if (fd < 0) continue;
-        }
-        struct stat st;
-        int seen = fstat(fd, &st) != 0;
-        for (int j = 0; j < tx->nlocks && !seen; j++) seen = tx->locks[j].dev == st.st_dev && tx->locks[j].ino == st.st_ino;
-        if (seen) {
-            if (!s->is_dir) close(fd);
-            continue;
-        }
-        tx->locks[tx->nlocks++] = (parent_lock){st.st_dev, st.st_ino, fd, !s->is_dir, i};
-    }
-    qsort(tx->locks, (size_t)tx->nlocks, sizeof *tx->locks, parent_lock_order);
-    for (int j = 0; j < tx->nlocks; j++)
-        while (flock(tx->locks[j].fd, LOCK_EX) != 0)
-            if (errno != EINTR) return commit_fail(tx, &tx->out[tx->locks[j].slot], "lock the directory it is in", errno);
-    return FALCON_OK;
-}
-
-falcon_status falcon_outputs_commit(falcon_outputs *tx)
-{
-    if (!tx) return falcon_fail(FALCON_E_ARGUMENT, "outputs_commit: NULL");
-    /* 1. Everything on disk before anything is renamed. */
-    for (int i = 0; i < tx->nout; i++) {
-        out_slot *s = &tx->out[i];
-        if (!s->is_dir) {
-            const int err = sync_file(s);
-            if (err) return commit_fail(tx, s, "write it", err);
-        } else if (fsync_path(s->temp) != 0) {
-            return commit_fail(tx, s, "write it", errno);
-        }
-    }
-    /* 2. One committer at a time per parent directory (lock_parents). */
-    const falcon_status locked = lock_parents(tx);
-    if (locked) return locked;
-    /* 3. The renames, with every signal blocked: files in order, then directories. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    falcon_status st = FALCON_OK;
-    int k = 0;
-    for (int pass = 0; pass < 2 && !st; pass++)
-        for (k = 0; k < tx->nout && !st; k++) {
-            out_slot *s = &tx->out[k];
-            if (s->is_dir != pass) continue;
-            struct stat sb;
-            const int exists = lstat(s->target, &sb) == 0;
-            if (!s->is_dir) {
-                s->existed = exists;
-                if (exists && !(s->backup = make_backup(s->target)))
-                    st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot keep the old file to put back if the run fails "
-                                     "(neither a hard link nor a copy next to it): %s", s->what, s->path, strerror(errno));
-                else if (rename(s->temp, s->target) == 0) s->done = 1;
-                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary file onto it: %s", s->what, s->path,
-                                      strerror(errno));
-            } else if (exists) {
-                if (swap_dirs(s->temp, s->target) == 0) s->done = 2;
-                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot swap the new directory in: %s", s->what, s->path,
-                                      strerror(errno));
-            } else {
-                if (rename(s->temp, s->target) == 0) s->done = 1;
-                else st = falcon_fail(FALCON_E_IO, "%s: '%s': cannot rename the temporary directory onto it: %s",
-                                      s->what, s->path, strerror(errno));
-            }
-        }
-    if (st) {
-        roll_back(tx, tx->nout);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        falcon_outputs_abort(tx);
-        return st;
-    }
-    /* 4. Committed. The backups go; a replaced directory now sits at the
-     * temporary name and stays registered, so that a signal removes it. */
-    for (int i = 0; i < tx->nout; i++) {
-        out_slot *s = &tx->out[i];
-        if (s->backup) unlink(s->backup);
-        if (!s->is_dir || s->done == 1) {
-            for (int j = 0; j < s->nnames; j++) reg_drop(&s->reg_children[j]);
-            reg_drop(&s->reg);
-            free(s->temp);
-            s->temp = NULL;
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    /* 5. Durable names, and the replaced directories removed. */
-    for (int i = 0; i < tx->nout; i++) {
-        out_slot *s = &tx->out[i];
-        char *parent = parent_of(s->canon);
-        if (parent) fsync_path(parent);
-        free(parent);
-    }
-    falcon_outputs_abort(tx); /* removes what is left at the temporary names, unlocks */
-    return FALCON_OK;
-}

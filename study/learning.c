@@ -13,7 +13,7 @@
  * Four families vary one factor each with the others held fixed: alignment,
  * plasticity (beta), forgetting (alpha), rehearsal (W).
  *
- * The stream has its own generator: the gate's (verify/gate.c) draws
+ * The stream has its own generator: the gate's (gate/gate.c) draws
  * independent uniform inputs for accuracy tests and is not exported; this
  * one is a different process (a drifting map, Gaussian keys), generated
  * segment by segment so memory is bounded at any length.

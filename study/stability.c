@@ -20,1057 +20,21 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <glob.h>
-#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-#include "../bench/buildinfo.h" /* the build identity of saved streams */
-#include "falcon_ref.h"
-#include "gate.h"
 #include "stability.h"
-#include "study.h"
 #include "falcon_io.h"
 #include "falcon_advanced.h"
+#include "stab.h"
 
-#define MAXPTS 64
-#define MAXCURVE 16
-#define MAXSTREAM 64
-#define EPS 0x1p-20 /* exactly representable in fp32 and fp64: kernels and references see one eps */
-/* The masked-parallel form runs at most 4096 terms per block (README), so
- * its error grows within a block and levels off beyond one: a power law
- * fitted below that length says nothing about 10^9 tokens. */
-#define PARALLEL_NOTE                                                                              \
-    "the parallel form runs at most 4096 terms per block: its error grows within a block and levels " \
-    "off beyond one, so its fit does not extrapolate past T of about 4096"
-
-typedef struct params {
-    const char *profile, *out;
-    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
-    int64_t tfit;     /* the fits use the points T <= tfit; the later ones test the fit (beyond_fit) */
-    int formats;      /* fp32 Falcon-1/3 streams also run the chunk form in tf32 and bf16 */
-    int only_backend; /* -1: all */
-    int nstream;      /* the streams, in output order */
-    falcon_precision sprec[MAXSTREAM];
-    falcon_variant svar[MAXSTREAM];
-    gate_decay sdecay[MAXSTREAM];
-    int skipmask;     /* bit b: gate_backends[b] has no curves (skip_reason) */
-    int resume;       /* --resume: finished streams are read back, the others continue from their state */
-    double every;     /* seconds between two saves of a stream's state (--checkpoint-every) */
-    const char *build; /* the build of the results reported: the shards' (merge); NULL: this one */
-} params;
-
-/* The points of a curve past the fit's range (T > tfit): the last one
- * measured against the fit's value there, and the slope of those points
- * (with the last point inside the range). p held when the measured value
- * is within a factor BEYOND_HELD of the extrapolation. */
-#define BEYOND_HELD 2.0
-
-/* The tensor-core operand formats of the ladder (docs/math.md section 11). */
-static const falcon_precision operand_formats[] = {FALCON_TF32, FALCON_BF16};
-typedef struct beyond_fit {
-    int npts;                      /* points past the range; 0: none */
-    double T, measured, extrapolated, p;
-} beyond_fit;
-
-static beyond_fit beyond_of(const double *T, const double *err, int npts, int nfit, loglog_fit f)
-{
-    beyond_fit b = {npts - nfit, NAN, NAN, NAN, NAN};
-    if (b.npts <= 0 || nfit < 1) return b.npts = 0, b;
-    b.T = T[npts - 1], b.measured = err[npts - 1];
-    b.extrapolated = f.c * pow(b.T, f.p);
-    b.p = study_fit(T + nfit - 1, err + nfit - 1, b.npts + 1, b.T).p;
-    return b;
-}
-
-static int beyond_held(const beyond_fit *b)
-{
-    const double r = b->measured / b->extrapolated;
-    return r >= 1 / BEYOND_HELD && r <= BEYOND_HELD;
-}
-
-typedef struct curve {
-    falcon_backend backend;
-    falcon_form form;
-    falcon_precision prec; /* the stream's, or tf32/bf16 on an fp32 stream's inputs */
-    int64_t tmax;
-    falcon_state *st;
-    long double num, den;
-    int npts, ref[MAXPTS]; /* ref: 0 MPFR, 1 long double */
-    double T[MAXPTS], out_u[MAXPTS], S_u[MAXPTS];
-    loglog_fit fo, fs;
-    beyond_fit bo, bs; /* the points past the fit's range against the fit */
-    char error[200];
-} curve;
-
-typedef struct stream {
-    falcon_precision prec;
-    falcon_variant variant;
-    gate_decay decay;
-    int ncurve, ncheck, failed;
-    curve c[MAXCURVE];
-    /* long double reference vs MPFR, in units of long double's roundoff */
-    double cT[MAXPTS], c_out[MAXPTS], c_S[MAXPTS];
-    double seconds, cpu_seconds; /* wall and this thread's CPU time (of this process's part, when resumed) */
-} stream;
-
-/* The prefix the MPFR reference reruns (at most tmpfr steps). */
-typedef struct prefix {
-    int64_t len;
-    double *q, *k, *v, *beta, *alpha, *gain, *S0;
-    mpfr_t *out, *S;
-} prefix;
-
-static void prefix_free(prefix *p, int64_t cap_out, int64_t mn)
-{
-    if (p->out)
-        for (int64_t i = 0; i < cap_out; i++) mpfr_clear(p->out[i]);
-    if (p->S)
-        for (int64_t i = 0; i < mn; i++) mpfr_clear(p->S[i]);
-    free(p->q), free(p->k), free(p->v), free(p->beta), free(p->alpha), free(p->gain), free(p->S0);
-    free(p->out), free(p->S);
-}
-
-static int prefix_alloc(prefix *p, int64_t cap, int64_t n, int64_t m)
-{
-    memset(p, 0, sizeof *p);
-    p->q = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->k = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->gain = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->v = malloc(sizeof(double) * (size_t)(cap * m + 1));
-    p->beta = malloc(sizeof(double) * (size_t)(cap + 1));
-    p->alpha = malloc(sizeof(double) * (size_t)(cap + 1));
-    p->S0 = calloc((size_t)(m * n), sizeof(double));
-    p->out = malloc(sizeof(mpfr_t) * (size_t)(cap * m + 1));
-    p->S = malloc(sizeof(mpfr_t) * (size_t)(m * n));
-    if (!p->q || !p->k || !p->gain || !p->v || !p->beta || !p->alpha || !p->S0 || !p->out || !p->S) {
-        free(p->out), free(p->S); /* nothing initialised yet */
-        p->out = p->S = NULL;
-        prefix_free(p, 0, 0);
-        return -1;
-    }
-    for (int64_t i = 0; i < cap * m; i++) mpfr_init2(p->out[i], 256);
-    for (int64_t i = 0; i < m * n; i++) mpfr_init2(p->S[i], 256);
-    return 0;
-}
-
-static void append(double *dst, const double *src, int64_t at, int64_t rows, int64_t width)
-{
-    if (src) memcpy(dst + at * width, src, sizeof(double) * (size_t)(rows * width));
-}
-
-/* MPFR recurrence over the whole prefix from a fresh state: the outputs of
- * steps [from, len) and the final S, read in long double. */
-static falcon_status prefix_reference(prefix *p, const gate_case *c, const falcon_inputs *seg, int64_t from,
-                                      long double *out, long double *S)
-{
-    const int64_t n = c->n, m = c->m, L = seg->T;
-    append(p->q, seg->q, p->len, L, n), append(p->k, seg->k, p->len, L, n), append(p->v, seg->v, p->len, L, m);
-    append(p->beta, seg->beta, p->len, L, 1), append(p->alpha, seg->alpha, p->len, L, 1);
-    append(p->gain, seg->gain, p->len, L, n);
-    p->len += L;
-    falcon_ref_head h = {.T = p->len, .n = n, .m = m, .q = p->q, .k = p->k, .v = p->v, .beta = p->beta,
-                         .alpha = seg->alpha ? p->alpha : NULL, .gain = seg->gain ? p->gain : NULL,
-                         .S0 = p->S0, .prev_key = NULL, .hist_k = p->S0, .hist_v = p->S0, .hist_len = 0};
-    falcon_ref_opts o = {.variant = c->variant, .align = c->align, .phi = c->phi, .eps = c->eps,
-                         .window = c->window, .chunk = p->len, .bits = 256};
-    falcon_status s = falcon_ref_recurrent_mp(&o, &h, p->out, p->S);
-    for (int64_t i = from * m; !s && i < p->len * m; i++) out[i - from * m] = mpfr_get_ld(p->out[i], MPFR_RNDN);
-    for (int64_t i = 0; !s && i < m * n; i++) S[i] = mpfr_get_ld(p->S[i], MPFR_RNDN);
-    return s;
-}
-
-static double seconds_now(void) { return omp_get_wtime(); }
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) ? 0 : (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* ---- saved streams: results (streams/NNN.res) and resume states (resume/NNN.*) ----
- *
- * Every run writes each finished stream to OUT/streams/NNN.res (NNN: the
- * stream's index in output order): a key naming the study's parameters,
- * then the stream's results. `falcon-study merge` reads these back, from
- * any number of shards, and writes what one process would have written.
- * While a stream runs past the MPFR range (beyond it, the MPFR prefix is no
- * longer needed), its whole state is saved every P->every seconds: the
- * kernels' states as checkpoints (OUT/resume/cCC/NNN for curve CC,
- * falcon_checkpoint format; one parent directory per checkpoint, as a
- * commit locks each directory output's parent with its own flock, and two
- * in one parent would wait on each other), and OUT/resume/NNN.state with the loop's position, the error
- * accumulators, the points so far, the long-double reference's state and a
- * hash of each kernel state. All of a save is one output transaction
- * (falcon_outputs_*): a kill leaves the previous save whole. If a kill
- * lands inside the commit's renames (files first, then directories), the
- * hashes no longer match the checkpoints and --resume restarts that stream
- * from step 0 instead of continuing from a mixed state.
- * The files are in this machine's binary layout (the key records the sizes):
- * merge shards on machines of one architecture and compiler. The key also
- * names the build that wrote the file (build_identity): a build with the
- * same layout may still compute other numbers, so --resume reruns a stream
- * another build saved, and merge refuses to mix builds. */
-
-typedef struct run_key {
-    char magic[24];
-    uint32_t key_size, stream_size, ld_size, pad;
-    char profile[16];
-    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit;
-    int32_t only_backend, skipmask, nstream, index, formats, pad2;
-    int32_t list[MAXSTREAM][3];
-    char build[512]; /* build_identity */
-} run_key;
-
-/* Version 2 added the build; files of version 1 name none, and are taken
- * for another build's. */
-#define KEY_MAGIC "falcon stability 2"
-#define KEY_MAGIC_NO_BUILD "falcon stability 1"
-
-/* This build: the library's version and bench/buildinfo.c's facts (the
- * revision, "-dirty." and a hash of uncommitted changes, the compiler and the flags;
- * mk/bench.mk rebuilds it when one changes). Nothing of the run goes in:
- * one build always writes the same identity. One too long for the key
- * keeps its start and ends in a hash of the whole, so it still differs. */
-static void build_identity(char *id, size_t len)
-{
-    const char *const part[] = {FALCON_VERSION, fb_build_git_revision, fb_build_cc, fb_build_cflags};
-    const int n = snprintf(id, len, "falcon %s, revision %s, %s, %s", part[0], part[1], part[2], part[3]);
-    if (n >= 0 && (size_t)n < len) return;
-    uint64_t h = STUDY_FNV_BASIS;
-    for (int i = 0; i < 4; i++) h = study_fnv1a(h, part[i], strlen(part[i]) + 1);
-    snprintf(id + len - 20, 20, " #%016llx", (unsigned long long)h);
-}
-
-static const char no_build[] = "written by an earlier build, before results named their build: taken as "
-                               "another build's";
-
-/* Is a saved key not this run's? Then why is in buf: an earlier format,
- * another build (both named) or other parameters. */
-static int key_mismatch(const run_key *key, const run_key *want, char *buf, size_t len)
-{
-    if (!strncmp(key->magic, KEY_MAGIC_NO_BUILD, sizeof key->magic)) snprintf(buf, len, "%s", no_build);
-    else if (strncmp(key->magic, KEY_MAGIC, sizeof key->magic) || !memchr(key->build, 0, sizeof key->build))
-        snprintf(buf, len, "not a stream file of this format");
-    else if (strcmp(key->build, want->build))
-        snprintf(buf, len, "written by another build, %s; this one is %s", key->build, want->build);
-    else if (memcmp(key, want, sizeof *key)) snprintf(buf, len, "written by a study with other parameters");
-    else return 0;
-    return 1;
-}
-
-static void make_key(const params *P, int index, run_key *k)
-{
-    memset(k, 0, sizeof *k);
-    snprintf(k->magic, sizeof k->magic, "%s", KEY_MAGIC);
-    build_identity(k->build, sizeof k->build);
-    k->key_size = sizeof *k, k->stream_size = sizeof(stream), k->ld_size = sizeof(long double);
-    snprintf(k->profile, sizeof k->profile, "%s", P->profile);
-    k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
-    k->tmpfr = P->tmpfr, k->seg = P->seg, k->tfit = P->tfit;
-    k->only_backend = P->only_backend, k->skipmask = P->skipmask, k->nstream = P->nstream, k->index = index;
-    k->formats = P->formats;
-    for (int i = 0; i < P->nstream; i++)
-        k->list[i][0] = P->sprec[i], k->list[i][1] = P->svar[i], k->list[i][2] = P->sdecay[i];
-}
-
-typedef struct buf {
-    unsigned char *p;
-    size_t len, cap;
-    int bad;
-} buf;
-
-static void put(buf *b, const void *x, size_t n)
-{
-    if (b->bad) return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        unsigned char *q = realloc(b->p, cap);
-        if (!q) {
-            b->bad = 1;
-            return;
-        }
-        b->p = q, b->cap = cap;
-    }
-    memcpy(b->p + b->len, x, n);
-    b->len += n;
-}
-
-/* Read n bytes from *p (left bytes remain); -1 when the data is short. */
-static int take(const unsigned char **p, size_t *left, void *x, size_t n)
-{
-    if (*left < n) return -1;
-    memcpy(x, *p, n);
-    *p += n, *left -= n;
-    return 0;
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *p = malloc(cap);
-    while (p) {
-        n += fread(p + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *q = realloc(p, cap *= 2);
-        if (!q) free(p);
-        p = q;
-    }
-    if (ferror(f)) free(p), p = NULL;
-    fclose(f);
-    *len = n;
-    return p;
-}
-
-/* Write the bytes to path through an output transaction (with the other
- * outputs already declared in tx); commits or aborts tx. */
-static int commit_with(falcon_outputs *tx, int slot, const buf *b)
-{
-    const int fd = falcon_outputs_fd(tx, slot);
-    size_t off = 0;
-    while (fd >= 0 && off < b->len) {
-        const ssize_t w = write(fd, b->p + off, b->len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    if (b->bad || off < b->len) {
-        fprintf(stderr, "falcon: error: cannot write %s: %s\n", falcon_outputs_path(tx, slot),
-                b->bad ? "out of memory" : strerror(errno));
-        falcon_outputs_abort(tx);
-        return -1;
-    }
-    if (falcon_outputs_commit(tx)) {
-        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
-        return -1;
-    }
-    return 0;
-}
-
-static uint64_t state_hash(const falcon_state *st)
-{
-    const falcon_state_view v = falcon_state_get_view(st);
-    uint64_t h = STUDY_FNV_BASIS;
-    h = study_fnv1a(h, v.S, sizeof(double) * (size_t)(v.heads * v.m * v.n));
-    h = study_fnv1a(h, v.prev_key, sizeof(double) * (size_t)(v.heads * v.n));
-    h = study_fnv1a(h, v.has_prev, (size_t)v.heads);
-    h = study_fnv1a(h, v.hist_k, sizeof(double) * (size_t)(v.heads * v.keep * v.n));
-    h = study_fnv1a(h, v.hist_v, sizeof(double) * (size_t)(v.heads * v.keep * v.m));
-    h = study_fnv1a(h, v.hist_len, sizeof(int64_t) * (size_t)v.heads);
-    return study_fnv1a(h, falcon_state_scale(st), sizeof(double) * (size_t)v.heads);
-}
-
-/* Where a stream is: the next segment to run and the accumulators that are
- * not in the stream itself. */
-typedef struct position {
-    int64_t t, seg;
-    int ci, pad;
-    long double cnum, cden;
-} position;
-
-static void path_of(const params *P, char *path, size_t len, const char *sub, int idx, const char *suffix, int k)
-{
-    (void)suffix;
-    if (k >= 0) snprintf(path, len, "%s/%s/c%02d/%03d", P->out, sub, k, idx);
-    else snprintf(path, len, "%s/%s/%03d%s", P->out, sub, idx, suffix);
-}
-
-/* The curves whose kernel state a save holds: those still running. */
-static int curve_live(const curve *k, int64_t t) { return t < k->tmax && !k->error[0]; }
-
-static int save_state(const params *P, int idx, const stream *s, const position *pos, const ldref *ld)
-{
-    char path[4096];
-    int nlive = 0;
-    for (int i = 0; i < s->ncurve; i++) nlive += curve_live(&s->c[i], pos->t);
-    if (nlive + 1 > 16) return 0; /* more than one transaction holds: not saved (MAXCURVE allows 16 curves) */
-    falcon_outputs *tx;
-    int fslot, slot;
-    if (falcon_outputs_begin(&tx)) return -1;
-    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
-    buf b = {0};
-    run_key key;
-    make_key(P, idx, &key);
-    put(&b, &key, sizeof key), put(&b, pos, sizeof *pos), put(&b, s, sizeof *s);
-    const int64_t n = ld->n, m = ld->m, W = ld->W;
-    put(&b, ld->S, sizeof(long double) * (size_t)(m * n)), put(&b, ld->prev, sizeof(double) * (size_t)n);
-    put(&b, &ld->has_prev, sizeof ld->has_prev), put(&b, &ld->hlen, sizeof ld->hlen);
-    put(&b, ld->hk, sizeof(double) * (size_t)(W * n)), put(&b, ld->hv, sizeof(double) * (size_t)(W * m));
-    falcon_status st = falcon_outputs_file(tx, "resume state", path, &fslot);
-    for (int i = 0; i < s->ncurve && !st; i++) {
-        if (!curve_live(&s->c[i], pos->t)) continue;
-        const uint64_t h = state_hash(s->c[i].st);
-        put(&b, &i, sizeof i), put(&b, &h, sizeof h);
-        snprintf(path, sizeof path, "%s/resume/c%02d", P->out, i);
-        if (study_mkdir(path)) {
-            falcon_outputs_abort(tx);
-            free(b.p);
-            return -1;
-        }
-        path_of(P, path, sizeof path, "resume", idx, ".k", i);
-        if (!(st = falcon_outputs_checkpoint(tx, "resume checkpoint", path, &slot)))
-            st = falcon_checkpoint_save_to(tx, slot, s->c[i].st);
-    }
-    if (st) {
-        fprintf(stderr, "falcon: error: saving stream %d: %s\n", idx, falcon_last_error());
-        falcon_outputs_abort(tx);
-        free(b.p);
-        return -1;
-    }
-    const int rc = commit_with(tx, fslot, &b);
-    free(b.p);
-    return rc;
-}
-
-/* The same curves, in the same order, with the same lengths. */
-static int same_stream(const stream *a, const stream *b)
-{
-    if (a->prec != b->prec || a->variant != b->variant || a->decay != b->decay || a->ncurve != b->ncurve) return 0;
-    for (int i = 0; i < a->ncurve; i++)
-        if (a->c[i].backend != b->c[i].backend || a->c[i].form != b->c[i].form || a->c[i].tmax != b->c[i].tmax ||
-            a->c[i].prec != b->c[i].prec)
-            return 0;
-    return 1;
-}
-
-/* The counts a saved stream carries index its arrays: within them (at most
- * `upto` points a curve, and a terminated error text), or the file is not
- * used. A file is never trusted to index memory. */
-static int counts_ok(const stream *s, int upto)
-{
-    if (s->ncurve < 0 || s->ncurve > MAXCURVE || s->ncheck < 0 || s->ncheck > upto) return 0;
-    for (int i = 0; i < s->ncurve; i++)
-        if (s->c[i].npts < 0 || s->c[i].npts > upto || memchr(s->c[i].error, 0, sizeof s->c[i].error) == NULL)
-            return 0;
-    return 1;
-}
-
-static int result_ok(const stream *s) { return counts_ok(s, MAXPTS); }
+const falcon_precision stab_operand_formats[2] = {FALCON_TF32, FALCON_BF16};
 
 /* The report set's fixed names (curves/ come with them), checked when a
  * run or a merge starts (study_reports_check). */
 static const char *const stability_reports[] = {"stability.json", "fits.dat", "refcheck.dat", "thresholds.dat",
                                                 "beyond.dat", NULL};
-
-/* Continue stream idx from its saved state: 1 done, 0 no usable state (a
- * message says why when one exists), -1 no memory. */
-static int load_state(const params *P, int idx, stream *s, position *pos, ldref *ld)
-{
-    char path[4096];
-    size_t len;
-    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
-    unsigned char *data = read_all(path, &len);
-    if (!data) return 0;
-    const unsigned char *p = data;
-    size_t left = len;
-    run_key key, want;
-    char other[1200];
-    stream *saved = malloc(sizeof *saved);
-    falcon_state *sts[MAXCURVE] = {0};
-    const char *why = NULL;
-    const int64_t n = ld->n, m = ld->m, W = ld->W;
-    long double *S = malloc(sizeof(long double) * (size_t)(m * n));
-    double *prev = malloc(sizeof(double) * (size_t)n), *hk = malloc(sizeof(double) * (size_t)(W * n));
-    double *hv = malloc(sizeof(double) * (size_t)(W * m));
-    int has_prev;
-    int64_t hlen;
-    make_key(P, idx, &want);
-    if (!saved || !S || !prev || !hk || !hv) why = "out of memory";
-    else if (take(&p, &left, &key, sizeof key))
-        why = "truncated or not a stream state";
-    else if (key_mismatch(&key, &want, other, sizeof other))
-        why = other;
-    else if (take(&p, &left, pos, sizeof *pos) || take(&p, &left, saved, sizeof *saved) || !same_stream(saved, s) ||
-             take(&p, &left, S, sizeof(long double) * (size_t)(m * n)) || take(&p, &left, prev, sizeof(double) * (size_t)n) ||
-             take(&p, &left, &has_prev, sizeof has_prev) || take(&p, &left, &hlen, sizeof hlen) ||
-             take(&p, &left, hk, sizeof(double) * (size_t)(W * n)) || take(&p, &left, hv, sizeof(double) * (size_t)(W * m)))
-        why = "truncated or not a stream state";
-    /* one point a curve per checkpoint passed: a position past the grid or
-     * counts beyond it would index past the arrays as the run goes on */
-    else if (pos->t < 0 || pos->t > P->tmax || pos->seg < 0 || pos->ci < 0 || pos->ci > MAXPTS ||
-             !counts_ok(saved, pos->ci))
-        why = "its counts are out of range (damaged, or not a stream state)";
-    for (int i = 0; i < s->ncurve && !why; i++) {
-        if (!curve_live(&saved->c[i], pos->t)) continue;
-        int j;
-        uint64_t h;
-        if (take(&p, &left, &j, sizeof j) || take(&p, &left, &h, sizeof h) || j != i) {
-            why = "truncated or not a stream state";
-            break;
-        }
-        path_of(P, path, sizeof path, "resume", idx, ".k", i);
-        if (falcon_checkpoint_load(path, &sts[i])) why = falcon_last_error();
-        else if (state_hash(sts[i]) != h) why = "a kernel checkpoint is not the one this state was saved with";
-    }
-    if (!why && left) why = "longer than a stream state";
-    if (!why) {
-        for (int i = 0; i < s->ncurve; i++) {
-            saved->c[i].st = sts[i] ? sts[i] : s->c[i].st;
-            if (sts[i]) falcon_state_free(s->c[i].st);
-        }
-        *s = *saved;
-        memcpy(ld->S, S, sizeof(long double) * (size_t)(m * n)), memcpy(ld->prev, prev, sizeof(double) * (size_t)n);
-        memcpy(ld->hk, hk, sizeof(double) * (size_t)(W * n)), memcpy(ld->hv, hv, sizeof(double) * (size_t)(W * m));
-        ld->has_prev = has_prev, ld->hlen = hlen;
-    } else {
-        for (int i = 0; i < MAXCURVE; i++) falcon_state_free(sts[i]);
-        fprintf(stderr, "  stream %d: saved state %s not used (%s): it starts from step 0\n", idx, path, why);
-    }
-    free(data), free(saved), free(S), free(prev), free(hk), free(hv);
-    return why ? (strcmp(why, "out of memory") ? 0 : -1) : 1;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path) && errno != ENOENT ? -1 : 0;
-}
-
-/* Remove stream idx's resume state (the state file first: without it the
- * checkpoints are never read). */
-static void drop_state(const params *P, int idx, int ncurve)
-{
-    char path[4096];
-    path_of(P, path, sizeof path, "resume", idx, ".state", -1);
-    unlink(path);
-    for (int i = 0; i < ncurve; i++) {
-        path_of(P, path, sizeof path, "resume", idx, ".k", i);
-        nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    }
-}
-
-/* Remove what a killed process left of stream idx's transactions (their
- * temporaries "*.tmp-XXXXXX", which a SIGKILL gives no chance to remove):
- * only this stream's, so that other processes writing into the same
- * directory keep theirs. */
-static void drop_temps(const params *P, int idx)
-{
-    char pat[4200];
-    glob_t g;
-    const char *const forms[] = {"%s/streams/%03d.res.tmp-*", "%s/resume/%03d.state.tmp-*", "%s/resume/c[0-9][0-9]/%03d.tmp-*"};
-    for (int f = 0; f < 3; f++) {
-        snprintf(pat, sizeof pat, forms[f], P->out, idx);
-        if (glob(pat, GLOB_NOSORT, NULL, &g)) continue;
-        for (size_t i = 0; i < g.gl_pathc; i++) nftw(g.gl_pathv[i], rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-        globfree(&g);
-    }
-}
-
-/* A finished stream's results, atomically. */
-static int save_result(const params *P, int idx, const stream *s)
-{
-    char path[4096];
-    falcon_outputs *tx;
-    int slot;
-    path_of(P, path, sizeof path, "streams", idx, ".res", -1);
-    if (falcon_outputs_begin(&tx)) return -1;
-    if (falcon_outputs_file(tx, "stream result", path, &slot)) {
-        fprintf(stderr, "falcon: error: %s\n", falcon_last_error());
-        falcon_outputs_abort(tx);
-        return -1;
-    }
-    buf b = {0};
-    run_key key;
-    make_key(P, idx, &key);
-    stream copy = *s;
-    for (int i = 0; i < copy.ncurve; i++) copy.c[i].st = NULL;
-    put(&b, &key, sizeof key), put(&b, &copy, sizeof copy);
-    const int rc = commit_with(tx, slot, &b);
-    free(b.p);
-    return rc;
-}
-
-/* Read a result file: its key and stream. 0, or -1 with why. */
-static int load_result(const char *path, run_key *key, stream *s, const char **why)
-{
-    size_t len;
-    unsigned char *data = read_all(path, &len);
-    const unsigned char *p = data;
-    size_t left = len;
-    *why = NULL;
-    if (!data) *why = strerror(errno);
-    else if (left >= sizeof key->magic && !strncmp((const char *)p, KEY_MAGIC_NO_BUILD, sizeof key->magic))
-        *why = no_build;
-    else if (take(&p, &left, key, sizeof *key) || strcmp(key->magic, KEY_MAGIC) || key->key_size != sizeof *key ||
-             key->stream_size != sizeof *s || key->ld_size != sizeof(long double) || !memchr(key->build, 0, sizeof key->build))
-        *why = "not a stream result of this build (another format or machine layout)";
-    else if (take(&p, &left, s, sizeof *s) || left)
-        *why = "truncated or too long";
-    else
-        for (int i = 0; i < s->ncurve; i++) s->c[i].st = NULL;
-    free(data);
-    return *why ? -1 : 0;
-}
-
-/* Runs stream idx: every curve of it to its length, from its saved state
- * with --resume. Past the MPFR range its state is saved every P->every
- * seconds. 0, or -1 (no memory, or a save failed). */
-static int run_stream(const params *P, stream *s, int idx, uint64_t seed)
-{
-    const double t0 = seconds_now(), c0 = cpu_now();
-    const int64_t n = P->n, m = P->m, W = falcon_variant_has_window(s->variant) ? P->W : 1;
-    const long double uld = ldref_unit_roundoff();
-    gate_case c = {s->variant, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, s->decay, 1, 0, 1, n, m, W, P->C,
-                   EPS, 1.0, 0};
-    int64_t cp[MAXPTS];
-    const int ncp = study_grid(100, P->tmax, cp, MAXPTS);
-    const int64_t tmpfr = P->tmpfr < P->tmax ? P->tmpfr : P->tmax;
-    ldref ld;
-    prefix pre;
-    const int64_t maxseg = P->seg > tmpfr ? P->seg : tmpfr;
-    long double *ldo = malloc(sizeof(long double) * (size_t)(maxseg * m));
-    long double *mpo = malloc(sizeof(long double) * (size_t)(maxseg * m));
-    long double *mpS = malloc(sizeof(long double) * (size_t)(m * n));
-    int rc = ldref_init(&ld, c.variant, c.align, n, m, W, EPS) | prefix_alloc(&pre, tmpfr, n, m);
-    rc |= !ldo || !mpo || !mpS;
-    for (int i = 0; i < s->ncurve && !rc; i++) rc |= falcon_state_create(1, n, m, W, &s->c[i].st) != FALCON_OK;
-    long double cnum = 0, cden = 0; /* long double vs MPFR, outputs */
-    int64_t t = 0, seg = 0;
-    int ci = 0;
-    if (!rc && P->resume) {
-        position pos;
-        const int r = load_state(P, idx, s, &pos, &ld);
-        if (r < 0) rc = -1;
-        if (r > 0) {
-            t = pos.t, seg = pos.seg, ci = pos.ci, cnum = pos.cnum, cden = pos.cden;
-            fprintf(stderr, "  stream %d (%s %s %s) resumed at T = %lld\n", idx, falcon_precision_name(s->prec),
-                    falcon_variant_name(s->variant), gate_decay_name(s->decay), (long long)t);
-        }
-    }
-    double saved_at = seconds_now();
-    for (; t < P->tmax && ci < ncp && !rc; seg++) {
-        /* Segments end at checkpoints; beyond MPFR's range they are at most
-         * P->seg long (within it, MPFR reruns at every segment end: no splits). */
-        const int64_t end = cp[ci] <= tmpfr || cp[ci] < t + P->seg ? cp[ci] : t + P->seg;
-        gate_data d;
-        c.T = end - t;
-        c.seed = seed * 1000003u + (uint64_t)seg;
-        if (gate_data_make(&c, s->prec, &d)) {
-            rc = -1;
-            break;
-        }
-        ldref_run(&ld, &d.in64, ldo);
-        const long double *ro = ldo, *rS = ld.S;
-        const int use_mpfr = end <= tmpfr;
-        if (use_mpfr) {
-            if (prefix_reference(&pre, &c, &d.in64, t, mpo, mpS)) {
-                snprintf(s->c[0].error, sizeof s->c[0].error, "MPFR reference: %s", falcon_last_error());
-                s->failed = 1, rc = -1;
-            }
-            for (int64_t i = 0; i < c.T * m; i++) {
-                const long double dd = ldo[i] - mpo[i];
-                cnum += dd * dd, cden += mpo[i] * mpo[i];
-            }
-            ro = mpo, rS = mpS;
-        }
-        const int at_cp = end == cp[ci];
-        if (at_cp && use_mpfr) {
-            /* study_relerr takes a double result: the long double state is
-             * compared directly here. */
-            long double sn = 0, sd = 0;
-            for (int64_t i = 0; i < m * n; i++) sn += (ld.S[i] - mpS[i]) * (ld.S[i] - mpS[i]), sd += mpS[i] * mpS[i];
-            s->cT[s->ncheck] = (double)end;
-            s->c_out[s->ncheck] = (double)(study_norm_ratio(cnum, cden) / uld);
-            s->c_S[s->ncheck++] = (double)(study_norm_ratio(sn, sd) / uld);
-        }
-        for (int i = 0; i < s->ncurve && !rc; i++) {
-            curve *k = &s->c[i];
-            if (end > k->tmax || k->error[0]) continue;
-            gate_result r;
-            const double u = gate_unit_roundoff(k->prec);
-            falcon_status st = gate_run_in(&c, &d, k->form, k->backend, k->prec, k->st, &r);
-            if (st) {
-                snprintf(k->error, sizeof k->error, "T=%lld: %s", (long long)end, falcon_last_error());
-                s->failed = 1;
-                continue;
-            }
-            for (int64_t j = 0; j < c.T * m; j++) {
-                const long double dd = r.out[j] - ro[j];
-                k->num += dd * dd, k->den += ro[j] * ro[j];
-            }
-            if (at_cp) {
-                k->T[k->npts] = (double)end;
-                k->out_u[k->npts] = (double)(study_norm_ratio(k->num, k->den) / u);
-                k->S_u[k->npts] = (double)(study_relerr(r.S, rS, m * n) / u);
-                k->ref[k->npts++] = !use_mpfr;
-                if (!isfinite(k->out_u[k->npts - 1]) || !isfinite(k->S_u[k->npts - 1])) s->failed = 1;
-            }
-            gate_result_free(&r);
-        }
-        gate_data_free(&d);
-        ci += at_cp;
-        t = end;
-        /* Past the MPFR range the state is the kernels', the long-double
-         * reference's and the accumulators: saved whole, every P->every s. */
-        if (!rc && t >= tmpfr && t < P->tmax && ci < ncp && seconds_now() - saved_at >= P->every) {
-            const position pos = {t, seg + 1, ci, 0, cnum, cden};
-            int r;
-#pragma omp critical(study_save)
-            r = save_state(P, idx, s, &pos, &ld);
-            if (r) s->failed = 1, rc = -1;
-            saved_at = seconds_now();
-        }
-    }
-    for (int i = 0; i < s->ncurve; i++) {
-        curve *k = &s->c[i];
-        int nfit = 0;
-        while (nfit < k->npts && k->T[nfit] <= (double)P->tfit) nfit++;
-        k->fo = study_fit(k->T, k->out_u, nfit, 1e9);
-        k->fs = study_fit(k->T, k->S_u, nfit, 1e9);
-        k->bo = beyond_of(k->T, k->out_u, k->npts, nfit, k->fo);
-        k->bs = beyond_of(k->T, k->S_u, k->npts, nfit, k->fs);
-        /* PARALLEL_NOTE: no extrapolation of the parallel form's fits. */
-        if (k->form == FALCON_FORM_PARALLEL) k->fo.at = k->fs.at = NAN;
-        falcon_state_free(k->st);
-        k->st = NULL;
-    }
-    ldref_free(&ld);
-    prefix_free(&pre, tmpfr * m, m * n);
-    free(ldo), free(mpo), free(mpS);
-    s->seconds = seconds_now() - t0;
-    s->cpu_seconds = cpu_now() - c0;
-    return rc ? -1 : 0;
-}
-
-/* ---- output ---- */
-
-static void curve_name(const stream *s, const curve *k, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s_%s_%s_%s_%s", falcon_precision_name(k->prec), falcon_variant_name(s->variant),
-             gate_decay_name(s->decay), falcon_backend_name(k->backend), falcon_form_name(k->form));
-}
-
-static void json_fit(FILE *f, const char *key, loglog_fit x)
-{
-    fprintf(f, "\"%s\": {\"p\": ", key);
-    study_json_num(f, x.p);
-    fputs(", \"c\": ", f);
-    study_json_num(f, x.c);
-    fputs(", \"at_1e9\": ", f);
-    study_json_num(f, x.at);
-    fprintf(f, ", \"points\": %d}", x.npts);
-}
-
-/* A curve's points past the fit's range: null when it has none. */
-static void json_beyond(FILE *f, const char *key, const beyond_fit *b)
-{
-    fprintf(f, "\"%s\": ", key);
-    if (!b->npts) {
-        fputs("null", f);
-        return;
-    }
-    fprintf(f, "{\"points\": %d, \"T\": %.0f, \"measured\": ", b->npts, b->T);
-    study_json_num(f, b->measured);
-    fputs(", \"extrapolated\": ", f);
-    study_json_num(f, b->extrapolated);
-    fputs(", \"p_beyond\": ", f);
-    study_json_num(f, b->p);
-    fprintf(f, ", \"p_held\": %s}", beyond_held(b) ? "true" : "false");
-}
-
-/* Why a kernel backend of the gate's table has no curves in this study, or
- * NULL when it has. The SIMDe build of the AVX-512 kernels is left out
- * where the native build runs: it is the same source, its purpose is to
- * test that logic on machines without AVX-512 (where it stands in for
- * avx512 here too), and emulated it costs a quarter of the quick profile's
- * time. --backend avx512-simde still selects it. */
-static const char *skip_reason(const params *P, falcon_backend be)
-{
-    if (P->only_backend >= 0 && (int)be != P->only_backend) return NULL; /* not asked for: not named */
-    if (!falcon_backend_available(be)) return falcon_backend_describe(be);
-    if (be == FALCON_BACKEND_AVX512_SIMDE && P->only_backend < 0 && falcon_backend_available(FALCON_BACKEND_AVX512))
-        return "the avx512 kernels built against SIMDe: left out where the native avx512 build runs "
-               "(--backend avx512-simde runs it)";
-    return NULL;
-}
-
-static int write_json(const params *P, const stream *ss, int ns, double secs)
-{
-    char path[4096];
-    FILE *f = study_open(P->out, "stability.json", path, sizeof path);
-    if (!f) return -1;
-    /* which build computed these curves: --resume and merge take results
-     * of one build only, so one line names it */
-    char here[512];
-    if (!P->build) build_identity(here, sizeof here);
-    fputs("{\n  \"build\": ", f);
-    study_json_str(f, P->build ? P->build : here);
-    fprintf(f, ",\n  \"profile\": \"%s\", \"n\": %lld, \"m\": %lld, \"window\": %lld, \"chunk\": %lld,\n"
-               "  \"eps\": %.9g, \"align\": \"prefix\", \"phi\": \"identity\", \"segment\": %lld,\n"
-               "  \"tmax\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, \"mpfr_bits\": 256, \"fit_tmax\": %lld,\n"
-               "  \"long_double_unit_roundoff\": %.6g, \"seconds\": %.1f,\n"
-               "  \"references\": \"MPFR recurrence (256 bits) for T <= %lld; beyond, the long-double "
-               "recurrence, itself checked against MPFR on T <= %lld (reference_check)\",\n"
-               "  \"errors\": \"normwise relative, units of the precision's roundoff; out_u cumulative over "
-               "outputs 1..T, state_u of S_T\",\n"
-               "  \"decays\": {\"none\": \"alpha = 1\", \"mild\": \"alpha uniform in [0.98, 1]\", \"strong\": "
-               "\"alpha = 0.5\", \"extreme\": \"the smallest normal number of the precision every 5th step, 0.9 "
-               "otherwise\", \"mix\": \"5%% smallest normal, 25%% 1, 20%% 0.5, else uniform in [0.9, 1]\"},\n"
-               "  \"inputs\": \"verify/gate.c generator per segment (q, k, v uniform in [-1, 1], beta in [0.1, 1.9] "
-               "(regression) or [0, 1])\",\n"
-               "  \"notes\": \"" PARALLEL_NOTE "\",\n  \"skipped\": [",
-            P->profile, (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C, EPS,
-            (long long)P->seg, (long long)P->tmax, (long long)P->tmax_par, (long long)P->tmpfr, (long long)P->tfit,
-            (double)ldref_unit_roundoff(), secs, (long long)P->tmpfr, (long long)P->tmpfr);
-    /* The backends this machine lacks (a kernel backend skipped is named, with why). */
-    const char *sep = "";
-    for (int b = 0; b < gate_backend_count; b++)
-        if (P->skipmask >> b & 1) {
-            const char *why = skip_reason(P, gate_backends[b]);
-            fprintf(f, "%s{\"backend\": \"%s\", \"why\": ", sep, falcon_backend_name(gate_backends[b]));
-            study_json_str(f, why ? why : falcon_backend_describe(gate_backends[b]));
-            fputc('}', f);
-            sep = ", ";
-        }
-    fputs("],\n  \"reference_check\": [", f);
-    sep = "\n";
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < ss[i].ncheck; j++) {
-            const double r = (double)ldref_unit_roundoff() / gate_unit_roundoff(ss[i].prec);
-            fprintf(f, "%s    {\"precision\": \"%s\", \"variant\": \"%s\", \"decay\": \"%s\", \"T\": %.0f, "
-                       "\"out_uld\": %.3g, \"state_uld\": %.3g, \"out_u\": %.3g, \"state_u\": %.3g}",
-                    sep, falcon_precision_name(ss[i].prec), falcon_variant_name(ss[i].variant),
-                    gate_decay_name(ss[i].decay), ss[i].cT[j], ss[i].c_out[j], ss[i].c_S[j], ss[i].c_out[j] * r,
-                    ss[i].c_S[j] * r);
-            sep = ",\n";
-        }
-    fputs("\n  ],\n  \"curves\": [", f);
-    sep = "\n";
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < ss[i].ncurve; j++) {
-            const curve *k = &ss[i].c[j];
-            fprintf(f, "%s    {\"precision\": \"%s\", \"variant\": \"%s\", \"decay\": \"%s\", \"backend\": \"%s\", "
-                       "\"form\": \"%s\",\n     \"error\": ",
-                    sep, falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
-                    gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form));
-            if (k->error[0]) study_json_str(f, k->error);
-            else fputs("null", f);
-            fputs(", ", f);
-            json_fit(f, "fit_out", k->fo);
-            fputs(", ", f);
-            json_fit(f, "fit_state", k->fs);
-            fputs(",\n     ", f);
-            json_beyond(f, "beyond_fit_out", &k->bo);
-            fputs(", ", f);
-            json_beyond(f, "beyond_fit_state", &k->bs);
-            fputs(",\n     \"points\": [", f);
-            for (int p = 0; p < k->npts; p++) {
-                fprintf(f, "%s[%.0f, ", p ? ", " : "", k->T[p]);
-                study_json_num(f, k->out_u[p]);
-                fputs(", ", f);
-                study_json_num(f, k->S_u[p]);
-                fprintf(f, ", \"%s\"]", k->ref[p] ? "ld" : "mpfr");
-            }
-            fputs("]}", f);
-            sep = ",\n";
-        }
-    fputs("\n  ]\n}\n", f);
-    return study_close(f);
-}
-
-/* thresholds.dat: the gate's thresholds (verify/gate-thresholds.c) for the
- * study's sizes, per variant and form, for the plots: the memory's, and the
- * outputs' at a read condition number of 1 (the gate multiplies it by the
- * case's condition number, >= 1). The parallel form's depth grows with the
- * block, so its value is for its longest block here. */
-static int write_thresholds(const params *P)
-{
-    char path[4096];
-    FILE *f = study_open(P->out, "thresholds.dat", path, sizeof path);
-    if (!f) return -1;
-    fprintf(f, "# the gate's thresholds (units of u) for n = %lld, m = %lld, W = %lld (window variants), C = %lld:\n"
-               "# variant form threshold_S threshold_out_at_read_cond_1 (fp32 and fp64), then the same in tf32\n"
-               "# and in bf16 (units of their u_op; chunk form only, NaN for the others)\n",
-            (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C);
-    for (int v = 0; v < 6; v++)
-        for (int fm = 0; fm < 3; fm++) {
-            gate_case c;
-            memset(&c, 0, sizeof c);
-            c.variant = (falcon_variant)v;
-            c.n = P->n, c.m = P->m, c.B = c.H = 1;
-            c.window = falcon_variant_has_window(c.variant) ? P->W : 1;
-            c.chunk = P->C;
-            c.T = fm == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
-            if (fm == FALCON_FORM_PARALLEL && c.T > falcon_parallel_block(c.window)) c.T = falcon_parallel_block(c.window);
-            fprintf(f, "%s %s %.4g %.4g", falcon_variant_name(c.variant), falcon_form_name((falcon_form)fm),
-                    gate_threshold(&c, (falcon_form)fm, FALCON_FP32),
-                    gate_threshold_out(&c, (falcon_form)fm, FALCON_FP32, 1.0));
-            for (int p = 0; p < 2; p++)
-                if (gate_form_runs((falcon_form)fm, operand_formats[p]))
-                    fprintf(f, " %.4g %.4g", gate_threshold(&c, (falcon_form)fm, operand_formats[p]),
-                            gate_threshold_out(&c, (falcon_form)fm, operand_formats[p], 1.0));
-                else
-                    fputs(" NaN NaN", f);
-            fputc('\n', f);
-        }
-    return study_close(f);
-}
-
-/* beyond.dat: per curve with points past the fit's range, the last one
- * against the fit's extrapolation (outputs, then the state); written only
- * when the study measured past its fit range (profiles huge and deep). */
-static int write_beyond(const params *P, const stream *ss, int ns)
-{
-    char path[4096];
-    if (P->tfit >= P->tmax) return 0;
-    FILE *f = study_open(P->out, "beyond.dat", path, sizeof path);
-    if (!f) return -1;
-    fprintf(f, "# falcon stability (%s): fit c T^p over T = 100 .. %lld, tested on the points measured beyond it\n"
-               "# held: the measured error at T within a factor %g of the fit's extrapolation; p_beyond: the slope\n"
-               "# of the points from T = %lld on. Units of roundoff u.\n"
-               "# precision variant decay backend form fit_tmax T out_measured out_extrapolated out_ratio p_out "
-               "p_beyond_out held_out S_measured S_extrapolated S_ratio p_S p_beyond_S held_S\n",
-            P->profile, (long long)P->tfit, BEYOND_HELD, (long long)P->tfit);
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < ss[i].ncurve; j++) {
-            const curve *k = &ss[i].c[j];
-            if (!k->bo.npts) continue;
-            fprintf(f, "%s %s %s %s %s %lld %.0f", falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
-                    gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
-                    (long long)P->tfit, k->bo.T);
-            const beyond_fit *b[2] = {&k->bo, &k->bs};
-            const loglog_fit *fit[2] = {&k->fo, &k->fs};
-            for (int w = 0; w < 2; w++)
-                fprintf(f, " %.4g %.4g %.4g %.4g %.4g %s", b[w]->measured, b[w]->extrapolated,
-                        b[w]->measured / b[w]->extrapolated, fit[w]->p, b[w]->p, beyond_held(b[w]) ? "yes" : "no");
-            fputc('\n', f);
-        }
-    return study_close(f);
-}
-
-/* One file per curve (index 0: the points; index 1: the fitted lines from
- * T = 100 to 10^9), fits.dat (one row per curve) and refcheck.dat. */
-static int write_dat(const params *P, const stream *ss, int ns)
-{
-    char path[4096], name[256], dir[4096];
-    snprintf(dir, sizeof dir, "%s/curves", P->out);
-    if (study_mkdir(dir)) return -1;
-    FILE *fits = study_open(P->out, "fits.dat", path, sizeof path);
-    FILE *chk = fits ? study_open(P->out, "refcheck.dat", path, sizeof path) : NULL;
-    if (!chk) {
-        if (fits) study_close(fits);
-        return -1;
-    }
-    fprintf(fits, "# falcon stability (%s): error ~ c T^p fitted over T = 100 .. %lld (units of roundoff u)\n"
-                  "# precision variant decay backend form tmax out_u(tmax) p_out out_u(1e9) state_u(tmax) p_state "
-                  "state_u(1e9)\n", P->profile, (long long)P->tfit);
-    fprintf(chk, "# long-double reference vs MPFR (256 bits): out cumulative, S at T\n"
-                 "# precision variant decay T out_uld state_uld out_u state_u   (uld: units of long double's "
-                 "roundoff %.3g; u: of the precision)\n", (double)ldref_unit_roundoff());
-    int rc = 0;
-    for (int i = 0; i < ns; i++) {
-        const stream *s = &ss[i];
-        const double r = (double)ldref_unit_roundoff() / gate_unit_roundoff(s->prec);
-        for (int j = 0; j < s->ncheck; j++)
-            fprintf(chk, "%s %s %s %.0f %.4g %.4g %.4g %.4g\n", falcon_precision_name(s->prec),
-                    falcon_variant_name(s->variant), gate_decay_name(s->decay), s->cT[j], s->c_out[j], s->c_S[j],
-                    s->c_out[j] * r, s->c_S[j] * r);
-        for (int j = 0; j < s->ncurve; j++) {
-            const curve *k = &s->c[j];
-            curve_name(s, k, name, sizeof name);
-            const int last = k->npts - 1;
-            fprintf(fits, "%s %s %s %s %s %.0f %.4g %.4g %.4g %.4g %.4g %.4g\n", falcon_precision_name(k->prec),
-                    falcon_variant_name(s->variant), gate_decay_name(s->decay), falcon_backend_name(k->backend),
-                    falcon_form_name(k->form), last >= 0 ? k->T[last] : NAN, last >= 0 ? k->out_u[last] : NAN,
-                    k->fo.p, k->fo.at, last >= 0 ? k->S_u[last] : NAN, k->fs.p, k->fs.at);
-            char file[300];
-            snprintf(file, sizeof file, "curves/%s.dat", name);
-            FILE *f = study_open(P->out, file, path, sizeof path);
-            if (!f) {
-                rc = -1;
-                continue;
-            }
-            fprintf(f, "# %s: T out_u state_u reference(0 mpfr, 1 long double)%s%s\n", name,
-                    k->error[0] ? "; FAILED: " : "", k->error);
-            for (int p = 0; p < k->npts; p++)
-                fprintf(f, "%.0f %.6g %.6g %d\n", k->T[p], k->out_u[p], k->S_u[p], k->ref[p]);
-            fprintf(f, "\n\n# fit over T <= %lld: T out c*T^p (p = %.3g) state c*T^p (p = %.3g)\n",
-                    (long long)P->tfit, k->fo.p, k->fs.p);
-            /* The parallel form's line stops at its last point (PARALLEL_NOTE). */
-            const double Tend = k->form == FALCON_FORM_PARALLEL && last >= 0 ? k->T[last] : 1.5e9;
-            double T = 100;
-            for (; T <= Tend; T *= 10)
-                fprintf(f, "%.0f %.6g %.6g\n", T, k->fo.c * pow(T, k->fo.p), k->fs.c * pow(T, k->fs.p));
-            if (Tend < 1e9 && Tend > T / 10) fprintf(f, "%.0f %.6g %.6g\n", Tend, k->fo.c * pow(Tend, k->fo.p), k->fs.c * pow(Tend, k->fs.p));
-            if (k->bo.npts) { /* index 2: the points past the fit's range */
-                fprintf(f, "\n\n# measured past the fit's range (T > %lld): T out_u state_u\n", (long long)P->tfit);
-                for (int p = 0; p < k->npts; p++)
-                    if (k->T[p] > (double)P->tfit) fprintf(f, "%.0f %.6g %.6g\n", k->T[p], k->out_u[p], k->S_u[p]);
-            }
-            rc |= study_close(f);
-        }
-    }
-    rc |= write_beyond(P, ss, ns);
-    rc |= study_close(fits);
-    rc |= study_close(chk);
-    rc |= write_thresholds(P);
-    return rc;
-}
-
-static void print_summary(const params *P, const stream *ss, int ns)
-{
-    printf("\nerrors in units of roundoff u; out: cumulative over outputs 1..T, S: final state; fit c T^p over "
-           "T = 100..tfit (tmax unless the profile or --tfit says); @1e9: the fit at 10^9 tokens (- for the parallel form, see the note)\n");
-    printf("%-5s %-9s %-8s %-13s %-10s %9s %10s %7s %10s %10s %7s %10s  %s\n", "prec", "variant", "decay",
-           "backend", "form", "tmax", "out", "p_out", "out@1e9", "S", "p_S", "S@1e9", "reference");
-    for (int i = 0; i < ns; i++)
-        for (int j = 0; j < ss[i].ncurve; j++) {
-            const curve *k = &ss[i].c[j];
-            const int last = k->npts - 1;
-            if (last < 0) {
-                printf("%-5s %-9s %-8s %-13s %-10s  no points: %s\n", falcon_precision_name(k->prec),
-                       falcon_variant_name(ss[i].variant), gate_decay_name(ss[i].decay),
-                       falcon_backend_name(k->backend), falcon_form_name(k->form), k->error);
-                continue;
-            }
-            char at_o[32], at_s[32]; /* "-": not extrapolated (the parallel form) */
-            snprintf(at_o, sizeof at_o, isnan(k->fo.at) ? "-" : "%.3g", k->fo.at);
-            snprintf(at_s, sizeof at_s, isnan(k->fs.at) ? "-" : "%.3g", k->fs.at);
-            printf("%-5s %-9s %-8s %-13s %-10s %9.0f %10.3g %7.3f %10s %10.3g %7.3f %10s  %s%s%s\n",
-                   falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
-                   gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
-                   k->T[last], k->out_u[last], k->fo.p, at_o, k->S_u[last], k->fs.p, at_s,
-                   k->ref[last] ? "long double" : "mpfr", k->error[0] ? "  FAILED: " : "", k->error);
-        }
-    if (P->tfit < P->tmax) {
-        printf("\npast the fit's range: fitted on T = 100..%lld, measured at the last T; p held: measured within a "
-               "factor %g of the fit's extrapolation\n", (long long)P->tfit, BEYOND_HELD);
-        printf("%-5s %-9s %-8s %-13s %-10s %9s %10s %10s %7s %7s %5s %10s %10s %7s %7s %5s\n", "prec", "variant",
-               "decay", "backend", "form", "T", "out", "out(fit)", "p_out", "p_past", "held", "S", "S(fit)", "p_S",
-               "p_past", "held");
-        for (int i = 0; i < ns; i++)
-            for (int j = 0; j < ss[i].ncurve; j++) {
-                const curve *k = &ss[i].c[j];
-                if (!k->bo.npts) continue;
-                printf("%-5s %-9s %-8s %-13s %-10s %9.0f %10.3g %10.3g %7.3f %7.3f %5s %10.3g %10.3g %7.3f %7.3f %5s\n",
-                       falcon_precision_name(k->prec), falcon_variant_name(ss[i].variant),
-                       gate_decay_name(ss[i].decay), falcon_backend_name(k->backend), falcon_form_name(k->form),
-                       k->bo.T, k->bo.measured, k->bo.extrapolated, k->fo.p, k->bo.p, beyond_held(&k->bo) ? "yes" : "no",
-                       k->bs.measured, k->bs.extrapolated, k->fs.p, k->bs.p, beyond_held(&k->bs) ? "yes" : "no");
-            }
-    }
-    printf("\nnote: " PARALLEL_NOTE "\n");
-    printf("\nlong-double reference vs MPFR (256 bits) on T <= %lld, largest over T (units of the precision's u; "
-           "of long double's %.3g in brackets):\n", (long long)P->tmpfr, (double)ldref_unit_roundoff());
-    for (int i = 0; i < ns; i++) {
-        double mo = 0, ms = 0;
-        for (int j = 0; j < ss[i].ncheck; j++) {
-            if (ss[i].c_out[j] > mo) mo = ss[i].c_out[j];
-            if (ss[i].c_S[j] > ms) ms = ss[i].c_S[j];
-        }
-        const double r = (double)ldref_unit_roundoff() / gate_unit_roundoff(ss[i].prec);
-        printf("  %-5s %-9s %-8s out %.2g u (%.3g uld), S %.2g u (%.3g uld)\n", falcon_precision_name(ss[i].prec),
-               falcon_variant_name(ss[i].variant), gate_decay_name(ss[i].decay), mo * r, mo, ms * r, ms);
-    }
-}
 
 /* ---- profiles and options ---- */
 
@@ -1117,18 +81,10 @@ static void profile_set(params *P, int which)
 /*
  * The huge profile's cost, for --help: per stream, the CPU seconds one core
  * takes per 10^6 tokens past the MPFR range, with every CPU backend of the
- * default run (scalar, avx2, avx512; recurrent and chunk forms) and the
- * long-double reference. Measured as the difference of each stream's CPU
- * time (the "cpu" of the progress lines: CLOCK_THREAD_CPUTIME_ID) between
- * two quick-profile runs on one thread, --tmax 1e5 and --tmax 2e4 (both
- * --tmpfr 300 --tmax-parallel 300), divided by the 0.08e6 tokens between
- * them (the profile huge itself, run that way); on an Intel Xeon (AVX-512,
- * Sapphire Rapids class) with 2 vCPUs and nothing else running: an
- * estimate, not a promise. Index: [precision][falcon1, falcon1a,
- * falcon3][none, mild, strong, extreme, mix]. Since the decay regimes that
- * reach the smallest normal numbers no longer take subnormal paths
- * (docs/math.md section 8), they cost what the others do; Falcon-3's window
- * of 4 costs about three times Falcon-1.
+ * default run and the long-double reference: an estimate, not a promise.
+ * Index: [precision][falcon1, falcon1a, falcon3][none, mild, strong,
+ * extreme, mix]. How and where they were measured: docs/performance.md,
+ * "The stability study's cost per stream".
  */
 static const double seconds_per_mtok[2][3][5] = {
     {{12.6, 13.1, 16.9, 10.9, 8.2}, {11.4, 13.0, 13.0, 10.2, 12.0}, {41.2, 31.5, 39.4, 15.9, 32.9}},
@@ -1229,8 +185,8 @@ static void build_streams(const params *P, stream *ss)
         const falcon_backend be = falcon_backend_resolve(P->only_backend >= 0 ? (falcon_backend)P->only_backend
                                                                               : FALCON_BACKEND_AUTO);
         for (int p = 0; p < 2 && s->ncurve < MAXCURVE && P->tmax >= 100; p++)
-            if (gate_backend_runs(be, operand_formats[p]))
-                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = operand_formats[p],
+            if (gate_backend_runs(be, stab_operand_formats[p]))
+                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = stab_operand_formats[p],
                                             .tmax = P->tmax};
     }
 }
@@ -1299,19 +255,19 @@ static void progress(study_stab *st, int i)
 int stab_prepare(study_stab *st, int i)
 {
     char path[4096];
-    path_of(&st->P, path, sizeof path, "streams", i, ".res", -1);
-    drop_temps(&st->P, i);
+    stab_path_of(&st->P, path, sizeof path, "streams", i, ".res", -1);
+    stab_drop_temps(&st->P, i);
     if (!st->P.resume) return 0;
     run_key key, want;
     stream s;
     const char *why;
     char other[1200];
-    make_key(&st->P, i, &want);
+    stab_make_key(&st->P, i, &want);
     if (access(path, F_OK)) return 0;
-    if (!load_result(path, &key, &s, &why))
-        why = key_mismatch(&key, &want, other, sizeof other) ? other
-            : !same_stream(&s, &st->ss[i])                  ? "other parameters"
-            : !result_ok(&s)                                ? "its counts are out of range"
+    if (!stab_load_result(path, &key, &s, &why))
+        why = stab_key_mismatch(&key, &want, other, sizeof other) ? other
+            : !stab_same_stream(&s, &st->ss[i])                  ? "other parameters"
+            : !stab_result_ok(&s)                                ? "its counts are out of range"
                                                             : NULL;
     if (why) {
         fprintf(stderr, "  stream %d: %s not used (%s): it runs again\n", i, path, why);
@@ -1320,7 +276,7 @@ int stab_prepare(study_stab *st, int i)
     /* A kill between saving the result and dropping the state leaves
      * both: the result is whole, so the state is stale; drop it here, or
      * it would stay in resume/ for good. */
-    drop_state(&st->P, i, s.ncurve);
+    stab_drop_state(&st->P, i, s.ncurve);
     st->ss[i] = s, st->have[i] = 1;
     progress(st, i);
     return 1;
@@ -1331,12 +287,12 @@ int stab_run_one(study_stab *st, int i, int save)
     const stream *s = &st->ss[i];
     /* The seed depends on the variant and decay, not the precision: the
      * fp32 and fp64 streams draw the same numbers. */
-    int r = run_stream(&st->P, &st->ss[i], i, 1000u + 10u * (uint64_t)s->variant + (uint64_t)s->decay);
+    int r = stab_run_stream(&st->P, &st->ss[i], i, 1000u + 10u * (uint64_t)s->variant + (uint64_t)s->decay);
     if (save && !r) {
 #pragma omp critical(study_save)
         {
-            r = save_result(&st->P, i, s);
-            if (!r) drop_state(&st->P, i, s->ncurve);
+            r = stab_save_result(&st->P, i, s);
+            if (!r) stab_drop_state(&st->P, i, s->ncurve);
         }
     }
 #pragma omp critical(study_progress)
@@ -1356,15 +312,15 @@ int stab_store(study_stab *st, int i, const void *bytes, size_t len, int rc)
     stream s;
     if (i < 0 || i >= st->P.nstream || len != sizeof s) return -1;
     memcpy(&s, bytes, sizeof s);
-    if (!same_stream(&s, &st->ss[i])) return -1;
+    if (!stab_same_stream(&s, &st->ss[i])) return -1;
     for (int j = 0; j < s.ncurve; j++) s.c[j].st = NULL;
     st->ss[i] = s;
     int r = rc;
     if (!r) {
 #pragma omp critical(study_save)
         {
-            r = save_result(&st->P, i, &s);
-            if (!r) drop_state(&st->P, i, s.ncurve);
+            r = stab_save_result(&st->P, i, &s);
+            if (!r) stab_drop_state(&st->P, i, s.ncurve);
         }
     }
 #pragma omp critical(study_progress)
@@ -1398,12 +354,12 @@ static int check_stream_paths(const study_stab *st)
         falcon_outputs *tx; /* one a stream: each file holds a descriptor until the abort */
         if (!stab_mine(st, i)) continue;
         if (falcon_outputs_begin(&tx)) return -1;
-        path_of(P, path, sizeof path, "streams", i, ".res", -1);
+        stab_path_of(P, path, sizeof path, "streams", i, ".res", -1);
         rc = falcon_outputs_file(tx, "stream result", path, &slot) != FALCON_OK;
-        path_of(P, path, sizeof path, "resume", i, ".state", -1);
+        stab_path_of(P, path, sizeof path, "resume", i, ".state", -1);
         if (!rc) rc = falcon_outputs_file(tx, "resume state", path, &slot) != FALCON_OK;
         for (int j = 0; j < st->ss[i].ncurve && st->shard_n <= 1 && !rc; j++) {
-            curve_name(&st->ss[i], &st->ss[i].c[j], name, sizeof name);
+            stab_curve_name(&st->ss[i], &st->ss[i].c[j], name, sizeof name);
             snprintf(path, sizeof path, "%s/%s.dat", dir, name);
             rc = falcon_outputs_file(tx, "curve", path, &slot) != FALCON_OK;
         }
@@ -1411,6 +367,36 @@ static int check_stream_paths(const study_stab *st)
         falcon_outputs_abort(tx); /* only a check: each stream's files are written when it ends */
     }
     return rc ? -1 : 0;
+}
+
+/* --shard K/N: 0, or -1 with a message. */
+static int parse_shard(const char *v, long *shard_k, long *shard_n)
+{
+    char *end, *end2;
+    *shard_k = strtol(v, &end, 10);
+    *shard_n = *end == '/' ? strtol(end + 1, &end2, 10) : 0;
+    if (*end != '/' || end == v || *end2 || end2 == end + 1 || *shard_n < 1 || *shard_n > 4096 || *shard_k < 0 ||
+        *shard_k >= *shard_n) {
+        fprintf(stderr, "falcon: error: --shard %s: must be K/N with 0 <= K < N <= 4096\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* The run's first lines: the backends skipped, the study, the shard. */
+static void announce(const study_stab *st)
+{
+    const params *P = &st->P;
+    for (int b = 0; b < gate_backend_count; b++) {
+        const falcon_backend be = gate_backends[b];
+        if (P->skipmask >> b & 1) printf("backend %s skipped: %s\n", falcon_backend_name(be), stab_skip_reason(P, be));
+    }
+    printf("falcon stability, %s profile: %d streams (precision x variant x decay), n = m = %lld, W = %lld, "
+           "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
+           P->profile, P->nstream, (long long)P->n, (long long)P->W, (long long)P->C, (long long)P->tmax,
+           (long long)P->tmax_par, (long long)P->tmpfr);
+    if (st->shard_n > 1) printf("shard %d/%d: %d of the %d streams\n", st->shard_k, st->shard_n, st->total, P->nstream);
+    fflush(stdout);
 }
 
 int stab_open(int argc, char **argv, int quiet, study_stab **out)
@@ -1469,17 +455,9 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
                 return 2;
             }
             break;
-        case O_SHARD: {
-            char *end, *end2;
-            shard_k = strtol(v, &end, 10);
-            shard_n = *end == '/' ? strtol(end + 1, &end2, 10) : 0;
-            if (*end != '/' || end == v || *end2 || end2 == end + 1 || shard_n < 1 || shard_n > 4096 || shard_k < 0 ||
-                shard_k >= shard_n) {
-                fprintf(stderr, "falcon: error: --shard %s: must be K/N with 0 <= K < N <= 4096\n", v);
-                return 2;
-            }
+        case O_SHARD:
+            if (parse_shard(v, &shard_k, &shard_n)) return 2;
             break;
-        }
         }
     }
     /* Later options override the profile, whatever their order. */
@@ -1500,7 +478,7 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
         return 2;
     }
     for (int b = 0; b < gate_backend_count; b++)
-        if (skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
+        if (stab_skip_reason(&P, gate_backends[b])) P.skipmask |= 1 << b;
     char sub[4200];
     if (study_mkdir(P.out) || study_reports_check(P.out, "stability", stability_reports)) return 2; /* before the streams run */
     snprintf(sub, sizeof sub, "%s/streams", P.out);
@@ -1522,19 +500,8 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
         return 2;
     }
     falcon_outputs_clean_on_signals();
-    if (!quiet) {
-        for (int b = 0; b < gate_backend_count; b++) {
-            const falcon_backend be = gate_backends[b];
-            if (P.skipmask >> b & 1) printf("backend %s skipped: %s\n", falcon_backend_name(be), skip_reason(&P, be));
-        }
-        printf("falcon stability, %s profile: %d streams (precision x variant x decay), n = m = %lld, W = %lld, "
-               "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
-               P.profile, P.nstream, (long long)P.n, (long long)P.W, (long long)P.C, (long long)P.tmax,
-               (long long)P.tmax_par, (long long)P.tmpfr);
-        if (shard_n > 1) printf("shard %ld/%ld: %d of the %d streams\n", shard_k, shard_n, st->total, P.nstream);
-        fflush(stdout);
-    }
-    st->t0 = seconds_now();
+    if (!quiet) announce(st);
+    st->t0 = stab_seconds();
     *out = st;
     return 0;
 }
@@ -1545,26 +512,9 @@ void stab_close(study_stab *st)
     free(st->ss), free(st->have), free(st);
 }
 
-static int finish(const params *P, const stream *ss, int nomem, double secs)
-{
-    int failed = nomem;
-    for (int i = 0; i < P->nstream; i++) failed |= ss[i].failed;
-    print_summary(P, ss, P->nstream);
-    /* A stream that could not be run or saved (no memory, a write that
-     * failed: its message is above) leaves the earlier report set as it
-     * was: the set changes only with every stream's results. */
-    int io = nomem ? -1 : write_json(P, ss, P->nstream, secs) | write_dat(P, ss, P->nstream);
-    io |= study_reports_end(!io);
-    if (io) printf("\n%s: %d streams in %.1f s; the reports were not written (%s keeps the earlier ones)\n",
-                   failed ? "FAILED" : "done", P->nstream, secs, P->out);
-    else printf("\n%s: %d streams in %.1f s; wrote %s/stability.json, fits.dat, refcheck.dat, curves/*.dat\n",
-                failed ? "FAILED" : "done", P->nstream, secs, P->out);
-    return io ? 2 : failed ? 1 : 0;
-}
-
 int stab_finish(study_stab *st)
 {
-    const double secs = seconds_now() - st->t0;
+    const double secs = stab_seconds() - st->t0;
     if (st->shard_n > 1) {
         int failed = st->nomem, mine = 0;
         for (int i = 0; i < st->P.nstream; i++)
@@ -1578,7 +528,7 @@ int stab_finish(study_stab *st)
             fprintf(stderr, "falcon: error: stability: stream %d has no results\n", i);
             return 1;
         }
-    return finish(&st->P, st->ss, st->nomem, secs);
+    return stab_report(&st->P, st->ss, st->nomem, secs);
 }
 
 int falcon_stability_main(int argc, char **argv)
@@ -1601,6 +551,43 @@ int falcon_stability_main(int argc, char **argv)
 
 /* ---- merge ---- */
 
+static void merge_usage(void)
+{
+    printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
+           "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
+           "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
+           "(default DIR report/stability), as one process running every stream writes them.\n"
+           "Every result must come from one build of the study (each names its build).\n");
+}
+
+/* The study's parameters as the first result read names them (its key:
+ * P points into it), reports into out. */
+static void params_of_key(params *P, const run_key *first, const char *out)
+{
+    P->profile = first->profile, P->out = out, P->build = first->build;
+    P->n = first->n, P->m = first->m, P->W = first->W, P->C = first->C, P->tmax = first->tmax;
+    P->tmax_par = first->tmax_par, P->tmpfr = first->tmpfr, P->seg = first->seg, P->tfit = first->tfit;
+    P->only_backend = first->only_backend, P->skipmask = first->skipmask, P->formats = first->formats;
+    P->nstream = first->nstream < 0 || first->nstream > MAXSTREAM ? 0 : first->nstream;
+    for (int i = 0; i < P->nstream; i++)
+        P->sprec[i] = (falcon_precision)first->list[i][0], P->svar[i] = (falcon_variant)first->list[i][1],
+        P->sdecay[i] = (gate_decay)first->list[i][2];
+}
+
+/* The streams no shard holds: -1 with a message naming the first 8, or 0. */
+static int merge_missing(const params *P, const unsigned char *have)
+{
+    int missing = 0;
+    for (int i = 0; i < P->nstream; i++)
+        if (!have[i]) {
+            if (missing++ < 8)
+                cli_error("merge: stream %d (%s %s %s) is in no shard", i,
+                        falcon_precision_name(P->sprec[i]), falcon_variant_name(P->svar[i]), gate_decay_name(P->sdecay[i]));
+        }
+    if (missing) cli_error("merge: %d of %d streams missing", missing, P->nstream);
+    return missing ? -1 : 0;
+}
+
 int falcon_stability_merge_main(int argc, char **argv)
 {
     const char *out = "report/stability";
@@ -1612,12 +599,7 @@ int falcon_stability_merge_main(int argc, char **argv)
     opt_begin(&sc, argc, argv, "falcon-study merge", defs, OPT_POSITIONALS);
     for (int id; (id = opt_next(&sc)) != OPT_END;) {
         if (id == OPT_ERROR || id == 'h') {
-            if (id == 'h')
-                printf("usage: falcon-study merge [--out DIR] SHARD_DIR...\n"
-                       "Combines the streams of `falcon-study stability --shard K/N --out SHARD_DIR` runs (each\n"
-                       "SHARD_DIR/streams/) into DIR/stability.json, fits.dat, refcheck.dat and curves/*.dat\n"
-                       "(default DIR report/stability), as one process running every stream writes them.\n"
-                       "Every result must come from one build of the study (each names its build).\n");
+            if (id == 'h') merge_usage();
             free(dirs);
             return id == 'h' ? 0 : CLI_FAIL;
         }
@@ -1650,7 +632,7 @@ int falcon_stability_merge_main(int argc, char **argv)
             if (len < 5 || strcmp(e->d_name + len - 4, ".res")) continue;
             const char *why;
             snprintf(path, sizeof path, "%s/streams/%s", dirs[d], e->d_name);
-            if (load_result(path, &key, &s, &why)) {
+            if (stab_load_result(path, &key, &s, &why)) {
                 cli_error("merge: %s: %s", path, why);
                 closedir(dp);
                 goto done;
@@ -1660,14 +642,7 @@ int falcon_stability_merge_main(int argc, char **argv)
             if (!have_key) {
                 first = key, have_key = 1;
                 snprintf(first_path, sizeof first_path, "%s", path);
-                P.profile = first.profile, P.out = out, P.build = first.build;
-                P.n = first.n, P.m = first.m, P.W = first.W, P.C = first.C, P.tmax = first.tmax;
-                P.tmax_par = first.tmax_par, P.tmpfr = first.tmpfr, P.seg = first.seg, P.tfit = first.tfit;
-                P.only_backend = first.only_backend, P.skipmask = first.skipmask, P.formats = first.formats;
-                P.nstream = first.nstream < 0 || first.nstream > MAXSTREAM ? 0 : first.nstream;
-                for (int i = 0; i < P.nstream; i++)
-                    P.sprec[i] = (falcon_precision)first.list[i][0], P.svar[i] = (falcon_variant)first.list[i][1],
-                    P.sdecay[i] = (gate_decay)first.list[i][2];
+                params_of_key(&P, &first, out);
                 first.profile[sizeof first.profile - 1] = 0;
                 ss = calloc((size_t)P.nstream + 1, sizeof *ss), skel = calloc((size_t)P.nstream + 1, sizeof *skel);
                 have = calloc((size_t)P.nstream + 1, 1);
@@ -1686,7 +661,7 @@ int falcon_stability_merge_main(int argc, char **argv)
                 closedir(dp);
                 goto done;
             }
-            if (idx < 0 || idx >= P.nstream || !same_stream(&s, &skel[idx]) || !result_ok(&s)) {
+            if (idx < 0 || idx >= P.nstream || !stab_same_stream(&s, &skel[idx]) || !stab_result_ok(&s)) {
                 cli_error("merge: %s: not a stream of this study", path);
                 closedir(dp);
                 goto done;
@@ -1704,21 +679,11 @@ int falcon_stability_merge_main(int argc, char **argv)
         cli_error("merge: no stream results in the shard directories");
         goto done;
     }
-    int missing = 0;
-    for (int i = 0; i < P.nstream; i++)
-        if (!have[i]) {
-            if (missing++ < 8)
-                cli_error("merge: stream %d (%s %s %s) is in no shard", i,
-                        falcon_precision_name(P.sprec[i]), falcon_variant_name(P.svar[i]), gate_decay_name(P.sdecay[i]));
-        }
-    if (missing) {
-        cli_error("merge: %d of %d streams missing", missing, P.nstream);
-        goto done;
-    }
+    if (merge_missing(&P, have)) goto done;
     if (study_mkdir(out) || study_reports_check(out, "stability", stability_reports)) goto done;
     printf("falcon stability, %s profile: merged %d streams from %d shard director%s\n", P.profile, P.nstream, ndir,
            ndir == 1 ? "y" : "ies");
-    rc = finish(&P, ss, 0, secs);
+    rc = stab_report(&P, ss, 0, secs);
 done:
     free(dirs), free(ss), free(skel), free(have);
     return rc;

@@ -76,3 +76,51 @@ test_end() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
 }
+
+# ---- the grading tests (verify/test_check*.sh) ----
+# check_begin: PY, a python3 with numpy (to drive the CLI and edit
+# results), and RUN_CLI, the falcon CLI run as an outside implementation.
+check_begin() {
+    PY=${PYTHON:-/usr/bin/python3}
+    RUN_CLI="$HERE/check_run_cli.py"
+}
+
+# check_set: the quick set exported into cs, its case count in ncase.
+check_set() {
+    "$FALCON" cases export cs --quiet
+    ncase=$("$PY" -c "import json; print(json.load(open('cs/index.json'))['count'])")
+}
+
+# expect NAME STATUS TEXT CMD...: exit STATUS and TEXT in stdout or stderr;
+# for status 2, exactly one stderr line "falcon: error: ..." containing TEXT.
+expect() {
+    local name=$1 want=$2 text=$3 rc=0
+    shift 3
+    "$@" >stdout.txt 2>stderr.txt || rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "$name" "status $rc, expected $want: $(tail -n 3 stderr.txt stdout.txt)"
+    elif [ "$want" -eq 2 ] && { [ "$(wc -l <stderr.txt)" -ne 1 ] || ! grep -q '^falcon: error: ' stderr.txt; }; then
+        bad "$name" "expected one 'falcon: error:' line, got: $(cat stderr.txt)"
+    elif [ -n "$text" ] && ! grep -qF -- "$text" stdout.txt stderr.txt; then bad "$name" "output lacks '$text': $(tail -n 3 stderr.txt stdout.txt)"
+    else ok "$name${want:+ (status $want)}"
+    fi
+}
+
+# group_names SET VARIANT FORM: the names of that group's cases, one line.
+group_names() {
+    "$PY" -c "import json, sys; print(*[r['name'] for r in json.load(open(sys.argv[1] + '/index.json'))['cases']
+        if (r['variant'], r['form']) == tuple(sys.argv[2:])])" "$@"
+}
+
+# stepped_names SET VARIANT FORM: the same, only the cases with steps (T > 0:
+# a case without steps needs its state.npy, its only result).
+stepped_names() {
+    "$PY" -c "import json, sys; d = sys.argv[1]; print(*[r['name'] for r in json.load(open(d + '/index.json'))['cases']
+        if (r['variant'], r['form']) == tuple(sys.argv[2:])
+        and json.load(open(d + '/' + r['dir'] + '/case.json'))['T'] > 0])" "$@"
+}
+
+# numpy edit of a result: edit FILE PYTHON-EXPRESSION-OF-a (the array)
+edit() {
+    "$PY" -c "import numpy as np, sys; a = np.load(sys.argv[1]); a = $2; np.save(sys.argv[1], a)" "$1"
+}
+

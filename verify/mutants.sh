@@ -177,8 +177,8 @@ mutants=(
 # An output's temporary registered for the signal clean-up only after it was
 # made (outputs.c, TEMP_FIRST): a signal delivered as mkostemp (or mkdtemp)
 # returns leaves it.
-"temp-registered-after-made|src/outputs.c|/reg_add(s->temp, REG_FILE); \/\* before it exists/{h;d};/s->fd = made_file(mkostemp(s->temp, O_CLOEXEC));/G|outputs::a_signal_as_a_temporary_is_made"
-"temp-dir-registered-after-made|src/outputs.c|/reg_add(s->temp, REG_DIR); \/\* before it exists/{h;d};/const int made = made_dir(mkdtemp(s->temp)) != NULL;/G|outputs::a_signal_as_a_temporary_is_made"
+"temp-registered-after-made|src/outputs.c|/falcon_reg_add(s->temp, REG_FILE); \/\* before it exists/{h;d};/s->fd = made_file(mkostemp(s->temp, O_CLOEXEC));/G|outputs::a_signal_as_a_temporary_is_made"
+"temp-dir-registered-after-made|src/outputs.c|/falcon_reg_add(s->temp, REG_DIR); \/\* before it exists/{h;d};/const int made = made_dir(mkdtemp(s->temp)) != NULL;/G|outputs::a_signal_as_a_temporary_is_made"
 )
 
 # failed_tests OUTPUT: the suite::test names of the gate's [FAIL] lines in OUTPUT.

@@ -1,7 +1,7 @@
 /*
- * The gate: the full case table (verify/gate-cases.c) through every backend
+ * The gate: the full case table (gate/gate-cases.c) through every backend
  * present, every form and precision (tf32 and bf16: the chunk form), against the MPFR reference
- * within the thresholds of verify/gate-thresholds.c. One test per variant
+ * within the thresholds of gate/gate-thresholds.c. One test per variant
  * and precision; each case prints its errors in units of roundoff.
  */
 #include <criterion/criterion.h>

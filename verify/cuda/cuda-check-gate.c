@@ -2,7 +2,7 @@
  * The CUDA backend's accuracy checks, through the gate: the gate's case
  * table (plus shapes that reach the kernels' on-chip limits), the gate's
  * seeded inputs, the MPFR reference and the gate's thresholds in units of
- * fp32 roundoff (verify/gate.h). The CUDA kernels are judged exactly as the
+ * fp32 roundoff (gate/gate.h). The CUDA kernels are judged exactly as the
  * CPU kernels are; nothing here has its own generator, error or pass rule.
  *
  *   emulate  the kernels run on the CPU (cuda_emulate.c); every case also

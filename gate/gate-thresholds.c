@@ -1,5 +1,5 @@
 /* Thresholds of the gate, in units of roundoff u of the run's precision.
- * Derivation and measurements: verify/THRESHOLDS.md. In short: every
+ * Derivation and measurements: gate/THRESHOLDS.md. In short: every
  * quantity is a sum of dot products whose rounding error grows like the
  * square root of their length (random-sign rounding), the regression steps
  * are non-expansive so those errors do not compound, and the blocked forms

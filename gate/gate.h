@@ -110,7 +110,7 @@ typedef struct gate_errors {
 gate_errors gate_compare(const gate_result *r, const gate_result *ref, falcon_precision prec);
 
 /* The threshold (units of roundoff) of a case, form and precision; the
- * reasoning is in verify/THRESHOLDS.md. */
+ * reasoning is in gate/THRESHOLDS.md. */
 double gate_threshold(const gate_case *c, falcon_form form, falcon_precision prec);
 /* The output threshold scales with the reads' condition number. */
 double gate_threshold_out(const gate_case *c, falcon_form form, falcon_precision prec,
