@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "internal.h"
+#include "../kernels/avx512/cpu-avx512.h"
 #if defined(__x86_64__) && !defined(FALCON_NO_X86_DISPATCH)
 #include <immintrin.h>
 #define FALCON_SCAN_AVX2 1

@@ -95,9 +95,6 @@ int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, 
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
 int falcon_finite_scan_isa(void);
 int falcon_finite_scan_pick(void);
-/* backends.c: 1 on a CPU that runs AVX-512 as two 256-bit halves (AMD
- * family 19h, Zen 4), read once. */
-int falcon_cpu_avx512_half_width(void);
 /* backends.c: whether the fp32 recurrent form decays its memory directly
  * (no lazy decay) with a CPU backend whose rule is `rule` (falcon_cpu_f32's
  * direct_decay; NULL: never). falcon_set_direct_decay(mode) overrides
