@@ -1,7 +1,7 @@
 /*
  * The backend registry: the one list of backends. Each row names the
  * backend, its CPU check, its micro-kernel tables with the framework drivers
- * that go with them (CPU backends), or the function that
+ * that go with them and its input scan (CPU backends), or the function that
  * runs a call (cuda, mpfr). A backend the build leaves out keeps its row with
  * only its name, so asking for it is an "unavailable" error, never a crash or
  * a wrong table. Adding a SIMD ISA: README, "Adding a backend".
@@ -30,7 +30,7 @@
 static int always(void) { return 1; }
 
 /* Read once: every call asks (the table of its precision, the decay rule,
- * the input check's choice of scan, finite-scan.c), and CPUID traps to the hypervisor in a virtual machine
+ * the input scan), and CPUID traps to the hypervisor in a virtual machine
  * (docs/performance.md, "SIMD backends"). Racing first calls read the same
  * value. */
 unsigned falcon_cpu_amd_family(void)
@@ -72,7 +72,7 @@ static const falcon_backend_info registry[] = {
 #ifdef FALCON_HAVE_AVX2
     [FALCON_BACKEND_AVX2] = {.name = "avx2", .usable = falcon_cpu_has_avx2, .what = "avx2+fma (native)",
                              .lacking = "avx2+fma (compiled in; this CPU lacks it)", .auto_rank = 2,
-                             CPU(avx2, falcon_fw_avx2)},
+                             CPU(avx2, falcon_fw_avx2), .scan = &falcon_scan_avx2},
 #else
     [FALCON_BACKEND_AVX2] = {.name = "avx2"},
 #endif
@@ -81,6 +81,7 @@ static const falcon_backend_info registry[] = {
                                .lacking = "avx512f (compiled in; this CPU lacks it)", .auto_rank = 3,
                                CPU_RULE(avx512, falcon_fw_avx512, falcon_cpu_avx512_direct_decay),
                                .half_width = falcon_cpu_avx512_half_width, CPU_HALF(avx512, falcon_fw_avx512),
+                               .scan = &falcon_scan_avx512, .scan_half = &falcon_scan_avx2,
                                .what_half = "avx512f (native; a 256-bit datapath: the recurrent "
                                             "update in 2-vector column blocks)",
                                .what_direct = "avx512f (native; the fp32 recurrent form decays its memory "
@@ -145,6 +146,11 @@ const falcon_cpu_f32 *falcon_backend_cpu_f32(const falcon_backend_info *be)
 const falcon_cpu_f64 *falcon_backend_cpu_f64(const falcon_backend_info *be)
 {
     return be->half_width && be->half_width() ? &be->f64_half : &be->f64;
+}
+
+const falcon_scan *falcon_backend_scan(const falcon_backend_info *be)
+{
+    return be->scan_half && be->half_width && be->half_width() ? be->scan_half : be->scan;
 }
 
 const char *falcon_backend_describe(falcon_backend b)

@@ -28,6 +28,14 @@ typedef struct falcon_cpu_f64 {
     int (*direct_decay)(void);
 } falcon_cpu_f64;
 
+/* The input check's vector scan on a backend's ISA (src/finite-scan.c):
+ * 0 when some element of p[0..count) is not finite. */
+typedef struct falcon_scan {
+    int (*f32)(const uint32_t *p, int64_t count);
+    int (*f64)(const uint64_t *p, int64_t count);
+} falcon_scan;
+extern const falcon_scan falcon_scan_avx2, falcon_scan_avx512;
+
 typedef struct falcon_backend_info {
     const char *name;          /* the CLI spelling */
     int (*usable)(void);       /* built in and this machine can run it; NULL: not built in */
@@ -44,6 +52,9 @@ typedef struct falcon_backend_info {
     falcon_cpu_f64 f64_half;
     const char *what_half;
     const char *what_direct; /* instead of what, where f32's direct_decay says 1 */
+    /* The input scan on this ISA (NULL: none of its own), and where
+     * half_width() says so, scan_half instead (falcon_backend_scan). */
+    const falcon_scan *scan, *scan_half;
     /* The other backends run a whole call on the working copy of the state. */
     falcon_status (*run)(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
                          void *out);
@@ -62,6 +73,9 @@ const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
 /* The kernels and drivers a CPU backend runs on this machine. */
 const falcon_cpu_f32 *falcon_backend_cpu_f32(const falcon_backend_info *be);
 const falcon_cpu_f64 *falcon_backend_cpu_f64(const falcon_backend_info *be);
+
+/* The input scan a CPU backend runs on this machine; NULL: none of its own. */
+const falcon_scan *falcon_backend_scan(const falcon_backend_info *be);
 
 /* For tests: hide backend b (falcon_backend_available then says 0 and auto
  * skips it) or show it again, so the unavailable paths can be tested on a
