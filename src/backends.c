@@ -106,19 +106,19 @@ static const falcon_backend_info registry[] = {
     [FALCON_BACKEND_AVX512_SIMDE] = {.name = "avx512-simde"},
 #endif
 };
-_Static_assert(sizeof registry / sizeof registry[0] == FALCON_BACKEND_COUNT,
-               "one row in the registry per falcon_backend value");
+_Static_assert(sizeof registry / sizeof registry[0] == FALCON_BACKEND_ROWS,
+               "one row in the registry per falcon_backend value, public or test-only");
 
 static unsigned hidden_mask; /* tests only: falcon_backend_hide */
 
 const falcon_backend_info *falcon_backend_info_of(falcon_backend b)
 {
-    return (unsigned)b < FALCON_BACKEND_COUNT ? &registry[b] : NULL;
+    return (unsigned)b < FALCON_BACKEND_ROWS ? &registry[b] : NULL;
 }
 
 void falcon_backend_hide(falcon_backend b, int hidden)
 {
-    if ((unsigned)b >= FALCON_BACKEND_COUNT) return;
+    if ((unsigned)b >= FALCON_BACKEND_ROWS) return;
     hidden_mask = hidden ? hidden_mask | 1u << b : hidden_mask & ~(1u << b);
 }
 
@@ -132,7 +132,7 @@ falcon_backend falcon_backend_resolve(falcon_backend b)
 {
     if (b != FALCON_BACKEND_AUTO) return b;
     falcon_backend best = FALCON_BACKEND_SCALAR;
-    for (int i = 0; i < FALCON_BACKEND_COUNT; i++)
+    for (int i = 0; i < FALCON_BACKEND_ROWS; i++)
         if (registry[i].auto_rank > registry[best].auto_rank && falcon_backend_available((falcon_backend)i))
             best = (falcon_backend)i;
     return best;
@@ -173,7 +173,7 @@ const char *falcon_backend_name(falcon_backend b)
 
 int falcon_backend_parse(const char *s)
 {
-    for (int i = 0; s && i < FALCON_BACKEND_COUNT; i++)
+    for (int i = 0; s && i < FALCON_BACKEND_ROWS; i++)
         if (!strcmp(s, registry[i].name)) return i;
     return -1;
 }

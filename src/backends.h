@@ -11,6 +11,13 @@
 #include "../kernels/framework/head.h"
 #include "falcon.h"
 
+/* Backends for the tests, past the public ones (include/falcon.h), so
+ * that one changes no ABI: selectable by value and by name (the CLI's
+ * --backend), never by auto. FALCON_BACKEND_ROWS: the registry's rows,
+ * public and test-only; a loop over every backend runs to it. */
+#define FALCON_BACKEND_AVX512_SIMDE ((falcon_backend)FALCON_BACKEND_COUNT) /* "avx512-simde" */
+#define FALCON_BACKEND_ROWS (FALCON_BACKEND_COUNT + 1)
+
 /* A CPU backend in one precision: its micro-kernels and the framework's
  * drivers compiled for the same ISA (or the baseline build). */
 /* direct_decay: where it says 1 (or NULL: never), the fp32 recurrent form

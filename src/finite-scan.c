@@ -159,7 +159,7 @@ static int scans_here(const falcon_scan *out[MAX_SCANS], int *pick)
 {
     int n = 0, rank[MAX_SCANS];
     const falcon_scan *chosen = NULL;
-    for (int b = 0; b < FALCON_BACKEND_COUNT && n < MAX_SCANS; b++) {
+    for (int b = 0; b < FALCON_BACKEND_ROWS && n < MAX_SCANS; b++) {
         const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
         if (!be->scan || !be->usable || !be->usable()) continue;
         int i = n++;

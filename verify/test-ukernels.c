@@ -56,7 +56,7 @@ typedef struct table {
 static int tables_here(table *t)
 {
     int n = 0;
-    for (int b = 0; b < FALCON_BACKEND_COUNT; b++) {
+    for (int b = 0; b < FALCON_BACKEND_ROWS; b++) {
         const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
         if (be->f32.uk && falcon_backend_available((falcon_backend)b)) {
             t[n++] = (table){be->name, 0, be->f32.uk, be->f64.uk};
@@ -634,7 +634,7 @@ static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64
 
 static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
 {
-    table t[2 * FALCON_BACKEND_COUNT];
+    table t[2 * FALCON_BACKEND_ROWS];
     const int nt = tables_here(t);
     cr_assert(nt >= 1 && !strcmp(t[0].name, "scalar"), "the scalar table runs everywhere");
     rng_state = 0x5EED;
@@ -654,7 +654,7 @@ Test(ukernels, update_read) { run_kernel("update_read", (const int64_t[3]){LR, L
 Test(ukernels, dot2_copy) { run_kernel("dot2_copy", (const int64_t[3]){LV, 1, 1}, dot2_copy_shape); }
 Test(ukernels, update_read_signed_zero)
 {
-    table t[2 * FALCON_BACKEND_COUNT];
+    table t[2 * FALCON_BACKEND_ROWS];
     const int nt = tables_here(t);
     rng_state = 0x5160;
     int64_t fails = 0;
