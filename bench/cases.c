@@ -432,13 +432,13 @@ static int add_regimes(falcon_backend b, falcon_precision p)
 }
 
 /* The CPU backends to measure, the best one (what auto resolves to), and cuda. */
-static falcon_backend cpu_backends[FALCON_BACKEND_COUNT];
+static falcon_backend cpu_backends[FALCON_BACKEND_ROWS];
 static int ncpu_backends;
 
 /* Every backend available here but auto, cuda and mpfr, in the enum's order. */
 static void find_backends(int simde)
 {
-    for (int b = 0; b < FALCON_BACKEND_COUNT; b++)
+    for (int b = 0; b < FALCON_BACKEND_ROWS; b++)
         if (b != FALCON_BACKEND_AUTO && b != FALCON_BACKEND_CUDA && b != FALCON_BACKEND_MPFR &&
             falcon_backend_available((falcon_backend)b) && (simde || b != FALCON_BACKEND_AVX512_SIMDE))
             cpu_backends[ncpu_backends++] = (falcon_backend)b;
@@ -552,7 +552,7 @@ static int register_goals(void)
 static int register_full(void)
 {
     int rc = 0;
-    falcon_backend bs[FALCON_BACKEND_COUNT];
+    falcon_backend bs[FALCON_BACKEND_ROWS];
     int nb = 0;
     for (int b = 0; b < ncpu_backends; b++) bs[nb++] = cpu_backends[b];
     if (falcon_backend_available(FALCON_BACKEND_CUDA)) bs[nb++] = FALCON_BACKEND_CUDA;

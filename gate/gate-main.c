@@ -16,7 +16,7 @@ typedef struct cell {
     double out_u, state_u, worst_ratio; /* max errors; max error/threshold */
 } cell;
 
-#define NB FALCON_BACKEND_COUNT /* >= gate_backend_count */
+#define NB FALCON_BACKEND_ROWS /* >= gate_backend_count */
 #define NF 3
 #define NP GATE_PRECISION_COUNT
 #define NV 6

@@ -22,14 +22,14 @@ static double uniform(uint64_t *s, double lo, double hi)
     return lo + (hi - lo) * ((double)(gate_next_u64(s) >> 11) * 0x1.0p-53);
 }
 
-falcon_backend gate_backends[FALCON_BACKEND_COUNT];
+falcon_backend gate_backends[FALCON_BACKEND_ROWS];
 int gate_backend_count;
 
 /* Every backend of the library's list but auto and mpfr, in the enum's order
  * (filled before main: the list has no other copy to keep in step). */
 __attribute__((constructor)) static void gate_backends_init(void)
 {
-    for (int b = 0; b < FALCON_BACKEND_COUNT; b++)
+    for (int b = 0; b < FALCON_BACKEND_ROWS; b++)
         if (b != FALCON_BACKEND_AUTO && b != FALCON_BACKEND_MPFR) gate_backends[gate_backend_count++] = (falcon_backend)b;
 }
 

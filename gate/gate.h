@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "falcon.h"
+#include "../src/backends.h" /* the test-only backends, FALCON_BACKEND_ROWS */
 
 typedef enum gate_decay {
     GATE_DECAY_NONE = 0,  /* no alpha */
@@ -69,7 +70,7 @@ typedef struct gate_result {
 /* Every kernel backend: every backend but auto and mpfr (the reference); a
  * test runs those falcon_backend_available() reports and names the others
  * skipped. Read-only (set up before main). */
-extern falcon_backend gate_backends[FALCON_BACKEND_COUNT];
+extern falcon_backend gate_backends[FALCON_BACKEND_ROWS];
 extern int gate_backend_count;
 /* 1 if backend b runs here in precision p (the cuda backend is fp32 only). */
 int gate_backend_runs(falcon_backend b, falcon_precision p);

@@ -80,9 +80,6 @@ typedef enum falcon_backend {
     FALCON_BACKEND_AVX512,
     FALCON_BACKEND_CUDA,
     FALCON_BACKEND_MPFR, /* high-precision reference, rounded to the run's precision */
-    FALCON_BACKEND_AVX512_SIMDE, /* the AVX-512 kernels compiled against SIMDe, run on
-                                    AVX2: tests their logic on machines without AVX-512;
-                                    never chosen by AUTO */
     FALCON_BACKEND_COUNT /* not a backend: one more than the last (for loops over them) */
 } falcon_backend;
 

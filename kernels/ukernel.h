@@ -39,6 +39,10 @@
         /* recurrent step's [z.x, z.q] with q copied as it is read; bit for   */  \
         /* bit the copy, then gemm_nt(1, 2, K, A, K, B, ldb, 0, C, 2).        */  \
         void (*dot2_copy)(int64_t K, const R *A, R *B, int64_t ldb, const R *src, R *C);  \
+        /* The largest blocks the kernels tile a dimension by: rows, and    */  \
+        /* columns in elements (the 1- and 2-row axpy tiles take twice      */  \
+        /* tile_cols): the tests run each dimension to 2 x its block + 1.   */  \
+        int tile_rows, tile_cols;                                                      \
     } falcon_uk_##SFX;
 
 FALCON_UK_DECLARE(float, f32)

@@ -11,6 +11,13 @@
 #include "../kernels/framework/head.h"
 #include "falcon.h"
 
+/* Backends for the tests, past the public ones (include/falcon.h), so
+ * that one changes no ABI: selectable by value and by name (the CLI's
+ * --backend), never by auto. FALCON_BACKEND_ROWS: the registry's rows,
+ * public and test-only; a loop over every backend runs to it. */
+#define FALCON_BACKEND_AVX512_SIMDE ((falcon_backend)FALCON_BACKEND_COUNT) /* "avx512-simde" */
+#define FALCON_BACKEND_ROWS (FALCON_BACKEND_COUNT + 1)
+
 /* A CPU backend in one precision: its micro-kernels and the framework's
  * drivers compiled for the same ISA (or the baseline build). */
 /* direct_decay: where it says 1 (or NULL: never), the fp32 recurrent form
@@ -28,6 +35,14 @@ typedef struct falcon_cpu_f64 {
     int (*direct_decay)(void);
 } falcon_cpu_f64;
 
+/* The input check's vector scan on a backend's ISA (src/finite-scan.c):
+ * 0 when some element of p[0..count) is not finite. */
+typedef struct falcon_scan {
+    int (*f32)(const uint32_t *p, int64_t count);
+    int (*f64)(const uint64_t *p, int64_t count);
+} falcon_scan;
+extern const falcon_scan falcon_scan_avx2, falcon_scan_avx512;
+
 typedef struct falcon_backend_info {
     const char *name;          /* the CLI spelling */
     int (*usable)(void);       /* built in and this machine can run it; NULL: not built in */
@@ -44,6 +59,9 @@ typedef struct falcon_backend_info {
     falcon_cpu_f64 f64_half;
     const char *what_half;
     const char *what_direct; /* instead of what, where f32's direct_decay says 1 */
+    /* The input scan on this ISA (NULL: none of its own), and where
+     * half_width() says so, scan_half instead (falcon_backend_scan). */
+    const falcon_scan *scan, *scan_half;
     /* The other backends run a whole call on the working copy of the state. */
     falcon_status (*run)(const falcon_config *cfg, const falcon_inputs *in, falcon_state *work,
                          void *out);
@@ -62,6 +80,9 @@ const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
 /* The kernels and drivers a CPU backend runs on this machine. */
 const falcon_cpu_f32 *falcon_backend_cpu_f32(const falcon_backend_info *be);
 const falcon_cpu_f64 *falcon_backend_cpu_f64(const falcon_backend_info *be);
+
+/* The input scan a CPU backend runs on this machine; NULL: none of its own. */
+const falcon_scan *falcon_backend_scan(const falcon_backend_info *be);
 
 /* For tests: hide backend b (falcon_backend_available then says 0 and auto
  * skips it) or show it again, so the unavailable paths can be tested on a

@@ -4,21 +4,18 @@
  * (validate.c, run.c), so it runs at the speed of the memory: a
  * non-finite float is one whose exponent field is all ones, so the scan
  * is an AND and a compare per element and an OR into an accumulator,
- * with no branch. Four independent accumulators over 128-byte steps (and,
- * in the AVX-512 body, a software prefetch 4 KiB ahead) keep enough loads
- * in flight; an AVX2 version (chosen at run time) reads 32 bytes a load,
- * the baseline 16 (SSE2, which the compiler vectorizes the same loop for),
- * and an AVX-512 one 64: from L1 and L2, where the inputs of a short call
- * sit, it reads twice what the AVX2 one does (117 against 67 GB/s measured
- * on Sapphire Rapids over 256 KiB); from L3 and DRAM the three are about
- * equal, and on a 256-bit AVX-512 datapath the AVX2 one reads DRAM faster
- * (SCAN_PICK). Large arrays are shared by the call's threads in
- * dynamic pieces, so that a thread the host slows down does not hold the
- * others up; the answer is the same however they are shared.
+ * with no branch, in four independent accumulators (enough loads in
+ * flight). The vector bodies are the CPU backends' (the registry's rows
+ * name theirs: src/backends.c); the one taken is that of the backend auto
+ * picks on this machine, else the portable loop. Large arrays are shared
+ * by the call's threads in dynamic pieces, so that a thread the host slows
+ * down does not hold the others up; the answer is the same however they
+ * are shared. Measurements: docs/performance.md, "Input scan".
  */
 #include <stdint.h>
 #include <string.h>
 #include "internal.h"
+#include "backends.h"
 #if defined(__x86_64__) && !defined(FALCON_NO_X86_DISPATCH)
 #include <immintrin.h>
 #define FALCON_SCAN_AVX2 1
@@ -29,8 +26,7 @@
 #define PIECE 4096 /* elements a thread takes at a time */
 
 /* Portable: 0 when some element of [p, p + count) is not finite.
- * Vectorized (SSE2 on x86): scalar, it read 6 GB/s from cache and DRAM
- * alike; vectorized 46 from L2 and 25 from DRAM (Zen 4). */
+ * Vectorized (SSE2 on x86): several times the scalar loop's rate. */
 VECTORIZED static int scan_f32(const uint32_t *p, int64_t count)
 {
     uint32_t bad = 0;
@@ -48,29 +44,19 @@ VECTORIZED static int scan_f64(const uint64_t *p, int64_t count)
 #ifdef FALCON_SCAN_AVX2
 /* SCAN_CLEAN_UPPER. The vector scans leave the upper halves of the vector
  * registers clean (vzeroupper) before they run or return to baseline code,
- * on every path and explicitly: GCC inserts vzeroupper only with
- * -fexpensive-optimizations (-O2 and up, not the sanitizer builds' -O1),
- * and even at -O2 GCC 12 put none before the call into the portable tail
- * loop, nor on the return after it. Every call that validated its inputs
- * then left them dirty for the rest of the process (glibc's AVX-512 string
- * functions do not clean them either), and each legacy SSE instruction
- * after it, the scalar backend's and the library's own baseline loops,
- * also depended on its register's previous upper half: the scalar
- * recurrent step ran 5.9 times slower (Zen 5) after any validated call.
- * verify/test-finite-scan.c checks the state after the scan and after a
- * run; falcon_clean_upper (below) cleans after a backend's run.
+ * on every path and explicitly: the compiler does not insert it on every
+ * path (not below -O2, nor before a call into the portable tail loop), and
+ * dirty halves slow every legacy SSE instruction after them, the scalar
+ * backend's included (docs/performance.md, "Clean vector registers before
+ * baseline code"). verify/test-finite-scan.c checks the state after the
+ * scan and after a run; falcon_clean_upper (below) cleans after a
+ * backend's run.
  *
  * 32 floats (or 16 doubles) a step in four accumulators; the tail goes
  * to the portable loop. lane: 32 or 64 bits.
  *
  * SCAN_AVX2_AHEAD. No software prefetch: the hardware prefetchers keep up
- * with one stream. On Zen 3, where this is the scan, a prefetch 512 bytes
- * ahead (into L1) read 19-20 GB/s over 50 MB, the same as none, and 1 KiB
- * ahead 16-17; on Zen 4, right after a chunk call, 512 bytes ahead read the
- * inputs in 2.29-2.61 ms against 1.97-2.11 with none (48 MiB, medians of
- * 21, three runs; 1 KiB ahead into L2 2.05-2.15). 1 KiB ahead took
- * Sapphire Rapids' DRAM read from 10 to 12.5 GB/s when this was its scan
- * (it now runs the AVX-512 one, whose prefetch stays). */
+ * with one stream (docs/performance.md). */
 #define SCAN_AVX2_BODY(CMPEQ, EXP_SET1, PER)                                          \
     const __m256i e = EXP_SET1;                                                       \
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;                   \
@@ -105,20 +91,9 @@ __attribute__((target("avx2"))) static int scan_f64_avx2(const uint64_t *p, int6
 /* The same with 64-byte loads and a mask per compare; the tail to the
  * AVX2 version.
  *
- * SCAN_AVX512_AHEAD. A software prefetch of two lines a 256-byte step,
- * into L2 (T1): into L1 (T0) they halved the DRAM rate on Zen 4 (13.4
- * against 24.5 GB/s over 50 MB; without any, 24.1). 4 KiB ahead: on Zen 5
- * (the two-pipe cores that take this body), timed right after a call
- * (falcon_validate, medians of 7-9, ten alternating rounds), the
- * recurrent case's 24 MiB of inputs (AVX-512 fp32, n = m = 64, 8 heads,
- * T = 4096) took 0.80 of the time they took 1 KiB ahead (1.16 against
- * 1.40 ms; 2 KiB 0.99, 3 KiB 0.85) and the chunk case's 48 MiB (n = m =
- * 128) 0.93 (2.56 against 2.91 ms; 2 and 3 KiB 0.94); 8 KiB ahead was
- * slower than 1 KiB on both. A test program reading 24 MiB after 64 MiB
- * of other stores agreed (one stream: 1 KiB ahead 20-25 GB/s, 4 KiB
- * 25-28); prefetching all four lines of a step instead of two, 1 or 4 KiB
- * ahead, read the same as two. Sapphire Rapids, whose 12.5 GB/s above was
- * 1 KiB ahead, has not been measured 4 KiB ahead. */
+ * SCAN_AVX512_AHEAD. A software prefetch of two lines a 256-byte step, 4 KiB
+ * ahead into L2 (T1): it read DRAM faster than none, than nearer ones and
+ * than T0 (docs/performance.md). */
 #define SCAN_AVX512_AHEAD 4096
 #define SCAN_AVX512_BODY(CMPEQ_MASK, EXP_SET1, PER)                                    \
     const __m512i e = EXP_SET1;                                                        \
@@ -151,18 +126,15 @@ __attribute__((target("avx512f"))) static int scan_f64_avx512(const uint64_t *p,
     _mm256_zeroupper(); /* see SCAN_CLEAN_UPPER */
     return ok && scan_f64_avx2(p + i, count - i);
 }
+
+const falcon_scan falcon_scan_avx2 = {scan_f32_avx2, scan_f64_avx2};
+const falcon_scan falcon_scan_avx512 = {scan_f32_avx512, scan_f64_avx512};
 #endif
 
-/* isa: 0 baseline, 1 AVX2, 2 AVX-512. */
-static int scan(const void *p, falcon_precision prec, int64_t count, int isa)
+/* sc: a vector body, or NULL for the portable one. */
+static int scan(const void *p, falcon_precision prec, int64_t count, const falcon_scan *sc)
 {
-#ifdef FALCON_SCAN_AVX2
-    if (isa == 2)
-        return prec != FALCON_FP64 ? scan_f32_avx512(p, count) : scan_f64_avx512(p, count);
-    if (isa == 1)
-        return prec != FALCON_FP64 ? scan_f32_avx2(p, count) : scan_f64_avx2(p, count);
-#endif
-    (void)isa;
+    if (sc) return prec != FALCON_FP64 ? sc->f32(p, count) : sc->f64(p, count);
     return prec != FALCON_FP64 ? scan_f32(p, count) : scan_f64(p, count);
 }
 
@@ -177,28 +149,52 @@ void falcon_clean_upper(void)
 #endif
 }
 
-int falcon_finite_scan_isa(void)
+/* The vector bodies this machine runs: those of the CPU backends it runs
+ * (the registry's rows with a scan), narrowest (lowest auto_rank) first;
+ * and in *pick the rank in that list of the one the input check takes (0:
+ * none), the scan of the backend auto picks. Hidden backends count: hiding
+ * one is for the tests of its errors, not of the scan. */
+enum { MAX_SCANS = 8 };
+static int scans_here(const falcon_scan *out[MAX_SCANS], int *pick)
 {
-#ifdef FALCON_SCAN_AVX2
-    return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-#else
-    return 0;
-#endif
+    int n = 0, rank[MAX_SCANS];
+    const falcon_scan *chosen = NULL;
+    for (int b = 0; b < FALCON_BACKEND_ROWS && n < MAX_SCANS; b++) {
+        const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
+        if (!be->scan || !be->usable || !be->usable()) continue;
+        int i = n++;
+        for (; i > 0 && rank[i - 1] > be->auto_rank; i--) out[i] = out[i - 1], rank[i] = rank[i - 1];
+        out[i] = be->scan, rank[i] = be->auto_rank;
+        if (i == n - 1) chosen = falcon_backend_scan(be);
+    }
+    *pick = 0;
+    for (int i = 0; i < n; i++)
+        if (out[i] == chosen) *pick = i + 1;
+    return n;
 }
 
-/* SCAN_PICK. The widest body, but the AVX2 one where AVX-512 runs on a
- * 256-bit datapath: on Zen 4, in the benchmark (fp32 chunk, n = m = 128,
- * C = 64, 8 heads, T = 4096: 48 MiB of inputs read right after a call),
- * the AVX2 scan took 0.89-0.96 of the AVX-512 one's time (median 0.92,
- * eight alternating rounds; the check's share of the call from 4.1-4.5%
- * to 3.8-4.3%). A test program put the difference in the load width, not
- * the prefetch: the AVX-512 body read the same with its prefetch or
- * without. From L1 and L2 the wider loads win on two-pipe cores (the
- * header), which keep it. Read once (falcon_cpu_avx512_half_width). */
+int falcon_finite_scan_isa(void)
+{
+    const falcon_scan *sc[MAX_SCANS];
+    int pick;
+    return scans_here(sc, &pick);
+}
+
 int falcon_finite_scan_pick(void)
 {
-    const int isa = falcon_finite_scan_isa();
-    return isa == 2 && falcon_cpu_avx512_half_width() ? 1 : isa;
+    const falcon_scan *sc[MAX_SCANS];
+    int pick;
+    (void)scans_here(sc, &pick);
+    return pick;
+}
+
+/* isa: 0 the portable body, i the i-th of scans_here's. */
+static const falcon_scan *scan_of(int isa)
+{
+    const falcon_scan *sc[MAX_SCANS];
+    int pick;
+    const int n = scans_here(sc, &pick);
+    return isa > 0 && isa <= n ? sc[isa - 1] : NULL;
 }
 
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa)
@@ -206,20 +202,19 @@ int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, i
     const size_t size = prec != FALCON_FP64 ? 4 : 8;
     /* The elements before the first 64-byte boundary go first, on their
      * own, so that the vector bodies' loads are aligned: a 64-byte load at
-     * malloc's 16-byte alignment spans two cache lines, and the AVX-512
-     * scan read 24-25 GB/s from DRAM against 34-38 aligned (Zen 5,
-     * 50 MB; AVX2 30 against 33-39). */
+     * malloc's 16-byte alignment spans two cache lines. */
     const uintptr_t off = (uintptr_t)p % 64;
     int64_t head = off % size ? 0 : (int64_t)((64 - off) % 64 / size);
     if (head > count) head = count;
-    if (!scan(p, prec, head, 0)) return 0;
+    if (!scan(p, prec, head, NULL)) return 0;
+    const falcon_scan *sc = scan_of(isa);
     p = (const char *)p + (size_t)head * size;
     count -= head;
     const int64_t pieces = count / PIECE;
     int bad = 0;
 #pragma omp parallel for reduction(|:bad) schedule(dynamic, 16) num_threads(threads) if(pieces > 256)
-    for (int64_t k = 0; k < pieces; k++) bad |= !scan((const char *)p + (size_t)(k * PIECE) * size, prec, PIECE, isa);
-    if (!bad) bad = !scan((const char *)p + (size_t)(pieces * PIECE) * size, prec, count - pieces * PIECE, isa);
+    for (int64_t k = 0; k < pieces; k++) bad |= !scan((const char *)p + (size_t)(k * PIECE) * size, prec, PIECE, sc);
+    if (!bad) bad = !scan((const char *)p + (size_t)(pieces * PIECE) * size, prec, count - pieces * PIECE, sc);
     return !bad;
 }
 

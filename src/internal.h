@@ -101,16 +101,14 @@ const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t 
 /* 1 when all count elements are finite: a vectorized yes/no (threads share
  * large arrays); callers find and name the bad element only on a no. */
 int falcon_all_finite_fast(const void *p, falcon_precision prec, int64_t count, int threads);
-/* The same with a chosen vector body (0 portable, 1 AVX2, 2 AVX-512; at
- * most falcon_finite_scan_isa(), the widest this CPU runs), for the tests;
- * falcon_all_finite_fast takes falcon_finite_scan_pick()'s, which is the
- * AVX2 one on a 256-bit AVX-512 datapath (finite-scan.c, SCAN_PICK). */
+/* The same with a chosen vector body, for the tests: 0 the portable one,
+ * 1 to falcon_finite_scan_isa() those of the CPU backends this machine
+ * runs, narrowest first (1 AVX2, 2 AVX-512 where both run);
+ * falcon_all_finite_fast takes falcon_finite_scan_pick()'s, the scan of
+ * the registry's row that auto picks (finite-scan.c). */
 int falcon_all_finite_isa(const void *p, falcon_precision prec, int64_t count, int threads, int isa);
 int falcon_finite_scan_isa(void);
 int falcon_finite_scan_pick(void);
-/* backends.c: 1 on a CPU that runs AVX-512 as two 256-bit halves (AMD
- * family 19h, Zen 4), read once. */
-int falcon_cpu_avx512_half_width(void);
 /* backends.c: whether the fp32 recurrent form decays its memory directly
  * (no lazy decay) with a CPU backend whose rule is `rule` (falcon_cpu_f32's
  * direct_decay; NULL: never). falcon_set_direct_decay(mode) overrides

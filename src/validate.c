@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
+#include "backends.h"
 
 /* "[t=5]" for one sequence, "[b=0,t=5,h=2]" for a batch; ",i=3" for an element.
  * t counts from t0, the first step of a segment of a longer sequence. */
@@ -115,7 +116,7 @@ static falcon_status check_config(const falcon_config *cfg)
         return falcon_fail(FALCON_E_ARGUMENT, "config.phi = %d: unknown feature map", (int)cfg->phi);
     if ((unsigned)cfg->form > FALCON_FORM_PARALLEL)
         return falcon_fail(FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
-    if ((unsigned)cfg->backend >= FALCON_BACKEND_COUNT)
+    if ((unsigned)cfg->backend >= FALCON_BACKEND_ROWS)
         return falcon_fail(FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
     if ((unsigned)cfg->precision > FALCON_BF16)
         return falcon_fail(FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);

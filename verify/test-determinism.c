@@ -117,9 +117,9 @@ static void check_backend(falcon_backend backend)
  * CPU backend, threads do not apply, but runs must repeat there too). */
 ParameterizedTestParameters(determinism, backend)
 {
-    static falcon_backend all[FALCON_BACKEND_COUNT - 1];
-    for (int b = 1; b < FALCON_BACKEND_COUNT; b++) all[b - 1] = (falcon_backend)b;
-    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_COUNT - 1);
+    static falcon_backend all[FALCON_BACKEND_ROWS - 1];
+    for (int b = 1; b < FALCON_BACKEND_ROWS; b++) all[b - 1] = (falcon_backend)b;
+    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_ROWS - 1);
 }
 
 /* (The mpfr backend needs the long timeout.) */

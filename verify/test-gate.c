@@ -92,9 +92,9 @@ GATE_TEST(3A, BF16)
  * while leaving this backend's kernels untested. */
 ParameterizedTestParameters(gate, backend)
 {
-    static falcon_backend all[FALCON_BACKEND_COUNT - 1];
-    for (int b = 1; b < FALCON_BACKEND_COUNT; b++) all[b - 1] = (falcon_backend)b;
-    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_COUNT - 1);
+    static falcon_backend all[FALCON_BACKEND_ROWS - 1];
+    for (int b = 1; b < FALCON_BACKEND_ROWS; b++) all[b - 1] = (falcon_backend)b;
+    return cr_make_param_array(falcon_backend, all, FALCON_BACKEND_ROWS - 1);
 }
 
 ParameterizedTest(falcon_backend *bp, gate, backend)

@@ -5,12 +5,12 @@
  * operation evaluated in long double, outside the library.
  *
  * Sizes: each dimension in turn takes every value from 1 to 2 x tile + 1
- * while the other two take 1, 3 and their largest value. The largest tiles
- * of any table are those of fp32 AVX-512 (kernels/avx512/vec-avx512.h): a
- * vectorized dimension (gemm_nt's K, gemm_nn's and rank_update's columns,
- * trsm's columns) is tiled by up to 4 vectors of 16 lanes, so it runs to
- * 2 x 64 + 1; a row dimension by up to 4 x NT_MR = 16 rows, so it runs to
- * 2 x 16 + 1. Every leading dimension is wider than its rows by 0 to 3
+ * while the other two take 1, 3 and their largest value, where tile is the
+ * largest block any table that runs here tiles it by (each table says:
+ * tile_rows, tile_cols): a vectorized dimension (gemm_nt's K, gemm_nn's and
+ * rank_update's columns, trsm's columns) by tile_cols, 64 with fp32 AVX-512's
+ * 4 vectors of 16 lanes; a row dimension by tile_rows, 16 there (4 x NT_MR).
+ * Every leading dimension is wider than its rows by 0 to 3
  * elements, and every matrix starts at each element offset of a 64-byte
  * line in turn (every alignment a vector load can meet).
  *
@@ -43,7 +43,7 @@
 #include "falcon.h"
 #include "../src/backends.h"
 
-enum { LV = 2 * 64 + 1, LR = 2 * 16 + 1, GUARD = 64 };
+enum { GUARD = 64 };
 
 /* ---- the tables that run here ---- */
 typedef struct table {
@@ -56,7 +56,7 @@ typedef struct table {
 static int tables_here(table *t)
 {
     int n = 0;
-    for (int b = 0; b < FALCON_BACKEND_COUNT; b++) {
+    for (int b = 0; b < FALCON_BACKEND_ROWS; b++) {
         const falcon_backend_info *be = falcon_backend_info_of((falcon_backend)b);
         if (be->f32.uk && falcon_backend_available((falcon_backend)b)) {
             t[n++] = (table){be->name, 0, be->f32.uk, be->f64.uk};
@@ -632,29 +632,46 @@ static void signed_zero_case(int f32, const table *t, int64_t k, double a, int64
     mat_free(&S), mat_free(&P), mat_free(&S2), mat_free(&P2);
 }
 
-static void run_kernel(const char *kernel, const int64_t lim[3], shape_fn fn)
+/* 2 x the largest block of any table by which a dimension of kind 'R'
+ * (rows) or 'V' (vectorized columns) is tiled, + 1; '1' for one. */
+static int64_t limit_of(char kind, const table *t, int nt)
 {
-    table t[2 * FALCON_BACKEND_COUNT];
+    int64_t tile = 0;
+    for (int i = 0; kind != '1' && i < nt; i++) {
+        const int64_t f32 = kind == 'R' ? t[i].f32->tile_rows : t[i].f32->tile_cols;
+        const int64_t f64 = kind == 'R' ? t[i].f64->tile_rows : t[i].f64->tile_cols;
+        tile = f32 > tile ? f32 : tile;
+        tile = f64 > tile ? f64 : tile;
+    }
+    return kind == '1' ? 1 : 2 * tile + 1;
+}
+
+/* kinds: each dimension's kind for limit_of. */
+static void run_kernel(const char *kernel, const char kinds[3], shape_fn fn)
+{
+    table t[2 * FALCON_BACKEND_ROWS];
     const int nt = tables_here(t);
     cr_assert(nt >= 1 && !strcmp(t[0].name, "scalar"), "the scalar table runs everywhere");
+    const int64_t lim[3] = {limit_of(kinds[0], t, nt), limit_of(kinds[1], t, nt), limit_of(kinds[2], t, nt)};
     rng_state = 0x5EED;
     const int64_t fails = sweep(lim, fn, t, nt);
-    printf("ukernels %s: %d tables (", kernel, nt);
+    printf("ukernels %s: %d tables, sizes to %lld x %lld x %lld (", kernel, nt, (long long)lim[0], (long long)lim[1],
+           (long long)lim[2]);
     for (int i = 0; i < nt; i++) printf("%s%s%s", i ? ", " : "", t[i].name, t[i].half ? " (half width)" : "");
     printf("), %lld shape(s) wrong\n", (long long)fails);
     cr_expect_eq(fails, 0, "%s: %lld shape(s) wrong or written outside their output", kernel, (long long)fails);
 }
 
 /* Dimensions: gemm (M, N, K), rank_update and update_read (m, n, k), trsm (P, m, -). */
-Test(ukernels, gemm_nt) { run_kernel("gemm_nt", (const int64_t[3]){LR, LR, LV}, gemm_nt_shape); }
-Test(ukernels, gemm_nn) { run_kernel("gemm_nn", (const int64_t[3]){LR, LV, LR}, gemm_nn_shape); }
-Test(ukernels, rank_update) { run_kernel("rank_update", (const int64_t[3]){LR, LV, LR}, rank_update_shape); }
-Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", (const int64_t[3]){LR, LV, 1}, trsm_shape); }
-Test(ukernels, update_read) { run_kernel("update_read", (const int64_t[3]){LR, LV, LR}, update_read_shape); }
-Test(ukernels, dot2_copy) { run_kernel("dot2_copy", (const int64_t[3]){LV, 1, 1}, dot2_copy_shape); }
+Test(ukernels, gemm_nt) { run_kernel("gemm_nt", "RRV", gemm_nt_shape); }
+Test(ukernels, gemm_nn) { run_kernel("gemm_nn", "RVR", gemm_nn_shape); }
+Test(ukernels, rank_update) { run_kernel("rank_update", "RVR", rank_update_shape); }
+Test(ukernels, trsm_unit_lower) { run_kernel("trsm_unit_lower", "RV1", trsm_shape); }
+Test(ukernels, update_read) { run_kernel("update_read", "RVR", update_read_shape); }
+Test(ukernels, dot2_copy) { run_kernel("dot2_copy", "V11", dot2_copy_shape); }
 Test(ukernels, update_read_signed_zero)
 {
-    table t[2 * FALCON_BACKEND_COUNT];
+    table t[2 * FALCON_BACKEND_ROWS];
     const int nt = tables_here(t);
     rng_state = 0x5160;
     int64_t fails = 0;

@@ -272,9 +272,9 @@ Test(validation, unknown_enums)
     expect_error(&f, FALCON_E_ARGUMENT, "config.form = -1: unknown form");
     /* The first value past the registry's backends. */
     setup(&f, FALCON_1);
-    f.cfg.backend = FALCON_BACKEND_COUNT;
+    f.cfg.backend = FALCON_BACKEND_ROWS;
     char want[64];
-    snprintf(want, sizeof want, "config.backend = %d: unknown backend", (int)FALCON_BACKEND_COUNT);
+    snprintf(want, sizeof want, "config.backend = %d: unknown backend", (int)FALCON_BACKEND_ROWS);
     expect_error(&f, FALCON_E_ARGUMENT, want);
 }
 
@@ -301,7 +301,7 @@ Test(validation, batched_index_names_b_t_h)
 Test(validation, missing_backend_is_an_error_not_a_crash)
 {
     int checked = 0;
-    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_ROWS; b++) {
         const int had = falcon_backend_available((falcon_backend)b);
         for (int hide = 0; hide < 2; hide++) {
             if (!hide && had) continue;
@@ -319,7 +319,7 @@ Test(validation, missing_backend_is_an_error_not_a_crash)
         }
         cr_expect_eq(falcon_backend_available((falcon_backend)b), had, "%s not restored", falcon_backend_name(b));
     }
-    cr_expect_geq(checked, FALCON_BACKEND_COUNT - 1);
+    cr_expect_geq(checked, FALCON_BACKEND_ROWS - 1);
 }
 
 /* Finite inputs can still overflow an inner-product memory: the call
@@ -352,7 +352,7 @@ static int expect_overflow_everywhere(falcon_variant var, int64_t window, falcon
                                       float out_is, int with_mpfr)
 {
     int checked = 0;
-    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_ROWS; b++) {
         if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA ||
             (b == FALCON_BACKEND_MPFR && !with_mpfr))
             continue;
@@ -457,7 +457,7 @@ static falcon_status run_from_memory(falcon_backend b, falcon_form form, falcon_
 Test(validation, a_memory_beyond_float32_is_refused_everywhere)
 {
     int checked = 0;
-    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_COUNT; b++) {
+    for (int b = FALCON_BACKEND_AUTO + 1; b < FALCON_BACKEND_ROWS; b++) {
         if (!falcon_backend_available((falcon_backend)b) || b == FALCON_BACKEND_CUDA) continue;
         for (int form = FALCON_FORM_RECURRENT; form <= FALCON_FORM_PARALLEL; form++, checked++) {
             const falcon_status s = run_from_memory((falcon_backend)b, (falcon_form)form, FALCON_FP32, 1e39);

@@ -13,6 +13,12 @@
  *   V_KEEP(v)                              keep v in a register (no refolding)
  *   VNAME(x)                               x_avx2_f32 / x_avx2_f64
  *   NT_MR NT_NR AX_MR AX_NV TR_MR TR_NV    register tile sizes
+ * and the table's parts (kernels/simd/ukernels.c, update-read-unit.c):
+ *   V_ISA_NAME                             the table's name
+ *   V_UR_NV                                update_read's column block, in
+ *                                          vectors (unset: AX_NV)
+ *   V_HALF_UR_NV, V_HALF_UR_ZREG           where set, a second table for a
+ *                                          256-bit datapath (vec-avx512.h)
  * kernels/avx512/vec-avx512.h provides the same names over 512-bit vectors,
  * so those sources are compiled unchanged for AVX-512.
  *
@@ -40,9 +46,16 @@
 #define AX_NV 2
 /* trsm: TR_MR rows solved together, TR_NV vectors of columns (6 x 2
  * accumulators, as the axpy tile: per q 2 loads and 6 broadcasts feed 12
- * FMAs; 4 rows measured 0.46 of peak on Zen 3 against 0.52-0.55). */
+ * FMAs; docs/performance.md, "SIMD backends"). */
 #define TR_MR 6
 #define TR_NV 2
+
+#define V_ISA_NAME "avx2"
+/* update_read in column blocks of 4 vectors, not the axpy tile's 2: its
+ * 2 x 4 accumulators keep both FMA pipes busy (ports x latency = 8); the
+ * block's Z vectors are then reloaded from L1 each row. Measurements:
+ * docs/performance.md, "SIMD backends". */
+#define V_UR_NV 4
 
 #ifdef FALCON_REAL_F32
 

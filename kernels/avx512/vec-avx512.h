@@ -1,12 +1,12 @@
 /*
  * The vector abstraction of kernels/avx2/vec-avx2.h over 512-bit vectors:
  * __m512 (16 floats) for FALCON_REAL_F32, __m512d (8 doubles) otherwise.
- * The kernel sources are the same files as AVX2's (see ukernels-avx512.inc.c);
- * only this header and the tile sizes differ.
+ * The kernel sources are the same files as AVX2's (kernels/simd); only
+ * this header and the tile sizes differ.
  *
  * One macro picks the implementation of the intrinsics:
- *   FALCON_AVX512_SIMDE undefined: native AVX-512F (-mavx512f -mavx2 -mfma);
- *   FALCON_AVX512_SIMDE defined:   SIMDe's portable versions (compiled with
+ *   FALCON_VEC_SIMDE undefined: native AVX-512F (-mavx512f -mavx2 -mfma);
+ *   FALCON_VEC_SIMDE defined:   SIMDe's portable versions (compiled with
  *     -mavx2 -mfma, SIMDe lowers each 512-bit op to two 256-bit ones), so
  *     the logic of these kernels runs and is tested on CPUs without AVX-512.
  * SIMDe 0.7.4 lacks masked loads and stores (_mm512_maskz_loadu_*,
@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 #include <string.h>
-#ifdef FALCON_AVX512_SIMDE
+#ifdef FALCON_VEC_SIMDE
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 #else
@@ -27,7 +27,7 @@
 #endif
 
 #define VINLINE static inline __attribute__((always_inline))
-#ifdef FALCON_AVX512_SIMDE
+#ifdef FALCON_VEC_SIMDE
 #define V_KEEP(x) ((void)0) /* SIMDe's vectors are not register operands */
 #else
 #define V_KEEP(x) __asm__("" : "+v"(x))
@@ -41,9 +41,23 @@
 #define TR_MR 4
 #define TR_NV 4
 
+#ifdef FALCON_VEC_SIMDE
+#define V_ISA_NAME "avx512-simde"
+#else
+#define V_ISA_NAME "avx512"
+#endif
+/* update_read in the axpy tile's 4-vector blocks (V_UR_NV unset), whose
+ * 2 x 4 accumulators keep two 512-bit FMA pipes busy; and a second table
+ * (the registry picks it on a 256-bit datapath, one 512-bit FMA a cycle)
+ * with 2-vector blocks, whose Z vectors of up to 4 terms stay in registers
+ * (UR_ZREG). The same bits either way. Measurements: docs/performance.md,
+ * "SIMD backends". */
+#define V_HALF_UR_NV 2
+#define V_HALF_UR_ZREG 4
+
 #ifdef FALCON_REAL_F32
 
-#ifdef FALCON_AVX512_SIMDE
+#ifdef FALCON_VEC_SIMDE
 #define VNAME(x) x##_avx512emu_f32
 #else
 #define VNAME(x) x##_avx512_f32
@@ -71,7 +85,7 @@ VINLINE void v_reduce4(vreal v0, vreal v1, vreal v2, vreal v3, float *out)
                               _mm256_hadd_ps(v_fold256(v2), v_fold256(v3)));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
 }
-#ifndef FALCON_AVX512_SIMDE
+#ifndef FALCON_VEC_SIMDE
 typedef __mmask16 vmask;
 VINLINE vmask v_mask(int64_t r) { return (__mmask16)((1u << r) - 1u); }
 VINLINE vreal v_load_mask(const float *p, vmask k) { return _mm512_maskz_loadu_ps(k, p); }
@@ -80,7 +94,7 @@ VINLINE void v_store_mask(float *p, vmask k, vreal v) { _mm512_mask_storeu_ps(p,
 
 #else /* double */
 
-#ifdef FALCON_AVX512_SIMDE
+#ifdef FALCON_VEC_SIMDE
 #define VNAME(x) x##_avx512emu_f64
 #else
 #define VNAME(x) x##_avx512_f64
@@ -107,7 +121,7 @@ VINLINE void v_reduce4(vreal v0, vreal v1, vreal v2, vreal v3, double *out)
     _mm256_storeu_pd(out, _mm256_add_pd(_mm256_permute2f128_pd(a, b, 0x20),
                                         _mm256_permute2f128_pd(a, b, 0x31)));
 }
-#ifndef FALCON_AVX512_SIMDE
+#ifndef FALCON_VEC_SIMDE
 typedef __mmask8 vmask;
 VINLINE vmask v_mask(int64_t r) { return (__mmask8)((1u << r) - 1u); }
 VINLINE vreal v_load_mask(const double *p, vmask k) { return _mm512_maskz_loadu_pd(k, p); }
@@ -116,7 +130,7 @@ VINLINE void v_store_mask(double *p, vmask k, vreal v) { _mm512_mask_storeu_pd(p
 
 #endif /* precision */
 
-#ifdef FALCON_AVX512_SIMDE
+#ifdef FALCON_VEC_SIMDE
 /* Masked tails without SIMDe's (missing) masked loads/stores: the mask is
  * the lane count, the partial vector goes through a zeroed stack buffer. */
 typedef int64_t vmask;

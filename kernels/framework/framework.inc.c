@@ -4,8 +4,7 @@
  * Compiled once per precision for the baseline ISA (framework-f32.c,
  * framework-f64.c: the driver table falcon_fw_f32, _f64; recurrent-f32.c,
  * recurrent-f64.c: its recurrent driver) and, on x86-64, once more per
- * SIMD backend with that backend's flags (in its folder:
- * kernels/avx2/framework-f32-avx2.c, recurrent-f32-avx2.c, ...:
+ * SIMD backend with that backend's flags and FALCON_FW_ISA (mk/simd.mk:
  * falcon_fw_avx2_f32, ...), so that
  * the framework's own O(m) and O(n) loops are vectorized for the CPU the
  * backend's micro-kernels run on. The registry (src/backends.c) pairs each

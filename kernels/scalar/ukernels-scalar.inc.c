@@ -77,5 +77,6 @@ const RS(falcon_uk) RS(falcon_uk_scalar) = {
     RS(trsm_unit_lower_scalar),
     RS(update_read_scalar),
     RS(dot2_copy_scalar),
+    1, 4, /* rows one at a time, columns unrolled by 4 */
 };
 #undef SCALAR_TINY

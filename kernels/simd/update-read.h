@@ -1,6 +1,6 @@
 /* The signature of update_read (update-read.inc.c), for a backend that
  * compiles it in a unit of its own and refers to it from its table's unit
- * (kernels/avx2/ukernels-avx2.inc.c): both units declare it with this. */
+ * (update-read-unit.c, ukernels.c): both units declare it with this. */
 #ifndef FALCON_SIMD_UPDATE_READ_H
 #define FALCON_SIMD_UPDATE_READ_H
 #define UR_PROTOTYPE(NAME)                                                                                       \

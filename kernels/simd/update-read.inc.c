@@ -26,7 +26,7 @@
  * of a column block: by default the axpy tile's, whose register budget it
  * shares (UR_R x UR_NV accumulators, UR_NV row vectors, 2 x UR_NV of Z).
  * A backend may include this file once more with UR_NV and UR_NAME set,
- * for another port model (kernels/avx512/ukernels-avx512.inc.c). Every
+ * for another port model (update-read-unit.c, V_HALF_UR_NV). Every
  * element's sequence of operations is the same whatever the width. */
 #define UR_R 2
 /* Write terms whose Z vectors stay in registers (k <= UR_ZREG); more are
@@ -41,7 +41,7 @@
 #define UR_NAME(x) VNAME(x)
 #endif
 /* update_read's linkage: external where a backend compiles it in a unit of
- * its own and its table in another (kernels/avx2/ukernels-avx2.inc.c). */
+ * its own and its table in another (update-read-unit.c, ukernels.c). */
 #ifndef UR_LINKAGE
 #define UR_LINKAGE static
 #endif

@@ -1,2 +1,0 @@
-#define FALCON_REAL_F32 1
-#include "ukernels-avx2.inc.c"

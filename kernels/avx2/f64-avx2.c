@@ -1,1 +1,0 @@
-#include "ukernels-avx2.inc.c"

@@ -1,3 +1,0 @@
-#define FALCON_REAL_F32 1
-#define FALCON_FW_ISA avx2
-#include "../framework/framework.inc.c"

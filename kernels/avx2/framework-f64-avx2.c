@@ -1,2 +1,0 @@
-#define FALCON_FW_ISA avx2
-#include "../framework/framework.inc.c"

@@ -1,1 +1,0 @@
-#include "ukernels-avx512.inc.c"

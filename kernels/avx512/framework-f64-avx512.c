@@ -1,2 +1,0 @@
-#define FALCON_FW_ISA avx512
-#include "../framework/framework.inc.c"
