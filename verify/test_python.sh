@@ -1,7 +1,7 @@
 #!/bin/bash
 # The python side of case grading, end to end: `falcon cases export`, the
 # worked examples in examples/ as outside implementations, `falcon check`
-# on them, and the python module (python/falcon) over libfalcon.
+# on them, and the python module (python/falcon_suite) over libfalcon.
 #
 #   verify/test_python.sh build/falcon
 #
@@ -19,8 +19,8 @@
 #   - a results directory with a case missing is bad input (exit 2, one line
 #     "falcon: error: ..." naming the case);
 #   - python/tests/test_falcon.py (with pytest when it is installed, else as
-#     a plain script): falcon.run against the command, falcon.reference
-#     against the numpy example, `assert falcon.check(...).passed`;
+#     a plain script): falcon_suite.run against the command, falcon_suite.reference
+#     against the numpy example, `assert falcon_suite.check(...).passed`;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON

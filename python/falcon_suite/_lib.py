@@ -86,7 +86,7 @@ class StateView(ctypes.Structure):
 
 
 def _package_build_dir():
-    """build/ of the source tree this package sits in (python/falcon/ -> ../../build)."""
+    """build/ of the source tree this package sits in (python/falcon_suite/ -> ../../build)."""
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.normpath(os.path.join(here, os.pardir, os.pardir, "build"))
 

@@ -191,7 +191,7 @@ def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, qui
     """Grade the results in `results_dir` against the case set `cases_dir`
     (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
     bf16, fp16; None, the default: the set's own, as the command's). Returns
-    a CheckResult: `assert falcon.check(cases, results).passed`. `junit`:
+    a CheckResult: `assert falcon_suite.check(cases, results).passed`. `junit`:
     also write JUnit XML there; `quiet`: do not echo the printed table (it
     is in .report); `require_state`: a missing state.npy is bad input;
     `max_skipped`: the largest fraction of cases that may be skipped.

@@ -1,11 +1,11 @@
-"""falcon: Python access to libfalcon and to the suite's case sets.
+"""falcon_suite: Python access to libfalcon and to the suite's case sets.
 
-    import falcon
-    out, S = falcon.run(q, k, v, beta, alpha, variant="falcon1", precision="fp32")
-    ref, S_ref = falcon.reference(q, k, v, beta, alpha, variant="falcon1")
-    falcon.export_cases("cases", profile="quick")
-    ... run your kernel, falcon.write_result("results", name, out, state) ...
-    assert falcon.check("cases", "results", precision="fp32").passed
+    import falcon_suite
+    out, S = falcon_suite.run(q, k, v, beta, alpha, variant="falcon1", precision="fp32")
+    ref, S_ref = falcon_suite.reference(q, k, v, beta, alpha, variant="falcon1")
+    falcon_suite.export_cases("cases", profile="quick")
+    ... run your kernel, falcon_suite.write_result("results", name, out, state) ...
+    assert falcon_suite.check("cases", "results", precision="fp32").passed
 
 The shared library is found through $FALCON_LIB, else build/libfalcon.so of
 the source tree this package lives in, else the system's libfalcon.so.0;
