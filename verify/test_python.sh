@@ -21,6 +21,12 @@
 #   - python/tests/test_falcon.py (with pytest when it is installed, else as
 #     a plain script): falcon_suite.run against the command, falcon_suite.reference
 #     against the numpy example, `assert falcon_suite.check(...).passed`;
+#   - pip install --no-build-isolation of a copy of python/ into a venv
+#     (FALCON_BUILD_DIR: the libraries beside the falcon binary): run from
+#     outside the tree with no FALCON_* variable, falcon_suite loads the
+#     copies in its wheel, runs, exports; FALCON_LIB still overrides them;
+#     with FALCON_TEST_PIP_ISOLATED=1 also `pip install ./python` into a
+#     plain venv, with build isolation (needs the package index);
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
@@ -29,7 +35,8 @@
 #     naming a folder without ggml measures the rest and says so; a thread
 #     count of 0 is bad usage (exit 2).
 # Environment: PYTHON, the interpreter (default /usr/bin/python3; it needs
-# numpy; pytest and torch are optional). The libraries are taken next to the
+# numpy; pytest and torch are optional, setuptools and wheel for the
+# install). The libraries are taken next to the
 # falcon binary (libfalcon.so, libfalcon-grade.so) unless FALCON_LIB /
 # FALCON_GRADE_LIB are set.
 # Ends with "N passed, M failed" (", K skipped" when some were); exits
@@ -228,6 +235,59 @@ rc=0
 FALCON_CASES=$WORK/cases "$PYTHON" "${runner[@]}" >pytest.txt 2>&1 || rc=$?
 indent pytest.txt
 if [ $rc -eq 0 ]; then ok "python module tests ($how)"; else bad "python module tests ($how)" "status $rc"; fi
+
+# ---- pip install: the wheel carries the libraries ----
+# pip_check VENV WANT_DIR: the installed package, run from outside the source
+# tree with no FALCON_* variable, loads its libraries from WANT_DIR, runs,
+# exports a case set; FALCON_LIB still overrides it.
+pip_check() {
+    (cd "$WORK" && env -u FALCON_LIB -u FALCON_GRADE_LIB -u PYTHONPATH "$1/bin/python" - "$2" "$FALCON_LIB" <<'EOF'
+import os, sys, subprocess
+import numpy as np
+import falcon_suite
+want, override = sys.argv[1], sys.argv[2]
+paths = falcon_suite.library_paths()
+assert os.path.dirname(falcon_suite.lib_path()) == want, (falcon_suite.lib_path(), want)
+out, S = falcon_suite.run(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.full(3, 0.5))
+ix = falcon_suite.export_cases("pip-cases", quiet=True, variant="falcon1", form="recurrent")
+assert os.path.dirname(falcon_suite.library_paths()["libfalcon-grade.so"]) == want
+env = dict(os.environ, FALCON_LIB=override)
+got = subprocess.run([sys.executable, "-c", "import falcon_suite; print(falcon_suite.lib_path())"],
+                     env=env, check=True, capture_output=True, text=True).stdout.strip()
+assert got == override, (got, override)
+print("%d cases exported by the copy in %s" % (ix["count"], os.path.relpath(want, sys.prefix)))
+EOF
+    )
+}
+
+if ! "$PYTHON" -c 'import setuptools, wheel, venv' 2>/dev/null; then
+    skip "pip install --no-build-isolation" "$PYTHON lacks setuptools, wheel or venv"
+else
+    # from a copy of python/ (the source tree stays clean), the libraries of $BIN_DIR
+    mkdir -p pysrc && cp -r "$ROOT/python" pysrc/python
+    rm -rf pysrc/python/build pysrc/python/*.egg-info
+    rc=0
+    { "$PYTHON" -m venv --system-site-packages venv &&
+      FALCON_BUILD_DIR=$BIN_DIR venv/bin/pip install -q --no-build-isolation pysrc/python; } >pip.txt 2>&1 || rc=$?
+    site=$(venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+    if [ $rc -ne 0 ]; then bad "pip install --no-build-isolation ./python" "status $rc: $(tail -n 5 pip.txt)"
+    elif msg=$(pip_check "$WORK/venv" "$site/falcon_suite/_libs" 2>&1); then
+        ok "pip install --no-build-isolation ./python: import falcon_suite with no FALCON_LIB: $msg"
+    else bad "pip install --no-build-isolation ./python, then import falcon_suite" "$msg"; fi
+fi
+# With build isolation the build fetches setuptools from the package index
+# and runs make in the source tree: only on request (network, a build).
+if [ "${FALCON_TEST_PIP_ISOLATED:-0}" = 1 ]; then
+    rc=0
+    start=$(date +%s)
+    { "$PYTHON" -m venv venv-iso && venv-iso/bin/pip install -q "$ROOT/python"; } >pip.txt 2>&1 || rc=$?
+    secs=$(( $(date +%s) - start ))
+    site=$(venv-iso/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+    if [ $rc -ne 0 ]; then bad "pip install ./python (build isolation)" "status $rc: $(tail -n 5 pip.txt)"
+    elif msg=$(pip_check "$WORK/venv-iso" "$site/falcon_suite/_libs" 2>&1); then
+        ok "pip install ./python in a plain venv, build isolation (${secs}s): $msg"
+    else bad "pip install ./python (build isolation), then import falcon_suite" "$msg"; fi
+fi
 
 # ---- the torch example, in the fla layout ----
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

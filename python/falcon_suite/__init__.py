@@ -7,12 +7,13 @@
     ... run your kernel, falcon_suite.write_result("results", name, out, state) ...
     assert falcon_suite.check("cases", "results", precision="fp32").passed
 
-The shared library is found through $FALCON_LIB, else build/libfalcon.so of
-the source tree this package lives in, else the system's libfalcon.so.0;
-libfalcon-grade.so ($FALCON_GRADE_LIB) is looked for next to it. Pure
-ctypes and numpy: nothing is compiled.
+Each shared library (libfalcon.so, libfalcon-grade.so for export and
+check) is found through its environment variable ($FALCON_LIB,
+$FALCON_GRADE_LIB), else beside the libfalcon in use, else the copy an
+installed wheel carries, else build/ of the source tree this package lives
+in, else the system's. Pure ctypes and numpy: nothing is compiled here.
 """
-from ._lib import FalconError, lib_path
+from ._lib import FalconError, lib_path, library_paths
 from .api import State, reference, run
 from .cases import (CheckInputError, CheckResult, check, export_cases, load_case,
                     load_checkpoint, write_manifest, write_result)
@@ -25,4 +26,4 @@ UNIT_ROUNDOFF = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -11,
 
 __all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "reference",
            "export_cases", "check", "load_case", "load_checkpoint", "write_result",
-           "write_manifest", "lib_path", "UNIT_ROUNDOFF"]
+           "write_manifest", "lib_path", "library_paths", "UNIT_ROUNDOFF"]
