@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import FalconError
+from .api import as_numpy
 
 __all__ = ["CheckResult", "CheckInputError", "export_cases", "check", "load_case",
            "load_checkpoint", "write_result", "write_manifest"]
@@ -316,6 +317,7 @@ def _plain_name(name):
 
 def write_result(results_dir, name, out, state=None):
     """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`. Arrays
+    (numpy, or torch tensors: bf16 and fp16 ones widened exactly to float32)
     keep their float dtype (float16, float32 or float64), little-endian;
     integers become float64; complex, bool and other arrays are refused.
     Each file is replaced atomically (_replace_file). Without a state, a
@@ -326,7 +328,7 @@ def write_result(results_dir, name, out, state=None):
     os.makedirs(d, exist_ok=True)
 
     def save(fname, a):
-        a = np.asarray(a)
+        a = as_numpy(a)
         if a.dtype.kind not in "fiu":
             raise TypeError("%s: dtype %s: a result holds real numbers" % (fname, a.dtype))
         if a.dtype.kind != "f":

@@ -159,6 +159,39 @@ def test_bad_input_raises_with_the_library_message():
         raise AssertionError("beta = 3 was accepted")
 
 
+def test_torch_tensors_in_and_out():
+    """torch tensors go in (bf16 and fp16 widened exactly to float32) and come
+    out as tensors, equal bit for bit to the run of the same values as numpy
+    arrays; write_result takes them too; a library error is a FalconError
+    carrying the library's own message."""
+    try:
+        import torch
+    except ImportError:
+        skip("torch not installed")
+    d = inputs(np.random.default_rng(21), (2, 9, 3), 4, 5)
+    names = ("q", "k", "v", "beta", "alpha")
+    for tdt in (torch.float32, torch.bfloat16, torch.float16):
+        t = [torch.from_numpy(d[x]).to(tdt) for x in names]
+        held = [x.double().numpy() for x in t]  # the values the tensors hold
+        for prec in ("fp32", "fp64"):
+            out, S = falcon_suite.run(*t, variant="falcon1", precision=prec)
+            want_out, want_S = falcon_suite.run(*held, variant="falcon1", precision=prec)
+            assert isinstance(out, torch.Tensor) and isinstance(S, torch.Tensor), (tdt, prec)
+            assert out.dtype == (torch.float32 if prec == "fp32" else torch.float64), (tdt, out.dtype)
+            assert np.array_equal(out.numpy(), want_out) and np.array_equal(S.numpy(), want_S), (tdt, prec)
+    r = os.path.join(tmpdir(), "torch-results")
+    falcon_suite.write_result(r, "c", t[2].to(torch.bfloat16), state=S)
+    saved = np.load(os.path.join(r, "c", "out.npy"))
+    assert saved.dtype == np.float32 and np.array_equal(saved, t[2].to(torch.bfloat16).float().numpy())
+    try:
+        falcon_suite.run(*t[:3], t[3] * 0 + 3.0, variant="falcon1")
+    except falcon_suite.FalconError as e:
+        lib_msg = falcon_suite._lib.last_error()
+        assert lib_msg and lib_msg in str(e) and "beta" in str(e), (str(e), lib_msg)
+    else:
+        raise AssertionError("beta = 3 was accepted from a tensor")
+
+
 def test_a_memory_beyond_float32_is_refused():
     d = inputs(np.random.default_rng(14), (5,), 3, 2)
     st = falcon_suite.State(1, 3, 2)
