@@ -20,7 +20,10 @@
 #     "falcon: error: ..." naming the case);
 #   - python/tests/test_falcon.py (with pytest when it is installed, else as
 #     a plain script): falcon_suite.run against the command, falcon_suite.reference
-#     against the numpy example, `assert falcon_suite.check(...).passed`;
+#     against the numpy example, `assert falcon_suite.check(...).passed`,
+#     torch tensors in and out, falcon_suite.testing's ids and assert_case;
+#   - examples/test_my_kernel.py under pytest (falcon_suite.testing): one
+#     test per case of the quick set, each passing;
 #   - pip install --no-build-isolation of a copy of python/ into a venv
 #     (FALCON_BUILD_DIR: the libraries beside the falcon binary): run from
 #     outside the tree with no FALCON_* variable, falcon_suite loads the
@@ -235,6 +238,21 @@ rc=0
 FALCON_CASES=$WORK/cases "$PYTHON" "${runner[@]}" >pytest.txt 2>&1 || rc=$?
 indent pytest.txt
 if [ $rc -eq 0 ]; then ok "python module tests ($how)"; else bad "python module tests ($how)" "status $rc"; fi
+
+# ---- the pytest example: a test per case through falcon_suite.testing ----
+if ! "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    skip "examples/test_my_kernel.py" "pytest not installed"
+else
+    count=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["count"])' cases/index.json)
+    rc=0
+    FALCON_CASES=$WORK/cases "$PYTHON" -m pytest -q -p no:cacheprovider "$ROOT/examples/test_my_kernel.py" \
+        >example.txt 2>&1 || rc=$?
+    tail -n 2 example.txt >example-tail.txt
+    indent example-tail.txt
+    if [ $rc -eq 0 ] && grep -q "^$count passed" example.txt; then
+        ok "examples/test_my_kernel.py under pytest: $count cases, each its own test"
+    else bad "examples/test_my_kernel.py under pytest" "status $rc, want $count passed: $(tail -n 5 example.txt)"; fi
+fi
 
 # ---- pip install: the wheel carries the libraries ----
 # pip_check VENV WANT_DIR: the installed package, run from outside the source

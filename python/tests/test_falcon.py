@@ -333,6 +333,38 @@ def test_decay_after_write_fails_on_decayed_cases_only():
         assert result.case(name)["decay"] != "none", name
 
 
+def test_testing_helpers_ids_and_assert_case():
+    """falcon_suite.testing: readable unique ids (the name without its
+    number); assert_case passes the numpy example and fails its wrong twin
+    with check's own numbers: the errors and thresholds in units of
+    roundoff and the first bad step."""
+    import falcon_suite.testing as ft
+    cs = ft.case_set(cases_dir())
+    ids = [c.id for c in cs]
+    assert len(set(ids)) == len(ids) and not any(i[:2] == "q0" for i in ids), ids[:5]
+    assert "falcon1-prefix-relu-strong-chunk-carried" in ids, ids
+    by_id = dict(zip(ids, cs))
+    assert ft.case_ids(["q0001-a", "q0002-a", "q0003-b", "plain"]) == ["a", "a-2", "b", "plain"]
+    whole = falcon_suite.check(cases_dir(), numpy_results("float32", "decay-after-write"), quiet=True)
+    name = whole.failed[0]
+    c = next(c for c in cs if c.name == name)
+    good = numpy_falcon.run_case(c, np.float32)
+    assert ft.assert_case(c, out=good[0], state=good[1])["status"] == "pass"
+    out, state = numpy_falcon.run_case(c, np.float32, bug="decay-after-write")
+    try:
+        ft.assert_case(c, out=out, state=state)
+    except AssertionError as e:
+        rec, msg = whole.case(name), str(e)
+        want = ["%s: out error %.4g u, threshold %.4g u" % (name, rec["out_u"], rec["thr_out_u"]),
+                "(%s, u = " % whole.precision]
+        at = whole.first_bad[name]
+        want.append("first bad step t = %d (batch %d, head %d)" % at if at else "the state alone failed")
+        assert all(w in msg for w in want), (msg, want)
+    else:
+        raise AssertionError("assert_case passed the wrong twin on %s" % name)
+    assert by_id[c.id] is c
+
+
 def test_check_defaults_to_the_sets_precision():
     """As the command: with no precision given, an fp64 set is judged in fp64
     units, where float32 results fail (judged in fp32 units they pass)."""
