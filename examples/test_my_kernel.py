@@ -9,9 +9,9 @@ A failing case reads, e.g.
     3.1e+05 u, threshold 90.1 u; ... (fp32, u = 5.96e-08); first bad step t = 0 (batch 0, head 0)
 $FALCON_CASES names an already exported set to reuse.
 """
+import falcon_suite.testing as ft
 import numpy as np
 
-import falcon_suite.testing as ft
 import numpy_falcon  # the kernel under test
 
 

@@ -30,6 +30,10 @@
 #     copies in its wheel, runs, exports; FALCON_LIB still overrides them;
 #     with FALCON_TEST_PIP_ISOLATED=1 also `pip install ./python` into a
 #     plain venv, with build isolation (needs the package index);
+#   - the README's Python blocks (section "From Python and pytest") with the
+#     first python3 on PATH: without numpy, one line says falcon_suite needs
+#     it; with it, every block runs (a test_* block under pytest); then
+#     with $PYTHON when that is another interpreter;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
@@ -305,6 +309,60 @@ if [ "${FALCON_TEST_PIP_ISOLATED:-0}" = 1 ]; then
     elif msg=$(pip_check "$WORK/venv-iso" "$site/falcon_suite/_libs" 2>&1); then
         ok "pip install ./python in a plain venv, build isolation (${secs}s): $msg"
     else bad "pip install ./python (build isolation), then import falcon_suite" "$msg"; fi
+fi
+
+# ---- the README's Python blocks ----
+# Each ```python block of "From Python and pytest", as a file: one defining
+# test_* functions runs under pytest, the others as scripts. They run with
+# the first python3 on PATH, which without numpy must say so in one line,
+# and with $PYTHON when that is another interpreter.
+nblocks=$("$PYTHON" - "$ROOT/README.md" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text[text.index("### From Python and pytest\n"):]
+sec = sec[:sec.index("\n### ", 1)]
+blocks = re.findall(r"^```python\n(.*?)^```$", sec, re.S | re.M)
+for i, b in enumerate(blocks, 1):
+    name = "test_readme_%d.py" % i if re.search(r"^def test_", b, re.M) else "readme_%d.py" % i
+    open(name, "w").write(b)
+print(len(blocks))
+EOF
+)
+# readme_blocks PY: run every block with PY; a block needing torch or pytest
+# that PY lacks is skipped. Prints what ran; fails with the first failure.
+readme_blocks() {
+    local py=$1 f rc ran=0 skipped_blocks=""
+    for f in readme_*.py test_readme_*.py; do
+        [ -e "$f" ] || continue
+        if grep -q '^import torch' "$f" && ! "$py" -c 'import torch' 2>/dev/null; then
+            skipped_blocks+=" $f (no torch)"; continue; fi
+        rc=0
+        if [[ $f == test_* ]]; then
+            if ! "$py" -c 'import pytest' 2>/dev/null; then skipped_blocks+=" $f (no pytest)"; continue; fi
+            FALCON_CASES= PYTHONPATH=$PYTHONPATH:$ROOT/examples "$py" -m pytest -q -p no:cacheprovider "$f" >block.txt 2>&1 || rc=$?
+        else
+            PYTHONPATH=$PYTHONPATH:$ROOT/examples "$py" "$f" >block.txt 2>&1 || rc=$?
+        fi
+        if [ $rc -ne 0 ]; then echo "$f: status $rc: $(tail -n 5 block.txt)"; return 1; fi
+        ran=$((ran + 1))
+    done
+    echo "$ran of $nblocks blocks ran${skipped_blocks:+, skipped:$skipped_blocks}"
+}
+first_py=$(command -v python3 || true)
+if [ "$nblocks" -lt 2 ]; then bad "README Python blocks" "found $nblocks"
+elif [ -z "$first_py" ]; then skip "README Python blocks, first python3 on PATH" "no python3 on PATH"
+elif ! "$first_py" -c 'import numpy' 2>/dev/null; then
+    rc=0
+    "$first_py" "$(ls readme_*.py test_readme_*.py | head -n 1)" >hint.txt 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && [ "$(grep -c '^Traceback' hint.txt)" -eq 1 ] &&
+       tail -n 1 hint.txt | grep -q '^ImportError: falcon_suite needs numpy: pip install numpy'; then
+        ok "README Python blocks with $first_py (no numpy): $(tail -n 1 hint.txt)"
+    else bad "README Python blocks with $first_py (no numpy)" "status $rc, want one ImportError line: $(cat hint.txt)"; fi
+elif msg=$(readme_blocks "$first_py"); then ok "README Python blocks with $first_py: $msg"
+else bad "README Python blocks with $first_py" "$msg"; fi
+if [ "$(readlink -f "$first_py" 2>/dev/null)" != "$(readlink -f "$(command -v "$PYTHON")")" ]; then
+    if msg=$(readme_blocks "$PYTHON"); then ok "README Python blocks with $PYTHON: $msg"
+    else bad "README Python blocks with $PYTHON" "$msg"; fi
 fi
 
 # ---- the torch example, in the fla layout ----

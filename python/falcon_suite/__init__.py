@@ -13,10 +13,18 @@ $FALCON_GRADE_LIB), else beside the libfalcon in use, else the copy an
 installed wheel carries, else build/ of the source tree this package lives
 in, else the system's. Pure ctypes and numpy: nothing is compiled here.
 """
-from ._lib import FalconError, lib_path, library_paths
-from .api import State, reference, run
-from .cases import (CheckInputError, CheckResult, check, export_cases, load_case,
-                    load_checkpoint, write_manifest, write_result)
+import sys
+
+try:
+    import numpy  # noqa: F401  (the one dependency: a hint, not a traceback from deep inside)
+except ImportError:
+    raise ImportError("falcon_suite needs numpy: pip install numpy (for %s)" % sys.executable) from None
+
+from ._lib import FalconError, lib_path, library_paths  # noqa: E402
+from .api import State, reference, run  # noqa: E402
+from .cases import (  # noqa: E402
+    CheckInputError, CheckResult, check, export_cases, load_case,
+    load_checkpoint, write_manifest, write_result)
 
 __version__ = "0.1.0"
 
