@@ -4,9 +4,11 @@
 
     PYTHONPATH=python python3 -m pytest -q examples/test_my_kernel.py
 
-A failing case reads, e.g.
-    AssertionError: q0036-falcon1-prefix-relu-strong-chunk-carried: out error
-    3.1e+05 u, threshold 90.1 u; ... (fp32, u = 5.96e-08); first bad step t = 0 (batch 0, head 0)
+A failing case's test fails with the grader's numbers, e.g. (the wrong twin
+numpy_falcon.run_case(case, np.float32, bug="decay-after-write")):
+    AssertionError: q0054-falcon1-prefix-elu1-random-chunk: out error 6.277e+06 u,
+    threshold 33.88 u; state error 4.004e+06 u, threshold 33.63 u (fp32,
+    u = 5.96e-08); first bad step t = 1 (batch 0, head 0)
 $FALCON_CASES names an already exported set to reuse.
 """
 import falcon_suite.testing as ft
