@@ -192,6 +192,34 @@ def test_torch_tensors_in_and_out():
         raise AssertionError("beta = 3 was accepted from a tensor")
 
 
+def test_an_optional_library_is_attached_when_found():
+    """A library of LIBRARIES with an attach function (the MPFR reference's)
+    is loaded with libfalcon and its function called; one that fails to
+    attach is a FalconError at import, one that is absent is left out."""
+    import shutil as sh
+    cc = sh.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        skip("no C compiler")
+    work = tempfile.mkdtemp(dir=tmpdir())
+    probe = "import falcon_suite; falcon_suite.lib_path(); print(sorted(falcon_suite.library_paths()))"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    for status in (0, 5):
+        src = os.path.join(work, "ref%d.c" % status)
+        lib = os.path.join(work, "libfalcon-ref%d.so" % status)
+        with open(src, "w") as f:
+            f.write("int falcon_reference_attach(void) { return %d; }\n" % status)
+        subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src], check=True)
+        r = subprocess.run([sys.executable, "-c", probe], env=dict(env, FALCON_REF_LIB=lib),
+                           capture_output=True, text=True)
+        if status == 0:
+            assert r.returncode == 0 and "libfalcon-ref.so" in r.stdout, (r.stdout, r.stderr)
+        else:
+            assert r.returncode != 0 and "falcon_reference_attach" in r.stderr, (r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env=dict(env, FALCON_REF_LIB=os.path.join(work, "absent.so")))
+    assert r.returncode == 0 and "libfalcon-ref.so" not in r.stdout, (r.stdout, r.stderr)
+
+
 def test_a_memory_beyond_float32_is_refused():
     d = inputs(np.random.default_rng(14), (5,), 3, 2)
     st = falcon_suite.State(1, 3, 2)
