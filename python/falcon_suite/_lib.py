@@ -136,6 +136,7 @@ def _candidates(spec, beside=None):
     if found:
         yield found
     yield spec.soname
+    yield spec.filename
 
 
 def _load(spec, beside=None, mode=ctypes.DEFAULT_MODE):
@@ -229,11 +230,12 @@ def lib():
 
 def _attach(spec, beside):
     """Load spec's library and call its attach function; an optional one
-    that is not there is left out (its features report themselves absent)."""
+    that is not there is left out (its features report themselves absent),
+    unless its variable names it."""
     try:
         L, path = _load(spec, beside)
     except FalconError:
-        if spec.required:
+        if spec.required or os.environ.get(spec.env):
             raise
         return
     fn = getattr(L, spec.attach)

@@ -195,7 +195,8 @@ def test_torch_tensors_in_and_out():
 def test_an_optional_library_is_attached_when_found():
     """A library of LIBRARIES with an attach function (the MPFR reference's)
     is loaded with libfalcon and its function called; one that fails to
-    attach is a FalconError at import, one that is absent is left out."""
+    attach is a FalconError, one that is absent is left out (unless
+    FALCON_REF_LIB names it)."""
     import shutil as sh
     cc = sh.which(os.environ.get("CC", "cc"))
     if cc is None:
@@ -217,6 +218,9 @@ def test_an_optional_library_is_attached_when_found():
             assert r.returncode != 0 and "falcon_reference_attach" in r.stderr, (r.stdout, r.stderr)
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                        env=dict(env, FALCON_REF_LIB=os.path.join(work, "absent.so")))
+    assert r.returncode != 0 and "absent.so: no such file" in r.stderr, (r.stdout, r.stderr)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env={k: x for k, x in env.items() if k != "FALCON_REF_LIB"})
     assert r.returncode == 0 and "libfalcon-ref.so" not in r.stdout, (r.stdout, r.stderr)
 
 
