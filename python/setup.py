@@ -1,9 +1,10 @@
 """Builds falcon_suite with the suite's shared libraries inside it.
 
 `pip install ./python` from a source tree runs `make` in the tree's root
-for the libraries falcon_suite/_lib.py lists (LIBRARIES) and copies each
-one built into falcon_suite/_libs/ of the wheel, so that an installed
-package loads them with no environment variable.
+for the libraries falcon_suite/_lib.py lists (LIBRARIES: the required ones,
+and each optional one the Makefile has a rule for) and copies each one
+built into falcon_suite/_libs/ of the wheel, so that an installed package
+loads them with no environment variable.
 
   FALCON_BUILD_DIR  take the libraries already built there (e.g. build-asan)
                     instead of running make
@@ -42,9 +43,15 @@ def build_dir(libraries):
         raise SystemExit("falcon_suite: no source tree above %s to build libfalcon in; "
                          "set FALCON_BUILD_DIR to a folder holding the built libraries" % HERE)
     make = shlex.split(os.environ.get("FALCON_MAKE", "make -j%d" % (os.cpu_count() or 1)))
-    targets = ["build/" + lib.filename for lib in libraries if lib.required]
+    targets = ["build/" + lib.filename for lib in libraries if lib.required or has_rule(make, lib)]
     subprocess.check_call(make + ["-C", ROOT] + targets)
     return os.path.join(ROOT, "build")
+
+
+def has_rule(make, lib):
+    """Whether the Makefile can build an optional library (make -n: dry run)."""
+    return subprocess.call(make + ["-n", "-C", ROOT, "build/" + lib.filename],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
 
 
 class BuildWithLibraries(build_py):
