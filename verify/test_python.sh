@@ -264,14 +264,15 @@ fi
 # exports a case set; FALCON_LIB still overrides it.
 pip_check() {
     (cd "$WORK" && env -u FALCON_LIB -u FALCON_GRADE_LIB -u PYTHONPATH "$1/bin/python" - "$2" "$FALCON_LIB" <<'EOF'
-import os, sys, subprocess
+import os, sys, subprocess, tempfile
 import numpy as np
 import falcon_suite
 want, override = sys.argv[1], sys.argv[2]
 paths = falcon_suite.library_paths()
 assert os.path.dirname(falcon_suite.lib_path()) == want, (falcon_suite.lib_path(), want)
 out, S = falcon_suite.run(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.full(3, 0.5))
-ix = falcon_suite.export_cases("pip-cases", quiet=True, variant="falcon1", form="recurrent")
+ix = falcon_suite.export_cases(os.path.join(tempfile.mkdtemp(dir="."), "cases"), quiet=True,
+                               variant="falcon1", form="recurrent")
 assert os.path.dirname(falcon_suite.library_paths()["libfalcon-grade.so"]) == want
 env = dict(os.environ, FALCON_LIB=override)
 got = subprocess.run([sys.executable, "-c", "import falcon_suite; print(falcon_suite.lib_path())"],
