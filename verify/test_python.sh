@@ -260,25 +260,32 @@ fi
 
 # ---- pip install: the wheel carries the libraries ----
 # pip_check VENV WANT_DIR: the installed package, run from outside the source
-# tree with no FALCON_* variable, loads its libraries from WANT_DIR, runs,
-# exports a case set; FALCON_LIB still overrides it.
+# tree with no FALCON_* variable, loads every library built beside the falcon
+# binary from WANT_DIR, runs (the reference too, where built), exports a case
+# set; FALCON_LIB still overrides it.
 pip_check() {
-    (cd "$WORK" && env -u FALCON_LIB -u FALCON_GRADE_LIB -u PYTHONPATH "$1/bin/python" - "$2" "$FALCON_LIB" <<'EOF'
+    (cd "$WORK" && env -u FALCON_LIB -u FALCON_GRADE_LIB -u FALCON_REF_LIB -u PYTHONPATH "$1/bin/python" - \
+        "$2" "$FALCON_LIB" "$BIN_DIR" <<'EOF'
 import os, sys, subprocess, tempfile
 import numpy as np
 import falcon_suite
-want, override = sys.argv[1], sys.argv[2]
-paths = falcon_suite.library_paths()
+want, override, built = sys.argv[1:4]
 assert os.path.dirname(falcon_suite.lib_path()) == want, (falcon_suite.lib_path(), want)
-out, S = falcon_suite.run(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.full(3, 0.5))
+args = np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.full(3, 0.5)
+out, S = falcon_suite.run(*args)
+if os.path.exists(os.path.join(built, "libfalcon-ref.so")):  # the MPFR reference, where built
+    ref, _ = falcon_suite.reference(*args)
+    assert np.allclose(out, ref, rtol=1e-6), (out, ref)
 ix = falcon_suite.export_cases(os.path.join(tempfile.mkdtemp(dir="."), "cases"), quiet=True,
                                variant="falcon1", form="recurrent")
-assert os.path.dirname(falcon_suite.library_paths()["libfalcon-grade.so"]) == want
+paths = falcon_suite.library_paths()
+wheel = sorted(f for f in os.listdir(built) if f in ("libfalcon.so", "libfalcon-grade.so", "libfalcon-ref.so"))
+assert sorted(paths) == wheel and all(os.path.dirname(p) == want for p in paths.values()), (paths, wheel)
 env = dict(os.environ, FALCON_LIB=override)
 got = subprocess.run([sys.executable, "-c", "import falcon_suite; print(falcon_suite.lib_path())"],
                      env=env, check=True, capture_output=True, text=True).stdout.strip()
 assert got == override, (got, override)
-print("%d cases exported by the copy in %s" % (ix["count"], os.path.relpath(want, sys.prefix)))
+print("%s from %s; %d cases exported" % (", ".join(sorted(paths)), os.path.relpath(want, sys.prefix), ix["count"]))
 EOF
     )
 }

@@ -8,8 +8,9 @@
     assert falcon_suite.check("cases", "results", precision="fp32").passed
 
 Each shared library (libfalcon.so, libfalcon-grade.so for export and
-check) is found through its environment variable ($FALCON_LIB,
-$FALCON_GRADE_LIB), else beside the libfalcon in use, else the copy an
+check, libfalcon-ref.so for the MPFR reference) is found through its
+environment variable ($FALCON_LIB, $FALCON_GRADE_LIB, $FALCON_REF_LIB),
+else beside the libfalcon in use, else the copy an
 installed wheel carries, else build/ of the source tree this package lives
 in, else the system's. Pure ctypes and numpy: nothing is compiled here.
 """

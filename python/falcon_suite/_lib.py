@@ -89,7 +89,8 @@ class Library:
     """One shared library of the suite the package loads: its file name, the
     environment variable that names another path for it, whether the
     package needs it, and the function (if any) that links it into
-    libfalcon once loaded (called with no arguments, returns a status)."""
+    libfalcon once loaded: void f(void), called after loading it (harmless
+    where loading already attached it)."""
 
     def __init__(self, filename, env, required=True, attach=None):
         self.filename = filename
@@ -104,7 +105,9 @@ class Library:
 
 # Every library, libfalcon first: it is loaded RTLD_GLOBAL, so the others'
 # DT_NEEDED libfalcon.so.0 is satisfied by its soname, wherever they lie.
-# A wheel carries each one that was built (setup.py reads this list).
+# A wheel carries each one that was built (setup.py reads this list). The
+# MPFR reference is optional (an MPFR=0 build has none): without it the
+# mpfr backend reports itself unavailable.
 LIBRARIES = (
     Library("libfalcon.so", "FALCON_LIB"),
     Library("libfalcon-grade.so", "FALCON_GRADE_LIB"),
@@ -233,16 +236,18 @@ def _attach(spec, beside):
     that is not there is left out (its features report themselves absent),
     unless its variable names it."""
     try:
-        L, path = _load(spec, beside)
+        L, path = _load(spec, beside, ctypes.RTLD_GLOBAL)
     except FalconError:
         if spec.required or os.environ.get(spec.env):
             raise
         return
-    fn = getattr(L, spec.attach)
+    fn = getattr(L, spec.attach, None)
+    if fn is None:
+        raise FalconError("%s: %s has no function %s" % (spec.filename, path, spec.attach))
     fn.argtypes = []
-    fn.restype = c_int
+    fn.restype = None
+    fn()
     _loaded[spec.filename] = L, path
-    check_status(fn(), spec.attach)
 
 
 def lib_path():
