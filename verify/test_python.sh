@@ -30,8 +30,8 @@
 #     copies in its wheel, runs, exports; FALCON_LIB still overrides them;
 #     with FALCON_TEST_PIP_ISOLATED=1 also `pip install ./python` into a
 #     plain venv, with build isolation (needs the package index);
-#   - the README's Python blocks (section "From Python and pytest") with the
-#     first python3 on PATH: without numpy, one line says falcon_suite needs
+#   - the Python blocks of the README ("## Python") and of docs/check.md
+#     ("## From Python and pytest") with the first python3 on PATH: without numpy, one line says falcon_suite needs
 #     it; with it, every block runs (a test_* block under pytest); then
 #     with $PYTHON when that is another interpreter;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
@@ -320,16 +320,19 @@ if [ "${FALCON_TEST_PIP_ISOLATED:-0}" = 1 ]; then
 fi
 
 # ---- the README's Python blocks ----
-# Each ```python block of "From Python and pytest", as a file: one defining
-# test_* functions runs under pytest, the others as scripts. They run with
-# the first python3 on PATH, which without numpy must say so in one line,
-# and with $PYTHON when that is another interpreter.
-nblocks=$("$PYTHON" - "$ROOT/README.md" <<'EOF'
+# Each ```python block of the README's "## Python" and of docs/check.md's
+# "## From Python and pytest", as a file: one defining test_* functions
+# runs under pytest, the others as scripts. They run with the first python3
+# on PATH, which without numpy must say so in one line, and with $PYTHON
+# when that is another interpreter.
+nblocks=$("$PYTHON" - "$ROOT/README.md" "$ROOT/docs/check.md" <<'EOF'
 import re, sys
-text = open(sys.argv[1]).read()
-sec = text[text.index("### From Python and pytest\n"):]
-sec = sec[:sec.index("\n### ", 1)]
-blocks = re.findall(r"^```python\n(.*?)^```$", sec, re.S | re.M)
+blocks = []
+for path, head in zip(sys.argv[1:], ("## Python\n", "## From Python and pytest\n")):
+    text = open(path).read()
+    sec = text[text.index(head):]
+    sec = sec[:sec.index("\n## ", 1)]
+    blocks += re.findall(r"^```python\n(.*?)^```$", sec, re.S | re.M)
 for i, b in enumerate(blocks, 1):
     name = "test_readme_%d.py" % i if re.search(r"^def test_", b, re.M) else "readme_%d.py" % i
     open(name, "w").write(b)
