@@ -149,7 +149,7 @@ $(BUILD)/$(SONAME): $(SHLIB)
 $(BUILD)/libfalcon.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
-# The grading layer for other languages (python/falcon loads it): `falcon
+# The grading layer for other languages (python/falcon_suite loads it): `falcon
 # cases export` and `falcon check` as functions. The gate's engine inside
 # uses the library's internals, which libfalcon.so does not export, so it
 # links libfalcon and the reference statically, hidden: exports

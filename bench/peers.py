@@ -202,11 +202,11 @@ def child(a):
         return 77
     sys.path.insert(0, os.path.join(ROOT, "python"))
     sys.path.insert(0, os.path.join(ROOT, "examples"))
-    import falcon
+    import falcon_suite
     from torch_falcon_chunk import chunk_falcon1
     try:
-        falcon.lib_path()
-    except falcon.FalconError as e:
+        falcon_suite.lib_path()
+    except falcon_suite.FalconError as e:
         print("skipped: %s (build it first: make)" % e)
         return 77
     th = a.child
@@ -227,7 +227,7 @@ def child(a):
     has_prev = torch.zeros(1, H, dtype=torch.bool)
 
     def ours(form, chunk):
-        return lambda: falcon.run(q, k, v, beta, alpha, form=form, align="same", eps=eps,
+        return lambda: falcon_suite.run(q, k, v, beta, alpha, form=form, align="same", eps=eps,
                                   chunk=chunk, threads=th)[0]
 
     ggml, scales = None, {}

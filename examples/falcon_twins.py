@@ -11,7 +11,7 @@ registered with:
             code (verify/test_twins.sh: "no case exercises <feature>")
   desc      the mistake, in one line
   layouts   the case-set layouts (falcon, fla, ggml) that can express it
-  applies   a predicate on a loaded case (falcon.load_case): the cases of
+  applies   a predicate on a loaded case (falcon_suite.load_case): the cases of
             the feature, where the twin computes something else. It is a
             superset: a case it selects may still be too weak to catch it.
 """

@@ -41,10 +41,10 @@ from types import SimpleNamespace
 import numpy as np
 
 try:
-    import falcon  # the suite's python module, for load_case / write_result
+    import falcon_suite  # the suite's python module, for load_case / write_result
 except ImportError:  # running from a source tree without installing it
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
-    import falcon
+    import falcon_suite
 
 # variant: (regression, window); Falcon-2/2A are the ones with gains
 SUPPORTED = {"falcon1": (True, False), "falcon2": (True, False), "falcon3": (True, True),
@@ -285,7 +285,7 @@ def main(argv=None):
         if only and name not in only:
             skip[name] = "not selected (--only)"
             continue
-        case = falcon.load_case(os.path.join(a.cases, entry.get("dir", name)))
+        case = falcon_suite.load_case(os.path.join(a.cases, entry.get("dir", name)))
         if case.layout not in ("falcon", "fla", "ggml"):
             skip[name] = "numpy_falcon.py does not know the layout %s" % case.layout
             continue
@@ -294,9 +294,9 @@ def main(argv=None):
             skip[name] = "float16: " + why
             continue
         out, state = run_case(case, dt, a.bug)
-        falcon.write_result(a.results, name, out, state)
+        falcon_suite.write_result(a.results, name, out, state)
         ran += 1
-    falcon.write_manifest(a.results, skip)
+    falcon_suite.write_manifest(a.results, skip)
     print("numpy_falcon: %d cases computed in %s%s, %d skipped (manifest.json)" % (
         ran, a.dtype, " with bug " + a.bug if a.bug else "", len(skip)))
     return 0

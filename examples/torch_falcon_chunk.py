@@ -36,10 +36,10 @@ except ImportError:
     torch = None
 
 try:
-    import falcon
+    import falcon_suite
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
-    import falcon
+    import falcon_suite
 
 SUPPORTED = ("falcon1", "falcon1a")
 
@@ -157,14 +157,14 @@ def main(argv=None):
         if entry["variant"] not in SUPPORTED:
             skip[name] = "torch_falcon_chunk.py implements falcon1 and falcon1a only"
             continue
-        case = falcon.load_case(os.path.join(a.cases, entry.get("dir", name)))
+        case = falcon_suite.load_case(os.path.join(a.cases, entry.get("dir", name)))
         if case.layout not in ("fla", "falcon", "ggml"):
             skip[name] = "torch_falcon_chunk.py does not know the layout %s" % case.layout
             continue
         out, state = run_case(case, a.chunk)
-        falcon.write_result(a.results, name, out, state)
+        falcon_suite.write_result(a.results, name, out, state)
         ran += 1
-    falcon.write_manifest(a.results, skip)
+    falcon_suite.write_manifest(a.results, skip)
     print("torch_falcon_chunk: %d cases computed in float32, %d skipped (manifest.json)"
           % (ran, len(skip)))
     return 0

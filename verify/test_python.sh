@@ -1,7 +1,7 @@
 #!/bin/bash
 # The python side of case grading, end to end: `falcon cases export`, the
 # worked examples in examples/ as outside implementations, `falcon check`
-# on them, and the python module (python/falcon) over libfalcon.
+# on them, and the python module (python/falcon_suite) over libfalcon.
 #
 #   verify/test_python.sh build/falcon
 #
@@ -19,8 +19,21 @@
 #   - a results directory with a case missing is bad input (exit 2, one line
 #     "falcon: error: ..." naming the case);
 #   - python/tests/test_falcon.py (with pytest when it is installed, else as
-#     a plain script): falcon.run against the command, falcon.reference
-#     against the numpy example, `assert falcon.check(...).passed`;
+#     a plain script): falcon_suite.run against the command, falcon_suite.reference
+#     against the numpy example, `assert falcon_suite.check(...).passed`,
+#     torch tensors in and out, falcon_suite.testing's ids and assert_case;
+#   - examples/test_my_kernel.py under pytest (falcon_suite.testing): one
+#     test per case of the quick set, each passing;
+#   - pip install --no-build-isolation of a copy of python/ into a venv
+#     (FALCON_BUILD_DIR: the libraries beside the falcon binary): run from
+#     outside the tree with no FALCON_* variable, falcon_suite loads the
+#     copies in its wheel, runs, exports; FALCON_LIB still overrides them;
+#     with FALCON_TEST_PIP_ISOLATED=1 also `pip install ./python` into a
+#     plain venv, with build isolation (needs the package index);
+#   - the Python blocks of the README ("## Python") and of docs/check.md
+#     ("## From Python and pytest") with the first python3 on PATH: without numpy, one line says falcon_suite needs
+#     it; with it, every block runs (a test_* block under pytest); then
+#     with $PYTHON when that is another interpreter;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
@@ -29,7 +42,8 @@
 #     naming a folder without ggml measures the rest and says so; a thread
 #     count of 0 is bad usage (exit 2).
 # Environment: PYTHON, the interpreter (default /usr/bin/python3; it needs
-# numpy; pytest and torch are optional). The libraries are taken next to the
+# numpy; pytest and torch are optional, setuptools and wheel for the
+# install). The libraries are taken next to the
 # falcon binary (libfalcon.so, libfalcon-grade.so) unless FALCON_LIB /
 # FALCON_GRADE_LIB are set.
 # Ends with "N passed, M failed" (", K skipped" when some were); exits
@@ -228,6 +242,139 @@ rc=0
 FALCON_CASES=$WORK/cases "$PYTHON" "${runner[@]}" >pytest.txt 2>&1 || rc=$?
 indent pytest.txt
 if [ $rc -eq 0 ]; then ok "python module tests ($how)"; else bad "python module tests ($how)" "status $rc"; fi
+
+# ---- the pytest example: a test per case through falcon_suite.testing ----
+if ! "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    skip "examples/test_my_kernel.py" "pytest not installed"
+else
+    count=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["count"])' cases/index.json)
+    rc=0
+    FALCON_CASES=$WORK/cases "$PYTHON" -m pytest -q -p no:cacheprovider "$ROOT/examples/test_my_kernel.py" \
+        >example.txt 2>&1 || rc=$?
+    tail -n 2 example.txt >example-tail.txt
+    indent example-tail.txt
+    if [ $rc -eq 0 ] && grep -q "^$count passed" example.txt; then
+        ok "examples/test_my_kernel.py under pytest: $count cases, each its own test"
+    else bad "examples/test_my_kernel.py under pytest" "status $rc, want $count passed: $(tail -n 5 example.txt)"; fi
+fi
+
+# ---- pip install: the wheel carries the libraries ----
+# pip_check VENV WANT_DIR: the installed package, run from outside the source
+# tree with no FALCON_* variable, loads every library built beside the falcon
+# binary from WANT_DIR, runs (the reference too, where built), exports a case
+# set; FALCON_LIB still overrides it.
+pip_check() {
+    (cd "$WORK" && env -u FALCON_LIB -u FALCON_GRADE_LIB -u FALCON_REF_LIB -u PYTHONPATH "$1/bin/python" - \
+        "$2" "$FALCON_LIB" "$BIN_DIR" <<'EOF'
+import os, sys, subprocess, tempfile
+import numpy as np
+import falcon_suite
+want, override, built = sys.argv[1:4]
+assert os.path.dirname(falcon_suite.lib_path()) == want, (falcon_suite.lib_path(), want)
+args = np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), np.full(3, 0.5)
+out, S = falcon_suite.run(*args)
+if os.path.exists(os.path.join(built, "libfalcon-ref.so")):  # the MPFR reference, where built
+    ref, _ = falcon_suite.reference(*args)
+    assert np.allclose(out, ref, rtol=1e-6), (out, ref)
+ix = falcon_suite.export_cases(os.path.join(tempfile.mkdtemp(dir="."), "cases"), quiet=True,
+                               variant="falcon1", form="recurrent")
+paths = falcon_suite.library_paths()
+wheel = sorted(f for f in os.listdir(built) if f in ("libfalcon.so", "libfalcon-grade.so", "libfalcon-ref.so"))
+assert sorted(paths) == wheel and all(os.path.dirname(p) == want for p in paths.values()), (paths, wheel)
+env = dict(os.environ, FALCON_LIB=override)
+got = subprocess.run([sys.executable, "-c", "import falcon_suite; print(falcon_suite.lib_path())"],
+                     env=env, check=True, capture_output=True, text=True).stdout.strip()
+assert got == override, (got, override)
+print("%s from %s; %d cases exported" % (", ".join(sorted(paths)), os.path.relpath(want, sys.prefix), ix["count"]))
+EOF
+    )
+}
+
+if ! "$PYTHON" -c 'import setuptools, wheel, venv' 2>/dev/null; then
+    skip "pip install --no-build-isolation" "$PYTHON lacks setuptools, wheel or venv"
+else
+    # from a copy of python/ (the source tree stays clean), the libraries of $BIN_DIR
+    mkdir -p pysrc && cp -r "$ROOT/python" pysrc/python
+    rm -rf pysrc/python/build pysrc/python/*.egg-info
+    rc=0
+    { "$PYTHON" -m venv --system-site-packages venv &&
+      FALCON_BUILD_DIR=$BIN_DIR venv/bin/pip install -q --no-build-isolation pysrc/python; } >pip.txt 2>&1 || rc=$?
+    site=$(venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+    if [ $rc -ne 0 ]; then bad "pip install --no-build-isolation ./python" "status $rc: $(tail -n 5 pip.txt)"
+    elif msg=$(pip_check "$WORK/venv" "$site/falcon_suite/_libs" 2>&1); then
+        ok "pip install --no-build-isolation ./python: import falcon_suite with no FALCON_LIB: $msg"
+    else bad "pip install --no-build-isolation ./python, then import falcon_suite" "$msg"; fi
+fi
+# With build isolation the build fetches setuptools from the package index
+# and runs make in the source tree: only on request (network, a build).
+if [ "${FALCON_TEST_PIP_ISOLATED:-0}" = 1 ]; then
+    rc=0
+    start=$(date +%s)
+    { "$PYTHON" -m venv venv-iso && venv-iso/bin/pip install -q "$ROOT/python"; } >pip.txt 2>&1 || rc=$?
+    secs=$(( $(date +%s) - start ))
+    site=$(venv-iso/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+    if [ $rc -ne 0 ]; then bad "pip install ./python (build isolation)" "status $rc: $(tail -n 5 pip.txt)"
+    elif msg=$(pip_check "$WORK/venv-iso" "$site/falcon_suite/_libs" 2>&1); then
+        ok "pip install ./python in a plain venv, build isolation (${secs}s): $msg"
+    else bad "pip install ./python (build isolation), then import falcon_suite" "$msg"; fi
+fi
+
+# ---- the README's Python blocks ----
+# Each ```python block of the README's "## Python" and of docs/check.md's
+# "## From Python and pytest", as a file: one defining test_* functions
+# runs under pytest, the others as scripts. They run with the first python3
+# on PATH, which without numpy must say so in one line, and with $PYTHON
+# when that is another interpreter.
+nblocks=$("$PYTHON" - "$ROOT/README.md" "$ROOT/docs/check.md" <<'EOF'
+import re, sys
+blocks = []
+for path, head in zip(sys.argv[1:], ("## Python\n", "## From Python and pytest\n")):
+    text = open(path).read()
+    sec = text[text.index(head):]
+    sec = sec[:sec.index("\n## ", 1)]
+    blocks += re.findall(r"^```python\n(.*?)^```$", sec, re.S | re.M)
+for i, b in enumerate(blocks, 1):
+    name = "test_readme_%d.py" % i if re.search(r"^def test_", b, re.M) else "readme_%d.py" % i
+    open(name, "w").write(b)
+print(len(blocks))
+EOF
+)
+# readme_blocks PY: run every block with PY; a block needing torch or pytest
+# that PY lacks is skipped. Prints what ran; fails with the first failure.
+readme_blocks() {
+    local py=$1 f rc ran=0 skipped_blocks=""
+    for f in readme_*.py test_readme_*.py; do
+        [ -e "$f" ] || continue
+        if grep -q '^import torch' "$f" && ! "$py" -c 'import torch' 2>/dev/null; then
+            skipped_blocks+=" $f (no torch)"; continue; fi
+        rc=0
+        if [[ $f == test_* ]]; then
+            if ! "$py" -c 'import pytest' 2>/dev/null; then skipped_blocks+=" $f (no pytest)"; continue; fi
+            FALCON_CASES= PYTHONPATH=$PYTHONPATH:$ROOT/examples "$py" -m pytest -q -p no:cacheprovider "$f" >block.txt 2>&1 || rc=$?
+        else
+            PYTHONPATH=$PYTHONPATH:$ROOT/examples "$py" "$f" >block.txt 2>&1 || rc=$?
+        fi
+        if [ $rc -ne 0 ]; then echo "$f: status $rc: $(tail -n 5 block.txt)"; return 1; fi
+        ran=$((ran + 1))
+    done
+    echo "$ran of $nblocks blocks ran${skipped_blocks:+, skipped:$skipped_blocks}"
+}
+first_py=$(command -v python3 || true)
+if [ "$nblocks" -lt 2 ]; then bad "README Python blocks" "found $nblocks"
+elif [ -z "$first_py" ]; then skip "README Python blocks, first python3 on PATH" "no python3 on PATH"
+elif ! "$first_py" -c 'import numpy' 2>/dev/null; then
+    rc=0
+    "$first_py" "$(ls readme_*.py test_readme_*.py | head -n 1)" >hint.txt 2>&1 || rc=$?
+    if [ $rc -ne 0 ] && [ "$(grep -c '^Traceback' hint.txt)" -eq 1 ] &&
+       tail -n 1 hint.txt | grep -q '^ImportError: falcon_suite needs numpy: pip install numpy'; then
+        ok "README Python blocks with $first_py (no numpy): $(tail -n 1 hint.txt)"
+    else bad "README Python blocks with $first_py (no numpy)" "status $rc, want one ImportError line: $(cat hint.txt)"; fi
+elif msg=$(readme_blocks "$first_py"); then ok "README Python blocks with $first_py: $msg"
+else bad "README Python blocks with $first_py" "$msg"; fi
+if [ "$(readlink -f "$first_py" 2>/dev/null)" != "$(readlink -f "$(command -v "$PYTHON")")" ]; then
+    if msg=$(readme_blocks "$PYTHON"); then ok "README Python blocks with $PYTHON: $msg"
+    else bad "README Python blocks with $PYTHON" "$msg"; fi
+fi
 
 # ---- the torch example, in the fla layout ----
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then

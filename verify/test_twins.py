@@ -34,7 +34,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-import falcon  # noqa: E402
+import falcon_suite  # noqa: E402
 import falcon_twins  # noqa: E402
 import numpy_falcon  # noqa: E402
 
@@ -60,7 +60,7 @@ def export(fbin, work, layout, precision="fp32"):
                     precision, "--quiet"], check=True)
     with open(os.path.join(d, "index.json")) as f:
         index = json.load(f)
-    cases = [falcon.load_case(os.path.join(d, e.get("dir", e["name"]))) for e in index["cases"]]
+    cases = [falcon_suite.load_case(os.path.join(d, e.get("dir", e["name"]))) for e in index["cases"]]
     return d, cases
 
 
@@ -174,7 +174,7 @@ def twin_run(fbin, work, layout, cdir, cases, cls):
 
 # ---- the twins' self-test, on synthetic cases ----
 def synthetic(layout, variant, phi, align, T, B=2, H=2, seed=0):
-    """A case namespace as falcon.load_case gives, made up here, that has
+    """A case namespace as falcon_suite.load_case gives, made up here, that has
     every feature a twin keys on: several batch rows and heads, a carried
     state (memory, a previous key on some heads only, a full window
     history, a non-zero stored key where has_prev is false), decay, gains,

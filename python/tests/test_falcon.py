@@ -20,7 +20,7 @@ ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
-import falcon  # noqa: E402
+import falcon_suite  # noqa: E402
 import numpy_falcon  # noqa: E402
 
 try:
@@ -69,7 +69,7 @@ def inputs(rng, lead, n, m, decay=True, gain=False):
 # ---- run() and reference() ----
 
 def test_run_matches_cli():
-    """falcon.run equals `falcon run` bit for bit (batch, fp32 and fp64)."""
+    """falcon_suite.run equals `falcon run` bit for bit (batch, fp32 and fp64)."""
     if not os.path.exists(FALCON_BIN):
         skip("no falcon command at %s" % FALCON_BIN)
     rng = np.random.default_rng(11)
@@ -87,7 +87,7 @@ def test_run_matches_cli():
             args += ["--gain", os.path.join(work, "gain.npy")]
         args += ["--out", os.path.join(work, "o.npy"), "--state-out", os.path.join(work, "s.npy")]
         subprocess.run(args, check=True)
-        out, S = falcon.run(d["q"], d["k"], d["v"], d["beta"], d["alpha"],
+        out, S = falcon_suite.run(d["q"], d["k"], d["v"], d["beta"], d["alpha"],
                             d["gain"] if variant == "falcon2" else None, variant=variant, form=form,
                             precision=prec, window=window, chunk=8, threads=1, phi="elu1")
         assert out.dtype == (np.float32 if prec == "fp32" else np.float64)
@@ -109,11 +109,11 @@ def test_reference_matches_numpy_example():
         for align in ("prefix", "same"):
             for phi in ("identity", "l2norm"):
                 d = inputs(rng, (T,), n, m)
-                st = falcon.State(1, n, m, window)
+                st = falcon_suite.State(1, n, m, window)
                 part = lambda a, s: None if a is None else a[s]  # noqa: E731
                 outs = []
                 for sl in (slice(0, h), slice(h, T)):
-                    o, S = falcon.reference(*(part(d[x], sl) for x in ("q", "k", "v", "beta", "alpha")),
+                    o, S = falcon_suite.reference(*(part(d[x], sl) for x in ("q", "k", "v", "beta", "alpha")),
                                             variant=variant, window=window, align=align, phi=phi,
                                             state=st)
                     outs.append(o)
@@ -135,15 +135,15 @@ def test_tf32_and_bf16_round_the_chunk_operands():
     against the float64 run at the format's roundoff (not fp32's: rounded)."""
     d = inputs(np.random.default_rng(14), (64,), 16, 8)
     args = [d[x] for x in ("q", "k", "v", "beta", "alpha")]
-    ref, _ = falcon.run(*args, variant="falcon1", form="chunk", chunk=16, precision="fp64")
+    ref, _ = falcon_suite.run(*args, variant="falcon1", form="chunk", chunk=16, precision="fp64")
     for prec, u in (("tf32", 2.0 ** -11), ("bf16", 2.0 ** -8)):
-        o, _ = falcon.run(*args, variant="falcon1", form="chunk", chunk=16, precision=prec)
+        o, _ = falcon_suite.run(*args, variant="falcon1", form="chunk", chunk=16, precision=prec)
         assert o.dtype == np.float32
         err = rel_err(o, ref) / u
         assert 0.05 < err < 20, (prec, err)
         try:
-            falcon.run(*args, variant="falcon1", form="recurrent", precision=prec)
-        except falcon.FalconError as e:
+            falcon_suite.run(*args, variant="falcon1", form="recurrent", precision=prec)
+        except falcon_suite.FalconError as e:
             assert "only the chunk form" in str(e), str(e)
         else:
             raise AssertionError("%s ran the recurrent form" % prec)
@@ -152,24 +152,86 @@ def test_tf32_and_bf16_round_the_chunk_operands():
 def test_bad_input_raises_with_the_library_message():
     d = inputs(np.random.default_rng(13), (5,), 3, 2)
     try:
-        falcon.run(d["q"], d["k"], d["v"], d["beta"] * 0 + 3.0, variant="falcon1")
-    except falcon.FalconError as e:
+        falcon_suite.run(d["q"], d["k"], d["v"], d["beta"] * 0 + 3.0, variant="falcon1")
+    except falcon_suite.FalconError as e:
         assert "beta" in str(e) and e.status != 0, str(e)
     else:
         raise AssertionError("beta = 3 was accepted")
 
 
+def test_torch_tensors_in_and_out():
+    """torch tensors go in (bf16 and fp16 widened exactly to float32) and come
+    out as tensors, equal bit for bit to the run of the same values as numpy
+    arrays; write_result takes them too; a library error is a FalconError
+    carrying the library's own message."""
+    try:
+        import torch
+    except ImportError:
+        skip("torch not installed")
+    d = inputs(np.random.default_rng(21), (2, 9, 3), 4, 5)
+    names = ("q", "k", "v", "beta", "alpha")
+    for tdt in (torch.float32, torch.bfloat16, torch.float16):
+        t = [torch.from_numpy(d[x]).to(tdt) for x in names]
+        held = [x.double().numpy() for x in t]  # the values the tensors hold
+        for prec in ("fp32", "fp64"):
+            out, S = falcon_suite.run(*t, variant="falcon1", precision=prec)
+            want_out, want_S = falcon_suite.run(*held, variant="falcon1", precision=prec)
+            assert isinstance(out, torch.Tensor) and isinstance(S, torch.Tensor), (tdt, prec)
+            assert out.dtype == (torch.float32 if prec == "fp32" else torch.float64), (tdt, out.dtype)
+            assert np.array_equal(out.numpy(), want_out) and np.array_equal(S.numpy(), want_S), (tdt, prec)
+    r = os.path.join(tmpdir(), "torch-results")
+    falcon_suite.write_result(r, "c", t[2].to(torch.bfloat16), state=S)
+    saved = np.load(os.path.join(r, "c", "out.npy"))
+    assert saved.dtype == np.float32 and np.array_equal(saved, t[2].to(torch.bfloat16).float().numpy())
+    try:
+        falcon_suite.run(*t[:3], t[3] * 0 + 3.0, variant="falcon1")
+    except falcon_suite.FalconError as e:
+        lib_msg = falcon_suite._lib.last_error()
+        assert lib_msg and lib_msg in str(e) and "beta" in str(e), (str(e), lib_msg)
+    else:
+        raise AssertionError("beta = 3 was accepted from a tensor")
+
+
+def test_an_optional_library_is_attached_when_found():
+    """A library of LIBRARIES with an attach function (the MPFR reference's)
+    is loaded with libfalcon and its function called; one without that
+    function, or a FALCON_REF_LIB naming nothing, is a FalconError."""
+    import shutil as sh
+    cc = sh.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        skip("no C compiler")
+    work = tempfile.mkdtemp(dir=tmpdir())
+    probe = "import falcon_suite; falcon_suite.lib_path(); print(falcon_suite.library_paths())"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    marker = os.path.join(work, "attached")
+    for name, body in (("good", 'void falcon_reference_attach(void) { fclose(fopen("%s", "w")); }' % marker),
+                       ("bad", "void other(void) {}")):
+        src, lib = os.path.join(work, name + ".c"), os.path.join(work, "libref-%s.so" % name)
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n" + body + "\n")
+        subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src], check=True)
+        r = subprocess.run([sys.executable, "-c", probe], env=dict(env, FALCON_REF_LIB=lib),
+                           capture_output=True, text=True)
+        if name == "good":
+            assert r.returncode == 0 and lib in r.stdout and os.path.exists(marker), (r.stdout, r.stderr)
+        else:
+            assert r.returncode != 0 and "has no function falcon_reference_attach" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env=dict(env, FALCON_REF_LIB=os.path.join(work, "absent.so")))
+    assert r.returncode != 0 and "absent.so: no such file" in r.stderr, (r.stdout, r.stderr)
+
+
 def test_a_memory_beyond_float32_is_refused():
     d = inputs(np.random.default_rng(14), (5,), 3, 2)
-    st = falcon.State(1, 3, 2)
+    st = falcon_suite.State(1, 3, 2)
     S = np.zeros((1, 2, 3))
     S[0, 1, 2] = 1e39
     st.memory = S
     st.check("fp64")
-    for call in (lambda: st.check("fp32"), lambda: falcon.run(d["q"], d["k"], d["v"], d["beta"], state=st)):
+    for call in (lambda: st.check("fp32"), lambda: falcon_suite.run(d["q"], d["k"], d["v"], d["beta"], state=st)):
         try:
             call()
-        except falcon.FalconError as e:
+        except falcon_suite.FalconError as e:
             assert "state S: element 5 (head 0) = 1e+39 does not fit in float32" in str(e), str(e)
         else:
             raise AssertionError("a memory of 1e39 was accepted for fp32")
@@ -192,27 +254,27 @@ def test_shapes_dtypes_and_integers_are_refused_not_reinterpreted():
     d = inputs(np.random.default_rng(15), (6,), 3, 2)
     a = (d["q"], d["k"], d["v"], d["beta"])
     S = np.random.default_rng(16).standard_normal((2, 3))
-    falcon.run(*a, state=S)  # [m, n]: the one shape for one sequence
+    falcon_suite.run(*a, state=S)  # [m, n]: the one shape for one sequence
     for bad in (S.T, S.reshape(-1), S[None, None]):
-        _raises(lambda: falcon.run(*a, state=bad), ValueError, "state has shape")
-    st = falcon.State(1, 3, 2)
+        _raises(lambda: falcon_suite.run(*a, state=bad), ValueError, "state has shape")
+    st = falcon_suite.State(1, 3, 2)
     _raises(lambda: setattr(st, "memory", np.zeros((3, 2))), ValueError, "memory has shape")
     _raises(lambda: setattr(st, "memory", np.zeros(6)), ValueError, "memory has shape")
     st.memory = np.zeros((2, 3))
     st.close()
-    _raises(lambda: falcon.run(d["q"] + 1j, *a[1:]), TypeError, "q has dtype complex")
-    _raises(lambda: falcon.run(*a[:3], np.ones(6, bool)), TypeError, "beta has dtype bool")
-    _raises(lambda: falcon.run(*a[:3], np.array(["0.5"] * 6)), TypeError, "beta has dtype")
-    _raises(lambda: falcon.run(*a, variant="falcon3", window=3.7), TypeError, "window must be an integer")
-    _raises(lambda: falcon.run(*a, variant="falcon3", window=2**64 + 3), ValueError, "window")
-    _raises(lambda: falcon.run(*a, variant=2**32 + 2), ValueError, "variant")
-    _raises(lambda: falcon.run(*a, variant=True), TypeError, "variant must be an integer")
-    _raises(lambda: falcon.run(*a, threads=2**32 + 1), ValueError, "threads")
-    _raises(lambda: falcon.run(*a, form="chunk", chunk=0), ValueError, "chunk")
-    _raises(lambda: falcon.State(2**64 + 1, 3, 2), ValueError, "heads")
+    _raises(lambda: falcon_suite.run(d["q"] + 1j, *a[1:]), TypeError, "q has dtype complex")
+    _raises(lambda: falcon_suite.run(*a[:3], np.ones(6, bool)), TypeError, "beta has dtype bool")
+    _raises(lambda: falcon_suite.run(*a[:3], np.array(["0.5"] * 6)), TypeError, "beta has dtype")
+    _raises(lambda: falcon_suite.run(*a, variant="falcon3", window=3.7), TypeError, "window must be an integer")
+    _raises(lambda: falcon_suite.run(*a, variant="falcon3", window=2**64 + 3), ValueError, "window")
+    _raises(lambda: falcon_suite.run(*a, variant=2**32 + 2), ValueError, "variant")
+    _raises(lambda: falcon_suite.run(*a, variant=True), TypeError, "variant must be an integer")
+    _raises(lambda: falcon_suite.run(*a, threads=2**32 + 1), ValueError, "threads")
+    _raises(lambda: falcon_suite.run(*a, form="chunk", chunk=0), ValueError, "chunk")
+    _raises(lambda: falcon_suite.State(2**64 + 1, 3, 2), ValueError, "heads")
     q = d["q"].copy()
     q[0, 2] = 1e39
-    _raises(lambda: falcon.run(q, *a[1:]), falcon.FalconError, "q: element [0, 2] = 1e+39 does not fit in float32")
+    _raises(lambda: falcon_suite.run(q, *a[1:]), falcon_suite.FalconError, "q: element [0, 2] = 1e+39 does not fit in float32")
 
 
 def test_results_and_manifests_are_replaced_whole():
@@ -220,28 +282,28 @@ def test_results_and_manifests_are_replaced_whole():
     failure keeps the old file, a symlink to a device is refused, a name
     cannot leave the results directory, and a stale state goes."""
     r = tempfile.mkdtemp(dir=tmpdir())
-    falcon.write_manifest(r, {"a": "old reason"})
+    falcon_suite.write_manifest(r, {"a": "old reason"})
     old = open(os.path.join(r, "manifest.json")).read()
-    _raises(lambda: falcon.write_manifest(r, {"b": "x", "c": np.float32(1)}), ValueError, "manifest")
+    _raises(lambda: falcon_suite.write_manifest(r, {"b": "x", "c": np.float32(1)}), ValueError, "manifest")
     assert open(os.path.join(r, "manifest.json")).read() == old
-    falcon.write_result(r, "c", np.arange(10.0), state=np.ones(3))
+    falcon_suite.write_result(r, "c", np.arange(10.0), state=np.ones(3))
     assert os.path.exists(os.path.join(r, "c", "state.npy"))
-    falcon.write_result(r, "c", np.arange(10.0))
+    falcon_suite.write_result(r, "c", np.arange(10.0))
     assert not os.path.exists(os.path.join(r, "c", "state.npy")), "a stale state.npy is left"
     kept = os.path.join(r, "kept-state.npy")
     np.save(kept, np.ones(3))
     os.symlink(kept, os.path.join(r, "c", "state.npy"))
-    falcon.write_result(r, "c", np.arange(10.0))
+    falcon_suite.write_result(r, "c", np.arange(10.0))
     assert not os.path.lexists(os.path.join(r, "c", "state.npy")), "a stale state.npy symlink is left"
     assert np.array_equal(np.load(kept), np.ones(3)), "the file a stale link named was touched"
-    _raises(lambda: falcon.write_result(r, "c", np.arange(3) + 1j), TypeError, "dtype complex")
+    _raises(lambda: falcon_suite.write_result(r, "c", np.arange(3) + 1j), TypeError, "dtype complex")
     assert np.array_equal(np.load(os.path.join(r, "c", "out.npy")), np.arange(10.0))
     os.makedirs(os.path.join(r, "d"))
     os.symlink("/dev/null", os.path.join(r, "d", "out.npy"))
-    _raises(lambda: falcon.write_result(r, "d", np.zeros(3)), falcon.FalconError, "not a regular file")
+    _raises(lambda: falcon_suite.write_result(r, "d", np.zeros(3)), falcon_suite.FalconError, "not a regular file")
     assert os.path.islink(os.path.join(r, "d", "out.npy"))
     for name in ("../escaped", ".", ""):
-        _raises(lambda: falcon.write_result(r, name, np.zeros(3)), ValueError, "one folder name")
+        _raises(lambda: falcon_suite.write_result(r, name, np.zeros(3)), ValueError, "one folder name")
     assert not os.path.exists(os.path.join(os.path.dirname(r), "escaped"))
     assert not [f for _, _, fs in os.walk(r) for f in fs if ".tmp-" in f], "a temporary is left"
 
@@ -259,7 +321,7 @@ def cases_dir():
             _cases = os.environ["FALCON_CASES"]
         else:
             _cases = os.path.join(tmpdir(), "cases")
-            index = falcon.export_cases(_cases, profile="quick", quiet=True)
+            index = falcon_suite.export_cases(_cases, profile="quick", quiet=True)
             assert index["format"] == "falcon-cases" and index["count"] == len(index["cases"])
     return _cases
 
@@ -276,28 +338,60 @@ def test_load_case_reads_every_case():
     with open(os.path.join(cases_dir(), "index.json")) as f:
         index = json.load(f)
     for entry in index["cases"]:
-        c = falcon.load_case(os.path.join(cases_dir(), entry.get("dir", entry["name"])))
+        c = falcon_suite.load_case(os.path.join(cases_dir(), entry.get("dir", entry["name"])))
         assert c.name == entry["name"] and c.q.ndim == 4
         assert list(c.ref_out.shape) == list(c.expected["out"])
         assert c.state_in["S"].shape[0] == c.B * c.H
 
 
 def test_numpy_example_passes_fp32():
-    result = falcon.check(cases_dir(), numpy_results("float32"), precision="fp32", quiet=True)
+    result = falcon_suite.check(cases_dir(), numpy_results("float32"), precision="fp32", quiet=True)
     assert result.passed, result.summary()
     assert result.failed == [] and len(result.passed_cases) > 0
 
 
 def test_numpy_example_passes_fp64():
-    result = falcon.check(cases_dir(), numpy_results("float64"), precision="fp64", quiet=True)
+    result = falcon_suite.check(cases_dir(), numpy_results("float64"), precision="fp64", quiet=True)
     assert result.passed, result.summary()
 
 
 def test_decay_after_write_fails_on_decayed_cases_only():
-    result = falcon.check(cases_dir(), numpy_results("float32", "decay-after-write"), quiet=True)
+    result = falcon_suite.check(cases_dir(), numpy_results("float32", "decay-after-write"), quiet=True)
     assert not result.passed and result.failed
     for name in result.failed:
         assert result.case(name)["decay"] != "none", name
+
+
+def test_testing_helpers_ids_and_assert_case():
+    """falcon_suite.testing: readable unique ids (the name without its
+    number); assert_case passes the numpy example and fails its wrong twin
+    with check's own numbers: the errors and thresholds in units of
+    roundoff and the first bad step."""
+    import falcon_suite.testing as ft
+    cs = ft.case_set(cases_dir())
+    ids = [c.id for c in cs]
+    assert len(set(ids)) == len(ids) and not any(i[:2] == "q0" for i in ids), ids[:5]
+    assert "falcon1-prefix-relu-strong-chunk-carried" in ids, ids
+    by_id = dict(zip(ids, cs))
+    assert ft.case_ids(["q0001-a", "q0002-a", "q0003-b", "plain"]) == ["a", "a-2", "b", "plain"]
+    whole = falcon_suite.check(cases_dir(), numpy_results("float32", "decay-after-write"), quiet=True)
+    name = whole.failed[0]
+    c = next(c for c in cs if c.name == name)
+    good = numpy_falcon.run_case(c, np.float32)
+    assert ft.assert_case(c, out=good[0], state=good[1])["status"] == "pass"
+    out, state = numpy_falcon.run_case(c, np.float32, bug="decay-after-write")
+    try:
+        ft.assert_case(c, out=out, state=state)
+    except AssertionError as e:
+        rec, msg = whole.case(name), str(e)
+        want = ["%s: out error %.4g u, threshold %.4g u" % (name, rec["out_u"], rec["thr_out_u"]),
+                "(%s, u = " % whole.precision]
+        at = whole.first_bad[name]
+        want.append("first bad step t = %d (batch %d, head %d)" % at if at else "the state alone failed")
+        assert all(w in msg for w in want), (msg, want)
+    else:
+        raise AssertionError("assert_case passed the wrong twin on %s" % name)
+    assert by_id[c.id] is c
 
 
 def test_check_defaults_to_the_sets_precision():
@@ -305,13 +399,13 @@ def test_check_defaults_to_the_sets_precision():
     units, where float32 results fail (judged in fp32 units they pass)."""
     cdir = os.path.join(tmpdir(), "cases-fp64")
     # identity phi: the l2norm cases' fp64 subnormal keys are 0 in float32
-    falcon.export_cases(cdir, profile="quick", quiet=True, precision="fp64", variant="falcon1", form="recurrent",
+    falcon_suite.export_cases(cdir, profile="quick", quiet=True, precision="fp64", variant="falcon1", form="recurrent",
                         phi="identity")
     rdir = tempfile.mkdtemp(dir=tmpdir())
     assert numpy_falcon.main([cdir, rdir, "--dtype", "float32"]) == 0
-    result = falcon.check(cdir, rdir, quiet=True)
+    result = falcon_suite.check(cdir, rdir, quiet=True)
     assert result.precision == "fp64" and not result.passed and result.failed, result
-    assert falcon.check(cdir, rdir, precision="fp32", quiet=True).passed
+    assert falcon_suite.check(cdir, rdir, precision="fp32", quiet=True).passed
 
 
 def test_check_options_reach_the_command():
@@ -321,17 +415,17 @@ def test_check_options_reach_the_command():
     rdir = numpy_results("float32")
     names = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))
     os.unlink(os.path.join(rdir, names[0], "state.npy"))
-    assert falcon.check(cases_dir(), rdir, quiet=True).case(names[0])["state_given"] is False
-    _raises(lambda: falcon.check(cases_dir(), rdir, quiet=True, require_state=True), falcon.CheckInputError,
+    assert falcon_suite.check(cases_dir(), rdir, quiet=True).case(names[0])["state_given"] is False
+    _raises(lambda: falcon_suite.check(cases_dir(), rdir, quiet=True, require_state=True), falcon_suite.CheckInputError,
             "--require-state")
     manifest = os.path.join(rdir, "manifest.json")
     skip = json.load(open(manifest))["skip"] if os.path.exists(manifest) else {}
     shutil.rmtree(os.path.join(rdir, names[1]))
     skip[names[1]] = "not done"
-    falcon.write_manifest(rdir, skip)
-    assert falcon.check(cases_dir(), rdir, quiet=True, max_skipped=0.5).passed
-    assert not falcon.check(cases_dir(), rdir, quiet=True, max_skipped=0.0).passed
-    result = falcon.check(cases_dir(), rdir, precision="fp16", quiet=True)
+    falcon_suite.write_manifest(rdir, skip)
+    assert falcon_suite.check(cases_dir(), rdir, quiet=True, max_skipped=0.5).passed
+    assert not falcon_suite.check(cases_dir(), rdir, quiet=True, max_skipped=0.0).passed
+    result = falcon_suite.check(cases_dir(), rdir, precision="fp16", quiet=True)
     assert result.passed and result.unjudgeable and not set(result.unjudgeable) & set(result.passed_cases)
 
 
@@ -355,13 +449,13 @@ def test_check_says_where_a_case_failed():
     a = orig.copy()
     a[0, 17:, 1] *= np.float32(1.01)
     np.save(out, a)
-    result = falcon.check(cases_dir(), rdir, quiet=True)
+    result = falcon_suite.check(cases_dir(), rdir, quiet=True)
     assert result.failed == [name] and result.first_bad == {name: (17, 0, 1)}, (result.failed, result.first_bad)
     assert "first bad step t = 17 (batch 0, head 1)" in result.summary(), result.summary()
     np.save(out, orig)
     state = os.path.join(rdir, name, "state.npy")
     np.save(state, np.load(state) * np.float32(1.001))
-    result = falcon.check(cases_dir(), rdir, quiet=True)
+    result = falcon_suite.check(cases_dir(), rdir, quiet=True)
     assert result.failed == [name] and result.first_bad == {name: None}, result.first_bad
     assert result.case(name)["state_only"] is True and "state only" in result.summary()
 
@@ -371,8 +465,8 @@ def test_missing_result_is_bad_input():
     victim = sorted(d for d in os.listdir(rdir) if os.path.isdir(os.path.join(rdir, d)))[0]
     shutil.rmtree(os.path.join(rdir, victim))
     try:
-        falcon.check(cases_dir(), rdir, quiet=True)
-    except falcon.CheckInputError as e:
+        falcon_suite.check(cases_dir(), rdir, quiet=True)
+    except falcon_suite.CheckInputError as e:
         assert e.status == 2 and victim in str(e), str(e)
     else:
         raise AssertionError("a missing result was not reported as bad input")
@@ -394,14 +488,14 @@ def test_edited_set_is_refused_unless_trusted():
     with open(path, "w") as f:
         json.dump(meta, f, indent=1)
     try:
-        falcon.check(cdir, rdir, quiet=True)
-    except falcon.CheckInputError as e:
+        falcon_suite.check(cdir, rdir, quiet=True)
+    except falcon_suite.CheckInputError as e:
         assert e.status == 2 and name in str(e) and "case.json" in str(e) and "--trust-set" in str(e), str(e)
     else:
         raise AssertionError("an edited threshold was accepted")
-    result = falcon.check(cdir, rdir, quiet=True, trust_set=True)
+    result = falcon_suite.check(cdir, rdir, quiet=True, trust_set=True)
     assert result.passed and "NOT verified" in result.report, result.report
-    assert "set %s: verified" % cases_dir() in falcon.check(cases_dir(), rdir, quiet=True).report
+    assert "set %s: verified" % cases_dir() in falcon_suite.check(cases_dir(), rdir, quiet=True).report
 
 
 def test_torch_chunk_example_passes():
@@ -411,10 +505,10 @@ def test_torch_chunk_example_passes():
         skip("torch not installed")
     import torch_falcon_chunk
     cdir = os.path.join(tmpdir(), "cases-fla")
-    falcon.export_cases(cdir, profile="quick", quiet=True, layout="fla")
+    falcon_suite.export_cases(cdir, profile="quick", quiet=True, layout="fla")
     rdir = tempfile.mkdtemp(dir=tmpdir())
     assert torch_falcon_chunk.main([cdir, rdir]) == 0
-    result = falcon.check(cdir, rdir, precision="fp32", quiet=True)
+    result = falcon_suite.check(cdir, rdir, precision="fp32", quiet=True)
     assert result.passed, result.summary()
 
 

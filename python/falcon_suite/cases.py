@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import FalconError
+from .api import as_numpy
 
 __all__ = ["CheckResult", "CheckInputError", "export_cases", "check", "load_case",
            "load_checkpoint", "write_result", "write_manifest"]
@@ -191,7 +192,7 @@ def check(cases_dir, results_dir, precision=None, junit=None, verbose=False, qui
     """Grade the results in `results_dir` against the case set `cases_dir`
     (`falcon check`), in units of roundoff of `precision` (fp64, fp32, tf32,
     bf16, fp16; None, the default: the set's own, as the command's). Returns
-    a CheckResult: `assert falcon.check(cases, results).passed`. `junit`:
+    a CheckResult: `assert falcon_suite.check(cases, results).passed`. `junit`:
     also write JUnit XML there; `quiet`: do not echo the printed table (it
     is in .report); `require_state`: a missing state.npy is bad input;
     `max_skipped`: the largest fraction of cases that may be skipped.
@@ -316,6 +317,7 @@ def _plain_name(name):
 
 def write_result(results_dir, name, out, state=None):
     """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`. Arrays
+    (numpy, or torch tensors: bf16 and fp16 ones widened exactly to float32)
     keep their float dtype (float16, float32 or float64), little-endian;
     integers become float64; complex, bool and other arrays are refused.
     Each file is replaced atomically (_replace_file). Without a state, a
@@ -326,7 +328,7 @@ def write_result(results_dir, name, out, state=None):
     os.makedirs(d, exist_ok=True)
 
     def save(fname, a):
-        a = np.asarray(a)
+        a = as_numpy(a)
         if a.dtype.kind not in "fiu":
             raise TypeError("%s: dtype %s: a result holds real numbers" % (fname, a.dtype))
         if a.dtype.kind != "f":

@@ -85,42 +85,79 @@ class StateView(ctypes.Structure):
     ]
 
 
+class Library:
+    """One shared library of the suite the package loads: its file name, the
+    environment variable that names another path for it, whether the
+    package needs it, and the function (if any) that links it into
+    libfalcon once loaded: void f(void), called after loading it (harmless
+    where loading already attached it)."""
+
+    def __init__(self, filename, env, required=True, attach=None):
+        self.filename = filename
+        self.env = env
+        self.required = required
+        self.attach = attach
+
+    @property
+    def soname(self):
+        return self.filename + ".0"
+
+
+# Every library, libfalcon first: it is loaded RTLD_GLOBAL, so the others'
+# DT_NEEDED libfalcon.so.0 is satisfied by its soname, wherever they lie.
+# A wheel carries each one that was built (setup.py reads this list). The
+# MPFR reference is optional (an MPFR=0 build has none): without it the
+# mpfr backend reports itself unavailable.
+LIBRARIES = (
+    Library("libfalcon.so", "FALCON_LIB"),
+    Library("libfalcon-grade.so", "FALCON_GRADE_LIB"),
+    Library("libfalcon-ref.so", "FALCON_REF_LIB", required=False, attach="falcon_reference_attach"),
+)
+BUNDLE_DIR = "_libs"  # inside the package, where a wheel carries them
+
+
+def _package_dir():
+    return os.path.dirname(os.path.abspath(__file__))
+
+
 def _package_build_dir():
-    """build/ of the source tree this package sits in (python/falcon/ -> ../../build)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, os.pardir, os.pardir, "build"))
+    """build/ of the source tree this package sits in (python/falcon_suite/ -> ../../build)."""
+    return os.path.normpath(os.path.join(_package_dir(), os.pardir, os.pardir, "build"))
 
 
-def _candidates(env, filename, sonames):
-    """Where to look for a library, in order: $ENV, the source tree's build/,
-    then the system's loader (ldconfig names, then the bare soname)."""
-    out = []
-    if os.environ.get(env):
-        return [os.environ[env]]  # an explicit choice is the only one tried
-    local = os.path.join(_package_build_dir(), filename)
-    if os.path.exists(local):
-        return [local]
-    found = ctypes.util.find_library(filename[3:].split(".so")[0])
+def _candidates(spec, beside=None):
+    """Where to look for a library, in order: $ENV (then the only choice),
+    beside the libfalcon in use, the copy the wheel carries, the source
+    tree's build/, then the system's loader (ldconfig, the soname)."""
+    if os.environ.get(spec.env):
+        yield os.environ[spec.env]
+        return
+    dirs = [beside] if beside else []
+    for d in dirs + [os.path.join(_package_dir(), BUNDLE_DIR), _package_build_dir()]:
+        yield os.path.join(d, spec.filename)
+    found = ctypes.util.find_library(spec.filename[3:].split(".so")[0])
     if found:
-        out.append(found)
-    out.extend(sonames)
-    return out
+        yield found
+    yield spec.soname
+    yield spec.filename
 
 
-def _load(env, filename, sonames, mode):
+def _load(spec, beside=None, mode=ctypes.DEFAULT_MODE):
+    """(CDLL, path) of the first candidate that loads; FalconError naming
+    every one tried when none does."""
     errors = []
-    for path in _candidates(env, filename, sonames):
+    for path in _candidates(spec, beside):
+        if os.path.sep in path and not os.path.exists(path):
+            errors.append("%s: no such file" % path)
+            continue
         try:
             return ctypes.CDLL(path, mode=mode), path
         except OSError as e:
             errors.append("%s: %s" % (path, e))
-    raise FalconError("cannot load %s (set %s to its path): %s" % (filename, env, "; ".join(errors)))
+    raise FalconError("cannot load %s (set %s to its path): %s" % (spec.filename, spec.env, "; ".join(errors)))
 
 
-_lib = None
-_lib_path = None
-_grade = None
-_grade_path = None
+_loaded = {}  # file name -> (CDLL, path)
 
 
 def _declare(L):
@@ -181,71 +218,60 @@ def _declare(L):
 
 
 def lib():
-    """The loaded libfalcon (FALCON_LIB, else build/libfalcon.so of this
-    source tree, else the system's libfalcon.so.0)."""
-    global _lib, _lib_path
-    if _lib is None:
-        # RTLD_GLOBAL: libfalcon-grade.so, loaded later, finds these symbols
-        # (and its DT_NEEDED libfalcon is then already satisfied by soname).
-        _lib, _lib_path = _load("FALCON_LIB", "libfalcon.so", ["libfalcon.so.0", "libfalcon.so"],
-                                ctypes.RTLD_GLOBAL)
-        _declare(_lib)
-        _attach_reference()
-    return _lib
+    """The loaded libfalcon (see _candidates), with every optional library
+    that attaches to it found and attached."""
+    main = LIBRARIES[0]
+    if main.filename not in _loaded:
+        L, path = _load(main, mode=ctypes.RTLD_GLOBAL)
+        _declare(L)
+        _loaded[main.filename] = L, path
+        for spec in LIBRARIES[1:]:
+            if spec.attach:
+                _attach(spec, os.path.dirname(path))
+    return _loaded[main.filename][0]
 
 
-_ref = None
-
-
-def _attach_reference():
-    """libfalcon-ref.so beside libfalcon (FALCON_REF_LIB overrides): loading
-    it attaches the MPFR reference as the mpfr backend. Optional: without it
-    that backend is unavailable and says so."""
-    global _ref
-    path = os.environ.get("FALCON_REF_LIB") or os.path.join(os.path.dirname(_lib_path), "libfalcon-ref.so")
-    if os.path.exists(path):
-        _ref = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+def _attach(spec, beside):
+    """Load spec's library and call its attach function; an optional one
+    that is not there is left out (its features report themselves absent),
+    unless its variable names it."""
+    try:
+        L, path = _load(spec, beside, ctypes.RTLD_GLOBAL)
+    except FalconError:
+        if spec.required or os.environ.get(spec.env):
+            raise
+        return
+    fn = getattr(L, spec.attach, None)
+    if fn is None:
+        raise FalconError("%s: %s has no function %s" % (spec.filename, path, spec.attach))
+    fn.argtypes = []
+    fn.restype = None
+    fn()
+    _loaded[spec.filename] = L, path
 
 
 def lib_path():
     lib()
-    return _lib_path
+    return _loaded[LIBRARIES[0].filename][1]
+
+
+def library_paths():
+    """{file name: path} of every library loaded so far."""
+    return {name: path for name, (_, path) in _loaded.items()}
 
 
 def grade_lib():
-    """libfalcon-grade.so (FALCON_GRADE_LIB, else next to the libfalcon in
-    use, else build/ of this source tree, else the system loader)."""
-    global _grade, _grade_path
-    if _grade is None:
-        lib()
-        env = "FALCON_GRADE_LIB"
-        if os.environ.get(env):
-            cands = [os.environ[env]]
-        else:
-            cands = []
-            if os.path.dirname(_lib_path):
-                cands.append(os.path.join(os.path.dirname(_lib_path), "libfalcon-grade.so"))
-            cands.append(os.path.join(_package_build_dir(), "libfalcon-grade.so"))
-            cands += ["libfalcon-grade.so.0", "libfalcon-grade.so"]
-        errors = []
-        for path in cands:
-            if os.path.sep in path and not os.path.exists(path):
-                errors.append("%s: no such file" % path)
-                continue
-            try:
-                _grade = ctypes.CDLL(path)
-                _grade_path = path
-                break
-            except OSError as e:
-                errors.append("%s: %s" % (path, e))
-        if _grade is None:
-            raise FalconError("cannot load libfalcon-grade.so (set %s to its path): %s"
-                              % (env, "; ".join(errors)))
+    """libfalcon-grade.so, by the same search as libfalcon's, beside the
+    libfalcon in use first."""
+    spec = LIBRARIES[1]
+    if spec.filename not in _loaded:
+        L, path = _load(spec, os.path.dirname(lib_path()))
         for name in ("falcon_grade_export_main", "falcon_grade_check_main"):
-            f = getattr(_grade, name)
+            f = getattr(L, name)
             f.argtypes = [c_int, ctypes.POINTER(ctypes.c_char_p)]
             f.restype = c_int
-    return _grade
+        _loaded[spec.filename] = L, path
+    return _loaded[spec.filename][0]
 
 
 def last_error():

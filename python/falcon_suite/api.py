@@ -135,6 +135,24 @@ class State:
         }
 
 
+def _is_torch(x):
+    """A torch.Tensor, told without importing torch (which may be absent)."""
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach")
+
+
+def as_numpy(x):
+    """x as numpy: a torch tensor is detached and copied to the CPU, bf16 and
+    fp16 widened to float32 (exactly: every half value is a float32 one,
+    and numpy has no bf16); anything else goes through np.asarray."""
+    if not _is_torch(x):
+        return np.asarray(x)
+    import torch  # already imported: x is one of its tensors
+    t = x.detach().cpu()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.float()
+    return t.numpy()
+
+
 def _arr(x, dtype, name, shape=None):
     """x as a contiguous array of dtype. Only real numbers: complex, bool,
     strings and objects are refused, not converted (a complex array would
@@ -142,7 +160,7 @@ def _arr(x, dtype, name, shape=None):
     would turn into an infinity is named, as the CLI names it."""
     if x is None:
         return None
-    x = np.asarray(x)
+    x = as_numpy(x)
     if x.dtype.kind not in "fiu":
         raise TypeError("%s has dtype %s: the inputs are real numbers (float or integer)" % (name, x.dtype))
     if shape is not None and x.shape != tuple(shape):
@@ -168,8 +186,10 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     """Run a Falcon recurrence with libfalcon.
 
     Shapes: one sequence q, k, gain [T,n], v [T,m], beta, alpha [T]; or a
-    batch [B,T,H,n] / [B,T,H,m] / [B,T,H]. Inputs are converted to the run's
-    precision (float64 for "fp64", float32 for the others). "tf32" and "bf16"
+    batch [B,T,H,n] / [B,T,H,m] / [B,T,H]. Inputs are numpy arrays or torch
+    tensors (any device; bf16 and fp16 widened exactly to float32) and are
+    converted to the run's precision (float64 for "fp64", float32 for the
+    others); when q is a torch tensor, so are the results (on the CPU). "tf32" and "bf16"
     run the chunk form with its matrix products' operands rounded to those
     formats and fp32 accumulation, as tensor cores compute (form="chunk").
 
@@ -186,7 +206,8 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     if precision not in _DTYPES:
         raise ValueError("precision must be 'fp32', 'fp64', 'tf32' or 'bf16', not %r" % (precision,))
     dt = _DTYPES[precision]
-    q = np.asarray(q)
+    as_torch = _is_torch(q)  # tensors in, tensors out
+    q = as_numpy(q)
     if q.ndim == 2:
         batched = False
         T, n = q.shape
@@ -197,7 +218,7 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     else:
         raise ValueError("q must be [T,n] or [B,T,H,n], got shape %s" % (q.shape,))
     lead = (B, T, H) if batched else (T,)
-    v = np.asarray(v)
+    v = as_numpy(v)
     if v.ndim != q.ndim or v.shape[:-1] != q.shape[:-1]:
         raise ValueError("v has shape %s, expected %s + (m,)" % (v.shape, lead))
     m = v.shape[-1]
@@ -250,6 +271,9 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
         if own is not None:
             own.close()
     S = S.reshape((B, H, m, n)) if batched else S.reshape((m, n))
+    if as_torch:
+        import torch
+        return torch.from_numpy(out), torch.from_numpy(S)
     return out, S
 
 
