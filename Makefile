@@ -11,7 +11,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
 WARN    := -Wall -Wextra -Werror
 # -fPIC everywhere: the library's objects go into libfalcon.so as well as
 # libfalcon.a (one set of objects for both).
-CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude -Ireference $(SANITIZE)
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -fopenmp -D_GNU_SOURCE -Iinclude $(SANITIZE)
 LDLIBS  := -lmpfr -lgmp -lm
 LDFLAGS += -fopenmp $(SANITIZE)
 # Executables built with the sanitizers are linked without PIE: their
@@ -87,8 +87,10 @@ GATE_SRC := gate/gate.c gate/gate-cases.c gate/gate-thresholds.c gate/gate-main.
 GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 # gate/ is on the include path of what runs the gate only (the engine, the
 # grading layer, the CLI, the tests; mk/study.mk and mk/cuda.mk add their
-# own): the library's objects cannot reach it.
-GATE_INC := -Igate
+# own): the library's objects cannot reach it, nor the reference (whose
+# header the gate's includes).
+REF_INC  := -Ireference
+GATE_INC := -Igate $(REF_INC)
 # The grading layer (`falcon cases export`, `falcon check`): above the gate's
 # engine, beside the CLI.
 GRADE_SRC := $(wildcard grade/*.c)
@@ -98,6 +100,7 @@ TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
 # bench/flops.c: the benchmark's count of a call, tested beside the kernels.
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
 $(GATE_OBJ) $(GRADE_OBJ) $(CLI_OBJ) $(TEST_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
+$(REF_OBJ) $(BUILD)/obj/reference/attach-at-start.o: CFLAGS += $(REF_INC)
 
 .PHONY: all lib cli test check report mutants clean deps install uninstall help golden golden-check
 all: $(LIB) $(BUILD)/libfalcon.so $(REF_LIB) $(REF_SHLIB) $(BUILD)/falcon $(GRADE_SHLIB)
