@@ -7,6 +7,7 @@
 #include "inputs-steps.h"
 #include "falcon_ref.h"
 #include "../kernels/common/falcon_math.h"
+#include "../src/internal.h" /* the engine sets up states as the library does */
 
 /* ---- seeded generator (splitmix64): the same stream on every machine ---- */
 uint64_t gate_next_u64(uint64_t *s)
@@ -306,4 +307,15 @@ void gate_case_describe(const gate_case *c, char *buf, size_t size)
              (long long)c->window, (long long)c->B, (long long)c->T, (long long)c->H,
              (long long)c->n, (long long)c->m, (long long)c->chunk, gate_decay_name(c->decay),
              c->key_scale != 1 ? " small-keys" : "", (unsigned long long)c->seed);
+}
+
+falcon_status gate_state_scaled(const falcon_state *init, double s, falcon_state **out)
+{
+    falcon_status st = falcon_state_copy(init, out);
+    if (st) return st;
+    falcon_state *t = *out;
+    for (int64_t i = 0; i < t->heads * t->m * t->n; i++) t->S[i] *= s;
+    for (int64_t i = 0; i < t->heads * t->keep * t->m; i++) t->hist_v[i] *= s;
+    t->memory_f32 = 0; /* checked again where it is loaded */
+    return FALCON_OK;
 }

@@ -156,4 +156,8 @@ static inline double falcon_load_test(const void *p, falcon_precision prec, int6
  * a table; returns the process exit status (0 all pass, 1 a failure, 2 usage). */
 int falcon_gate_main(int argc, char **argv);
 
+/* A copy of a state with its memory and value history times s (a power of
+ * two: exact), for the grading layer's scaled form copies. */
+falcon_status gate_state_scaled(const falcon_state *init, double s, falcon_state **out);
+
 #endif

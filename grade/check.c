@@ -21,7 +21,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "grade.h"
-#include "../src/internal.h"
+#include "../util/paths.h"
+#include "../util/signals.h"
+#include "../util/files.h"
 #include "gate.h"
 #include "report.h"
 #include "set.h"

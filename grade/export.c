@@ -25,7 +25,9 @@
 #include "set.h"
 #include "gate.h"
 #include "design.h"
-#include "../src/internal.h"
+#include "../util/paths.h"
+#include "../util/signals.h"
+#include "../util/files.h"
 
 static void usage(FILE *f)
 {
@@ -255,25 +257,13 @@ static int scaled_fit(const double *x, int64_t count, double c, grade_unit u)
 static double form_value_scale(const gate_case *c, const case_data *k, falcon_form form, grade_unit u)
 {
     const double s = ldexp(1.0, (int)form);
-    const falcon_state *st = k->init;
+    const falcon_state_view st = falcon_state_get_view(k->init);
     const int64_t rows = c->B * c->T * c->H, heads = c->B * c->H;
-    const int ok = scaled_fit(k->d.in64.v, rows * c->m, s, u) && scaled_fit(st->S, heads * c->m * c->n, s, u) &&
-                   scaled_fit(st->hist_v, heads * st->keep * c->m, s, u) &&
+    const int ok = scaled_fit(k->d.in64.v, rows * c->m, s, u) && scaled_fit(st.S, heads * c->m * c->n, s, u) &&
+                   scaled_fit(st.hist_v, heads * st.keep * c->m, s, u) &&
                    scaled_fit(k->ref.out, rows * c->m, s, GRADE_FP64) &&
                    scaled_fit(k->ref.S, heads * c->m * c->n, s, GRADE_FP64);
     return ok ? s : 1.0;
-}
-
-/* The initial state of a copy: the memory and value history times s. */
-static falcon_status scaled_state(const falcon_state *init, double s, falcon_state **out)
-{
-    falcon_status st = falcon_state_copy(init, out);
-    if (st) return st;
-    falcon_state *t = *out;
-    for (int64_t i = 0; i < t->heads * t->m * t->n; i++) t->S[i] *= s;
-    for (int64_t i = 0; i < t->heads * t->keep * t->m; i++) t->hist_v[i] *= s;
-    t->memory_f32 = 0; /* checked again where it is loaded */
-    return FALCON_OK;
 }
 
 /* dir/name, an array of x in the type dt, through the sink. */
@@ -340,7 +330,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     double *buf = malloc(sizeof(double) * (size_t)(2 * heads * m * n + B * T * H * m + 1));
     int rc = buf ? 0 : cli_error("out of memory");
     falcon_state *init = NULL;
-    if (!rc && scaled_state(k->init, vs, &init)) rc = cli_error("%s", falcon_last_error());
+    if (!rc && gate_state_scaled(k->init, vs, &init)) rc = cli_error("%s", falcon_last_error());
     if (!rc) {
         for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = vs * ((const double *)in->v)[i];
         rc = write_npy(sink, dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(sink, dir, "k.npy", dt, 4, sh_n, in->k) ||

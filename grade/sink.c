@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "set.h"
-#include "../src/internal.h"
+#include "../util/paths.h"
+#include "../util/signals.h"
+#include "../util/files.h"
 
 struct set_sink {
     char *root, *args;
@@ -128,7 +130,9 @@ int sink_file(set_sink *s, const char *rel, const void *bytes, size_t len)
     const void *parts[1] = {bytes};
     const size_t sizes[1] = {len};
     /* Not synced one by one: sink_sync syncs the whole set once. */
-    return falcon_write_new_file_sync(path, parts, sizes, 1, 0) ? cli_error("%s", falcon_last_error()) : 0;
+    const int err = falcon_file_write_new(path, parts, sizes, 1, 0);
+    if (!err) return 0;
+    return cli_error("'%s': cannot %s it: %s", path, err < 0 ? "create" : "write", strerror(err < 0 ? -err : err));
 }
 
 int sink_npy(set_sink *s, const char *rel, const falcon_array *a)

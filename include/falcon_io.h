@@ -33,6 +33,13 @@ falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array 
 /* Write atomically: a temporary name in the same directory, then rename. */
 falcon_status falcon_npy_write(const char *path, const falcon_array *a);
 void falcon_array_free(falcon_array *a);
+/* The bytes of the .npy file falcon_npy_write writes for `a`, in a new
+ * buffer (*bytes, free it; *len bytes): for a writer that stores files its
+ * own way, or a reader that compares a file with what it should hold. */
+falcon_status falcon_npy_encode(const falcon_array *a, char **bytes, size_t *len);
+/* The index in a shape of flat element `flat`, as "[2,1]" (flat 7 of shape
+ * (3, 3)), into buf (size bytes); returns buf. For messages. */
+const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size);
 
 /*
  * Files larger than memory, in pieces. A reader checks the header and the
@@ -120,6 +127,13 @@ falcon_status falcon_npy_create_output(falcon_outputs *tx, int slot, const falco
 /* ---- checkpoints: the whole carried state in a directory ---- */
 /* Save atomically: a new directory next to `dir`, swapped in by rename. */
 falcon_status falcon_checkpoint_save(const falcon_state *state, const char *dir);
+/* The files falcon_checkpoint_save writes for `state`, as bytes:
+ * fn(ctx, file name, bytes, length) for each, in the order of a save, until
+ * one returns non-zero. Returns 0, fn's non-zero return, or -1 when out of
+ * memory (falcon_last_error says so). For a writer that stores them its own
+ * way (a case set, synced once). */
+typedef int (*falcon_checkpoint_file_fn)(void *ctx, const char *name, const void *bytes, size_t len);
+int falcon_checkpoint_encode(const falcon_state *state, falcon_checkpoint_file_fn fn, void *ctx);
 /* Load; every array's shape is checked before its data is read. */
 falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out);
 /* A checkpoint's dimensions, from its manifest alone (nothing allocated):

@@ -5,6 +5,9 @@
 #include "falcon.h"
 #include "falcon_io.h"
 #include "falcon_advanced.h"
+#include "../util/files.h"
+#include "../util/paths.h"
+#include "../util/signals.h"
 
 /* For a plain loop that GCC's -O2 leaves scalar (its vectorizer runs at
  * -O3 only in GCC 12): the portable range and finiteness scans. */
@@ -72,9 +75,6 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 
-/* npy-read.c: the index in a shape of flat element `flat`, as "[2,1]" (flat
- * 7 of shape (3, 3)), into buf; returns buf. */
-const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, char *buf, size_t size);
 
 /* npy-write.c: write buffers to a new file and fsync it (inside a transaction's
  * temporary directory); a whole .npy file the same way; Python's repr of a
@@ -82,20 +82,7 @@ const char *falcon_npy_unravel(int64_t flat, const int64_t *shape, int ndim, cha
 falcon_status falcon_write_new_file(const char *path, const void *const *parts, const size_t *sizes, int count);
 falcon_status falcon_write_new_file_sync(const char *path, const void *const *parts, const size_t *sizes, int count,
                                          int sync);
-/* write() until len bytes are written; 0, or -1 with errno (EIO where a
- * write makes no progress and says nothing). */
-int falcon_write_full(int fd, const void *buf, size_t len);
 falcon_status falcon_npy_write_new(const char *path, const falcon_array *a);
-/* The bytes of the .npy file falcon_npy_write_new writes for `a`, in a new
- * buffer (*bytes, free it; *len bytes): what a reader of a written file
- * compares it with. */
-falcon_status falcon_npy_encode(const falcon_array *a, char **bytes, size_t *len);
-/* checkpoint.c: the files falcon_checkpoint_save writes for `state`, as
- * bytes: fn(ctx, file name, bytes, length) for each, in the order of a
- * save, until one returns non-zero. 0; fn's non-zero return; -1 when out of
- * memory (falcon_last_error says so). */
-typedef int (*falcon_checkpoint_file_fn)(void *ctx, const char *name, const void *bytes, size_t len);
-int falcon_checkpoint_encode(const falcon_state *state, falcon_checkpoint_file_fn fn, void *ctx);
 const char *falcon_shape_repr(const int64_t *shape, int ndim, char *buf, size_t size);
 
 /* 1 when all count elements are finite: a vectorized yes/no (threads share
@@ -127,30 +114,11 @@ void falcon_clean_upper(void);
 int64_t falcon_first_unfit(const double *x, int64_t count, uint64_t limit, int finite_only);
 uint64_t falcon_f32_unfit_limit(void);
 
-/* outputs.c: handler for every catchable signal whose default action ends
- * the process and that is still at its default (an ignored one stays
- * ignored, a sanitizer's handler stays in charge), every other signal
- * blocked while it runs; SIGXFSZ ignored. falcon_outputs_clean_on_signals
- * installs its clean-up this way; `falcon cases export` its own. */
-void falcon_catch_terminating_signals(void (*handler)(int));
 /* outputs.c: a function the transactions call as each temporary's mkostemp
  * or mkdtemp returns (NULL, the default: none). For tests: a signal raised
  * there is one delivered as that call returns, the moment TEMP_FIRST is
  * about (verify/test-outputs.c). */
 void falcon_outputs_set_made_hook(void (*hook)(void));
-/* outputs.c: one file name, no path: not empty, no '/', not "." or "..".
- * What an output directory's files and a case set's folders must be. */
-int falcon_plain_name(const char *s);
-/* outputs.c: do two paths name one file or directory (their device and
- * inode, symlinks followed: a link, hard or symbolic, or a bind mount)? 0
- * when either cannot be reached or is NULL. */
-int falcon_same_file(const char *a, const char *b);
-
-/* outputs.c: a name beside `target` for its temporary or backup: target +
- * suffix, the last name cut so that the whole stays within NAME_MAX (a
- * 250-byte name must still get a temporary next to it). The target's last
- * name must not end in '/'. Freed by the caller; NULL when out of memory. */
-char *falcon_path_beside(const char *target, const char *suffix);
 
 /* The threads a call may use: cfg->threads, or OpenMP's default when 0. */
 int falcon_threads(const falcon_config *cfg);

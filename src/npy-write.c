@@ -2,20 +2,7 @@
  * ranges into the temporary file of an output transaction (the format and
  * its rules: the top of npy-read.c). */
 #include "npy-format.h"
-
-/* internal.h */
-int falcon_write_full(int fd, const void *buf, size_t len)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, (const char *)buf + done, len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w == 0) errno = EIO; /* no progress and no reason given */
-        if (w <= 0) return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
+#include "../util/files.h"
 
 /*
  * Write `count` buffers to a new file `path` (it must not exist: it lies in
@@ -31,15 +18,10 @@ falcon_status falcon_write_new_file(const char *path, const void *const *parts, 
 falcon_status falcon_write_new_file_sync(const char *path, const void *const *parts, const size_t *sizes, int count,
                                          int sync)
 {
-    const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(errno));
-    int err = 0;
-    for (int i = 0; !err && i < count; i++) err = falcon_write_full(fd, parts[i], sizes[i]) ? errno : 0;
-    if (!err && sync && fsync(fd) != 0) err = errno;
-    if (close(fd) != 0 && !err) err = errno;
-    if (!err) return FALCON_OK;
-    unlink(path);
-    return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(err));
+    const int err = falcon_file_write_new(path, parts, sizes, count, sync);
+    if (err < 0) return falcon_fail(FALCON_E_IO, "'%s': cannot create it: %s", path, strerror(-err));
+    if (err > 0) return falcon_fail(FALCON_E_IO, "'%s': cannot write it: %s", path, strerror(err));
+    return FALCON_OK;
 }
 
 /* ---- writing ---- */

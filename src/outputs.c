@@ -72,6 +72,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "outputs-internal.h"
+#include "../util/paths.h"
 
 
 /* falcon_outputs_set_made_hook: called as mkostemp or mkdtemp returns,
@@ -114,22 +115,6 @@ static char *cat3(const char *a, const char *b, const char *c)
     const size_t size = strlen(a) + strlen(b) + strlen(c) + 1;
     char *p = malloc(size);
     if (p) snprintf(p, size, "%s%s%s", a, b, c);
-    return p;
-}
-
-int falcon_plain_name(const char *s)
-{
-    return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
-}
-
-/* See internal.h. */
-char *falcon_path_beside(const char *target, const char *suffix)
-{
-    const char *slash = strrchr(target, '/');
-    const size_t base = strlen(slash ? slash + 1 : target), room = NAME_MAX - strlen(suffix);
-    const size_t keep = strlen(target) - (base > room ? base - room : 0);
-    char *p = malloc(keep + strlen(suffix) + 1);
-    if (p) snprintf(p, keep + strlen(suffix) + 1, "%.*s%s", (int)keep, target, suffix);
     return p;
 }
 
@@ -270,13 +255,7 @@ static int inside(const char *canon, const char *dir)
 /* The same file or directory as a path names, where strings can differ:
  * a bind mount shows one directory under two names, so entries that do not
  * exist yet are compared by their directory's (device, inode) and name
- * (falcon_same_file: internal.h). */
-int falcon_same_file(const char *a, const char *b)
-{
-    struct stat x, y;
-    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
+ * (falcon_same_file: util/paths.h). */
 static int same_entry(const char *a, const char *b)
 {
     if (!a || !b) return 0;
