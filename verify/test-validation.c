@@ -294,6 +294,68 @@ Test(validation, batched_index_names_b_t_h)
     for (int i = 0; i < 2 * 3 * 2 * MM; i++) cr_expect_eq(out[i], 12345.0);
 }
 
+/* falcon_last_error_info: the fields of a failure, so that no caller parses
+ * the message; each failure replaces every field of the one before. */
+Test(validation, error_info_names_input_rule_index_step_head)
+{
+    double q[2 * 3 * 2 * NN], v[2 * 3 * 2 * MM], beta[12], out[2 * 3 * 2 * MM];
+    for (int i = 0; i < 2 * 3 * 2 * NN; i++) q[i] = 0.1;
+    for (int i = 0; i < 2 * 3 * 2 * MM; i++) v[i] = 0.1;
+    for (int i = 0; i < 12; i++) beta[i] = 1.0;
+    beta[(1 * 3 + 2) * 2 + 1] = 3.0; /* b = 1, t = 2, h = 1 */
+    falcon_config c;
+    falcon_config_default(&c);
+    c.precision = FALCON_FP64;
+    falcon_inputs in = {2, 3, 2, NN, MM, q, q, v, beta, NULL, NULL};
+    cr_assert_eq(falcon_run_from(&c, &in, NULL, out, 10), FALCON_E_RANGE);
+    const falcon_error_info *e = falcon_last_error_info();
+    cr_expect_eq(e->status, FALCON_E_RANGE);
+    cr_expect_str_eq(e->input, "beta");
+    cr_expect_str_eq(e->rule, "beta-range");
+    cr_expect_eq(e->index, (1 * 3 + 2) * 2 + 1);
+    cr_expect_eq(e->t, 12, "steps count from t0");
+    cr_expect_eq(e->head, 1 * 2 + 1);
+    cr_expect_str_eq(e->message, falcon_last_error());
+    cr_expect(strstr(e->message, "beta[b=1,t=12,h=1]") != NULL, "%s", e->message);
+    q[(0 * 3 + 1) * 2 * NN + 1 * NN + 2] = NAN; /* b = 0, t = 1, h = 1, i = 2 */
+    cr_assert_eq(falcon_run(&c, &in, NULL, out), FALCON_E_NONFINITE);
+    cr_expect_str_eq(e->input, "q");
+    cr_expect_str_eq(e->rule, "finite");
+    cr_expect_eq(e->index, (0 * 3 + 1) * 2 * NN + 1 * NN + 2);
+    cr_expect_eq(e->t, 1);
+    cr_expect_eq(e->head, 1);
+    c.eps = -1;
+    cr_assert_eq(falcon_run(&c, &in, NULL, out), FALCON_E_RANGE);
+    cr_expect_str_eq(e->input, "config.eps");
+    cr_expect_str_eq(e->rule, "eps-range");
+    cr_expect(e->index == -1 && e->t == -1 && e->head == -1, "a config field has no index");
+    c.eps = 1e-6;
+    in.n = 0;
+    cr_assert_eq(falcon_validate(&c, &in, NULL), FALCON_E_SHAPE);
+    cr_expect_str_eq(e->input, "n");
+    cr_expect_str_eq(e->rule, "n-range");
+}
+
+/* falcon_run_from checks once and computes what falcon_run does: the step
+ * number t0 only names steps in messages. */
+Test(validation, run_from_equals_run)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    double out0[TT * MM], out1[TT * MM];
+    falcon_state *a, *b;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &a) == FALCON_OK);
+    cr_assert(falcon_state_create(1, NN, MM, 1, &b) == FALCON_OK);
+    cr_assert_eq(falcon_run(&f.cfg, &f.in, a, out0), FALCON_OK, "%s", falcon_last_error());
+    cr_assert_eq(falcon_run_from(&f.cfg, &f.in, b, out1, 1234), FALCON_OK, "%s", falcon_last_error());
+    cr_expect(memcmp(out0, out1, sizeof out0) == 0);
+    cr_expect(memcmp(falcon_state_get_view(a).S, falcon_state_get_view(b).S, sizeof(double) * NN * MM) == 0);
+    cr_expect_eq(falcon_run_from(&f.cfg, &f.in, b, out1, -1), FALCON_E_ARGUMENT);
+    cr_expect_str_eq(falcon_last_error_info()->rule, "t0-range");
+    falcon_state_free(a);
+    falcon_state_free(b);
+}
+
 /* Every backend in turn made unavailable (as on a machine that lacks it):
  * asking for it is an error naming it, never a crash or a run on another
  * backend, and auto picks another one. Where the machine lacks a backend
