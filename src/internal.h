@@ -63,6 +63,9 @@ double falcon_operand_max(falcon_precision prec);
  * window history of that head forward over the call's T steps. */
 void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falcon_inputs *in,
                           int64_t b, int64_t h);
+/* A copy of src (non-NULL) into *out; its memory S left as the kept block
+ * held it unless copy_memory (the caller writes all of it). */
+falcon_status falcon_state_clone(const falcon_state *src, int copy_memory, falcon_state **out);
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 

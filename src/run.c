@@ -120,20 +120,25 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
      * tensors and out may be NULL then: no backend may offset them.) */
     if (in->T == 0) return FALCON_OK;
 
-    falcon_state *work;
-    s = state ? falcon_state_copy(state, &work)
-              : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);
-    if (s) return s;
-
     /* The backend's row: a whole-call function, or the micro-kernels and
      * drivers of a CPU backend for the run's precision. */
     const falcon_backend_info *be = falcon_backend_info_of(backend);
+    /* Every head of the CPU recurrent form stores its memory into the
+     * working copy (rec_close) after reading it from the caller's state,
+     * which stays untouched: the copy need not start as one, a pass over
+     * the memory less per call (a decode call's largest cost after the
+     * kernels' own copies: docs/performance.md, "Decode calls"). */
+    const double *S_in = state && !be->run && cfg->form == FALCON_FORM_RECURRENT ? state->S : NULL;
+    falcon_state *work;
+    s = state ? falcon_state_clone(state, !S_in, &work)
+              : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);
+    if (s) return s;
     if (be->run)
         s = be->run(cfg, in, work, out);
     else if (cfg->precision != FALCON_FP64)
-        s = falcon_run_cpu_f32(cfg, in, work, out, falcon_backend_cpu_f32(be));
+        s = falcon_run_cpu_f32(cfg, in, work, S_in, out, falcon_backend_cpu_f32(be));
     else
-        s = falcon_run_cpu_f64(cfg, in, work, out, falcon_backend_cpu_f64(be));
+        s = falcon_run_cpu_f64(cfg, in, work, S_in, out, falcon_backend_cpu_f64(be));
     /* A backend's AVX code cleans the vector registers' upper halves on
      * return only where the compiler inserted it (-O2 and up): clean them
      * here, before the baseline code that follows and the caller's. */

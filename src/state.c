@@ -79,11 +79,16 @@ falcon_status falcon_state_reset(falcon_state *s)
 falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
 {
     if (!src || !out) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state copy: NULL argument");
+    return falcon_state_clone(src, 1, out);
+}
+
+falcon_status falcon_state_clone(const falcon_state *src, int copy_memory, falcon_state **out)
+{
     falcon_state *d;
     falcon_status st = state_new(src->heads, src->n, src->m, src->window, 0, &d);
     if (st) return st;
     int64_t H = src->heads;
-    memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));
+    if (copy_memory) memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));
     memcpy(d->prev_key, src->prev_key, sizeof(double) * (size_t)(H * src->n));
     memcpy(d->has_prev, src->has_prev, (size_t)H);
     memcpy(d->hist_k, src->hist_k, sizeof(double) * (size_t)(H * src->keep * src->n));

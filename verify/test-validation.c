@@ -356,6 +356,54 @@ Test(validation, run_from_equals_run)
     falcon_state_free(b);
 }
 
+/* The recurrent form reads a carried memory from the caller's state and
+ * writes the new one into the working copy (src/run.c): a call that
+ * overflows in one head of two leaves every element of the state as it was,
+ * in either precision and on every CPU backend. */
+Test(validation, a_failed_call_leaves_a_carried_state_as_it_was)
+{
+    enum { H = 2, T = 3 };
+    for (int p = 0; p < 2; p++)
+        for (int b = FALCON_BACKEND_SCALAR; b <= FALCON_BACKEND_AVX512_SIMDE; b++) {
+            if (b == FALCON_BACKEND_CUDA || b == FALCON_BACKEND_MPFR || !falcon_backend_available((falcon_backend)b))
+                continue;
+            const double big = p == FALCON_FP64 ? 1e300 : 3e38;
+            double qd[T * H * NN], vd[T * H * MM], bd[T * H], out[T * H * MM];
+            float qf[T * H * NN], vf[T * H * MM], bf[T * H], outf[T * H * MM];
+            for (int i = 0; i < T * H * NN; i++) qd[i] = 0.1 * (i % 5) + 0.05;
+            for (int i = 0; i < T * H * MM; i++) vd[i] = 0.2 * (i % 3) - 0.1;
+            for (int i = 0; i < T * H; i++) bd[i] = 1.0;
+            falcon_config c;
+            falcon_config_default(&c);
+            c.precision = (falcon_precision)p;
+            c.backend = (falcon_backend)b;
+            falcon_state *st;
+            cr_assert(falcon_state_create(H, NN, MM, 1, &st) == FALCON_OK);
+            for (int round = 0; round < 2; round++) {
+                if (round == 1) { /* head 1, last step: a read beyond the range */
+                    for (int i = 0; i < NN; i++) qd[(2 * H + 1) * NN + i] = big;
+                    for (int i = 0; i < MM; i++) vd[(2 * H + 1) * MM + i] = big;
+                }
+                for (int i = 0; i < T * H * NN; i++) qf[i] = (float)qd[i];
+                for (int i = 0; i < T * H * MM; i++) vf[i] = (float)vd[i];
+                for (int i = 0; i < T * H; i++) bf[i] = (float)bd[i];
+                const int f64 = p == FALCON_FP64;
+                const falcon_inputs in = {1, T, H, NN, MM, f64 ? (void *)qd : qf, f64 ? (void *)qd : qf,
+                                          f64 ? (void *)vd : vf, f64 ? (void *)bd : bf, NULL, NULL};
+                double S0[H * NN * MM];
+                memcpy(S0, falcon_state_get_view(st).S, sizeof S0);
+                const falcon_status s = falcon_run(&c, &in, st, f64 ? (void *)out : outf);
+                cr_expect_eq(s, round ? FALCON_E_OVERFLOW : FALCON_OK, "%s %s round %d: %s",
+                             falcon_backend_name(c.backend), falcon_precision_name(c.precision), round,
+                             falcon_last_error());
+                if (round)
+                    cr_expect(memcmp(S0, falcon_state_get_view(st).S, sizeof S0) == 0, "%s %s: the state changed",
+                              falcon_backend_name(c.backend), falcon_precision_name(c.precision));
+            }
+            falcon_state_free(st);
+        }
+}
+
 /* Every backend in turn made unavailable (as on a machine that lacks it):
  * asking for it is an error naming it, never a crash or a run on another
  * backend, and auto picks another one. Where the machine lacks a backend
