@@ -292,10 +292,11 @@ const char *falcon_last_error(void);
  * the next failure in this thread; numbers are -1 when not known.
  *
  * input: what the failure concerns: a tensor of falcon_inputs (q, k, v,
- * beta, alpha, gain), a size (T, B, H, n, m, t0, "B x H"), a config field
- * (config.variant ... config.threads, config.eps), out, a state array (S,
- * prev_key, hist_k, hist_v, or "state" for its shape), or the path of a
- * file (.npy reading, checkpoints, outputs).
+ * beta, alpha, gain; "inputs" for the struct), a size (T, B, H, n, m, t0,
+ * "B x H", "B x T x H x max(n, m)"; heads, window for a state), a config
+ * field (config.variant ... config.threads; "config" for the struct), out,
+ * a state array (S, prev_key, hist_k, hist_v; "state" for the state), or
+ * the path of a file (.npy reading, checkpoints).
  *
  * rule: a stable id of the rule that failed. Inputs: finite, operand-range,
  * beta-range (regression), beta-ip-range (inner product), alpha-range,
