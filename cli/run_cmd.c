@@ -14,9 +14,10 @@
  * falcon_npy_open, which checks its header and size and then reads ranges at
  * computed offsets; a segment is steps [t0, t1) of every tensor (for a batch,
  * one contiguous block of (t1 - t0) x H x D elements per b). Each segment is
- * validated (indices in messages count from the start of the sequence),
- * run with falcon_run on the carried state (a split run equals one call:
- * bitwise for the recurrent form, to rounding for the others; the default
+ * run with falcon_run_from on the carried state, which checks its inputs
+ * once (indices in messages count from the start of the sequence; a split
+ * run equals one call: bitwise for the recurrent form, to rounding for the
+ * others; the default
  * segment length is a multiple of the chunk or block so that it equals one
  * call there too) and its reads are written at their offsets into the
  * output's temporary file, whose header went in first. Memory is the
@@ -77,7 +78,7 @@ typedef struct run_ctx {
     falcon_outputs *tx;            /* every output, committed together at the end */
     int slot_out, slot_state, slot_ckpt;
     falcon_npy_writer *writer;
-    double seconds;                /* in falcon_run */
+    double seconds;                /* in falcon_run_from (its checks too) */
 } run_ctx;
 
 static falcon_dtype run_dtype(const run_ctx *c)
@@ -206,21 +207,39 @@ static falcon_inputs make_inputs(const run_ctx *c, int64_t len)
     return in;
 }
 
-/* A library message about the inputs, with the file it concerns in front:
- * "q[t=1,i=2] = nan: ..." is about q's file, "n = 0: ..." about q's (n is
- * its last dim), "m = ...: ..." about v's. The library's words stay as they are. */
-static int input_error(const run_ctx *c, const char *msg)
+/* The input file a library failure concerns (falcon_error_info), or -1: a
+ * value of a tensor (it has a step) is its file's; the sizes T, B, H and n
+ * are q's (its leading dims and last dim), m is v's (its last dim). */
+static int blamed_input(const run_ctx *c, const falcon_error_info *e)
 {
-    int blame = -1;
-    for (int i = 0; i < NUM_INPUTS && blame < 0; i++) {
-        const size_t len = strlen(input_names[i]);
-        if (c->paths[i] && !strncmp(msg, input_names[i], len) && msg[len] == '[') blame = i;
-    }
-    if (blame < 0 && (!strncmp(msg, "n = ", 4) || !strncmp(msg, "T = ", 4) || !strncmp(msg, "B = ", 4)))
-        blame = IN_Q;
-    if (blame < 0 && !strncmp(msg, "m = ", 4)) blame = IN_V;
-    if (blame < 0) return cli_error("%s", msg);
-    return cli_error("'%s': %s", c->paths[blame], msg);
+    for (int i = 0; i < NUM_INPUTS; i++)
+        if (c->paths[i] && e->t >= 0 && !strcmp(e->input, input_names[i])) return i;
+    static const char *const q_sizes[] = {"T", "B", "H", "n"};
+    for (size_t i = 0; i < sizeof q_sizes / sizeof q_sizes[0]; i++)
+        if (!strcmp(e->input, q_sizes[i])) return IN_Q;
+    return !strcmp(e->input, "m") ? IN_V : -1;
+}
+
+/* The library's message about the inputs, with the file it concerns in
+ * front: "'q.npy': q[t=1,i=2] = nan: ...". Its words stay as they are. */
+static int input_error(const run_ctx *c)
+{
+    const falcon_error_info *e = falcon_last_error_info();
+    const int blame = blamed_input(c, e);
+    if (blame < 0) return cli_error("%s", e->message);
+    return cli_error("'%s': %s", c->paths[blame], e->message);
+}
+
+/* A failure of falcon_run_from: the checks of its inputs (the statuses of
+ * falcon_validate_from) are the inputs' errors; the run's own (backend,
+ * memory, overflow) name the segment's steps when the run has several. */
+static int run_error(const run_ctx *c, falcon_status s, int64_t t0, int64_t len)
+{
+    if (s == FALCON_E_ARGUMENT || s == FALCON_E_SHAPE || s == FALCON_E_RANGE || s == FALCON_E_NONFINITE)
+        return input_error(c);
+    if (len < c->d.T)
+        return cli_error("steps [%lld, %lld): %s", (long long)t0, (long long)(t0 + len), falcon_last_error());
+    return cli_error("%s", falcon_last_error());
 }
 
 static int same_shape(const falcon_state_view *a, const falcon_state_view *b)
@@ -471,18 +490,15 @@ static void progress_end(void)
     progress.on = 0;
 }
 
-/* One segment: read, validate (steps named from the start), run, write. */
+/* One segment: read, run (validated once, steps named from the start),
+ * write. */
 static int run_segment(run_ctx *c, int64_t t0, int64_t len)
 {
     if (read_segment(c, t0, len) || check_alpha_underflow(c, t0, len)) return CLI_FAIL;
     const falcon_inputs in = make_inputs(c, len);
-    if (falcon_validate_from(&c->cfg, &in, c->state, t0)) return input_error(c, falcon_last_error());
     const double start = now();
-    if (falcon_run(&c->cfg, &in, c->state, c->out)) {
-        if (len < c->d.T)
-            return cli_error("steps [%lld, %lld): %s", (long long)t0, (long long)(t0 + len), falcon_last_error());
-        return cli_error("%s", falcon_last_error());
-    }
+    const falcon_status s = falcon_run_from(&c->cfg, &in, c->state, c->out, t0);
+    if (s) return run_error(c, s, t0, len);
     c->seconds += now() - start;
     return write_segment(c, t0, len);
 }
@@ -502,7 +518,7 @@ static int compute(run_ctx *c)
     /* Configuration and sizes first (no values yet), so that the library
      * names the bad size rather than the state it would not fit. */
     const falcon_inputs all = make_inputs(c, 0);
-    if (falcon_validate(&c->cfg, &all, NULL)) return input_error(c, falcon_last_error());
+    if (falcon_validate(&c->cfg, &all, NULL)) return input_error(c);
     /* Heads run in parallel, one thread each: more threads than heads only
      * cost (each reserves a stack). Results do not depend on the count. */
     const int64_t heads = c->d.B * c->d.H;

@@ -167,9 +167,11 @@ static int read_array(const char *casename, const char *path, const char *label,
 {
     falcon_npy_reader *r;
     falcon_array info;
-    if (falcon_npy_open(path, &r, &info)) { /* the reader's messages name the file already, most of them */
-        const char *why = falcon_last_error();
-        return strstr(why, path) ? cli_error("%s: %s", casename, why) : cli_error("%s: %s: %s", casename, label, why);
+    if (falcon_npy_open(path, &r, &info)) { /* a failure about the file names it already */
+        const falcon_error_info *e = falcon_last_error_info();
+        const int names_file = !strcmp(e->input, path);
+        return names_file ? cli_error("%s: %s", casename, e->message)
+                          : cli_error("%s: %s: %s", casename, label, e->message);
     }
     int ok = json_is_array(want) && (size_t)info.ndim == json_array_size(want);
     for (int i = 0; ok && i < info.ndim; i++) ok = info.shape[i] == json_integer_value(json_array_get(want, (size_t)i));

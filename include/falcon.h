@@ -194,6 +194,14 @@ falcon_status falcon_state_check(const falcon_state *state, falcon_precision p);
  */
 falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in,
                          falcon_state *state, void *out);
+/* falcon_run for inputs that are steps [t0, t0 + in->T) of a longer
+ * sequence run in segments: what falcon_validate_from checks, checked once,
+ * with messages that count steps from t0 (t0 >= 0); the results do not
+ * depend on t0. A failure of those checks has their statuses (ARGUMENT,
+ * SHAPE, RANGE, NONFINITE); the run's own are UNAVAILABLE, NOMEM and
+ * OVERFLOW. falcon_run is falcon_run_from with t0 = 0. */
+falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
+                              falcon_state *state, void *out, int64_t t0);
 
 /*
  * Steps per block of the masked-parallel form for window W: 4096 / W (at
@@ -254,6 +262,43 @@ int falcon_variant_has_window(falcon_variant v);    /* Falcon-3/3A */
 const char *falcon_status_name(falcon_status s);
 /* Detail of the last failure in this thread (tensor, index, rule). */
 const char *falcon_last_error(void);
+
+/*
+ * The same failure as fields, for programs that act on it (a CLI that puts
+ * the file of the tensor in front, a grader): no caller need parse the
+ * message. Strings are never NULL ("" when not known) and stay valid until
+ * the next failure in this thread; numbers are -1 when not known.
+ *
+ * input: what the failure concerns: a tensor of falcon_inputs (q, k, v,
+ * beta, alpha, gain; "inputs" for the struct), a size (T, B, H, n, m, t0,
+ * "B x H", "B x T x H x max(n, m)"; heads, window for a state), a config
+ * field (config.variant ... config.threads; "config" for the struct), out,
+ * a state array (S, prev_key, hist_k, hist_v; "state" for the state), or
+ * the path of a file (.npy reading, checkpoints).
+ *
+ * rule: a stable id of the rule that failed. Inputs: finite, operand-range,
+ * beta-range (regression), beta-ip-range (inner product), alpha-range,
+ * gain-range, null, gain-required, gain-unexpected. Sizes: T-range,
+ * heads-range, n-range, m-range, too-many-heads, too-many-elements,
+ * t0-range. Config: unknown-enum, format-form, format-backend, eps-range,
+ * window-range, window-falcon1, chunk-range, mpfr-bits, threads-range.
+ * State: state-shape, state-window, state-fit (a value beyond the run's
+ * precision), state-finite. Run: backend-unavailable, out-of-memory,
+ * overflow. Files: io (cannot open, read or write), npy-format (a
+ * malformed or unsupported header or data), npy-f32-fit (a float64 value
+ * beyond float32), checkpoint-format, checkpoint-value. "" for the rest.
+ */
+typedef struct falcon_error_info {
+    falcon_status status; /* FALCON_OK before the first failure */
+    const char *input;
+    const char *rule;
+    int64_t index;        /* flat element index within input */
+    int64_t t;            /* step, counted from t0 as the message does */
+    int64_t head;         /* b * H + h */
+    const char *message;  /* falcon_last_error() */
+} falcon_error_info;
+/* This thread's last failure; never NULL. */
+const falcon_error_info *falcon_last_error_info(void);
 
 #ifdef __cplusplus
 }

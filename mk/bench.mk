@@ -171,4 +171,15 @@ $(BUILD)/falcon-scaling: $(BUILD)/obj/bench/scaling.o $(BUILD)/obj/bench/inputs.
 scaling: $(BUILD)/falcon-scaling
 	$(BUILD)/falcon-scaling $(SCALING_ARGS)
 
--include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d $(BUILD)/obj/bench/inputs.d
+# One decode call (T = 1) against its step (bench/decode.c; plain C):
+# `make decode DECODE_ARGS="--backend avx2"`.
+DECODE_ARGS ?=
+$(BUILD)/falcon-decode: $(BUILD)/obj/bench/decode.o $(BUILD)/obj/bench/inputs.o $(BUILD)/libfalcon.a
+	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libfalcon.a $(LDLIBS)
+
+.PHONY: decode
+decode: $(BUILD)/falcon-decode
+	$(BUILD)/falcon-decode $(DECODE_ARGS)
+
+-include $(CLI_EXTRA_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) $(BUILD)/obj/bench/scaling.d $(BUILD)/obj/bench/inputs.d \
+         $(BUILD)/obj/bench/decode.d

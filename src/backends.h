@@ -71,9 +71,9 @@ typedef struct falcon_backend_info {
  * the backend's micro-kernels and framework build (src/run_cpu.inc.c, built
  * once per precision by run-cpu-f32.c and run-cpu-f64.c). */
 falcon_status falcon_run_cpu_f32(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
-                                 void *out, const falcon_cpu_f32 *cpu);
+                                 const double *S_in, void *out, const falcon_cpu_f32 *cpu);
 falcon_status falcon_run_cpu_f64(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
-                                 void *out, const falcon_cpu_f64 *cpu);
+                                 const double *S_in, void *out, const falcon_cpu_f64 *cpu);
 
 /* The row of backend b; NULL for a value that names no backend. */
 const falcon_backend_info *falcon_backend_info_of(falcon_backend b);

@@ -98,17 +98,25 @@ static char *join(const char *dir, const char *file)
     return p;
 }
 
+/* The rule id of the failure just recorded, into buf (32 bytes hold any):
+ * a failure re-stated with the checkpoint's name keeps its rule. */
+static const char *rule_of_last(char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", falcon_last_error_info()->rule);
+    return buf;
+}
+
 /* Re-state the failure just recorded with the file it concerns in front
  * (once: an .npy reader's message that starts with the same quoted path
  * keeps only what follows it). */
 static falcon_status in_file(falcon_status s, const char *path)
 {
-    char detail[512];
+    char detail[512], rule[32];
     const char *d = falcon_last_error();
     const size_t len = strlen(path);
     if (d[0] == '\'' && !strncmp(d + 1, path, len) && !strncmp(d + 1 + len, "': ", 3)) d += len + 4;
     snprintf(detail, sizeof detail, "%s", d);
-    return falcon_fail(s, "checkpoint '%s': %s", path, detail);
+    return falcon_fail_in(path, rule_of_last(rule, sizeof rule), s, "checkpoint '%s': %s", path, detail);
 }
 
 /* ---- save ---- */
@@ -122,7 +130,8 @@ static falcon_status entry_array(const entry *e, falcon_array *a, double **tmp)
     *tmp = NULL;
     if (e->kind == KIND_FLAG || e->kind == KIND_COUNT) {
         *tmp = malloc(sizeof(double) * (size_t)(a->count + 1));
-        if (!*tmp) return falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", e->file);
+        if (!*tmp) return falcon_fail_in(e->file, "out-of-memory",
+                                         FALCON_E_NOMEM, "checkpoint '%s': out of memory", e->file);
         for (int64_t i = 0; i < a->count; i++) (*tmp)[i] = e->kind == KIND_FLAG ? e->flag[i] : (double)e->count[i];
         a->data = *tmp;
     }
@@ -208,16 +217,17 @@ falcon_status falcon_checkpoint_save_to(falcon_outputs *tx, int slot, const falc
     char *paths[NUM_ARRAYS + 1];
     layout(state, e);
     falcon_status s = make_paths(dir, e, paths) ? FALCON_OK
-                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", name);
+                                               : falcon_fail_in(name, "out-of-memory",
+                                                                FALCON_E_NOMEM, "checkpoint '%s': out of memory", name);
     for (int i = 0; !s && i < NUM_ARRAYS; i++) s = save_entry(&e[i], paths[i]);
     if (!s) s = save_manifest(state, paths[NUM_ARRAYS]);
     free_paths(paths);
     /* Messages name the checkpoint, not its temporary directory. */
     if (s) {
-        char detail[512];
+        char detail[512], rule[32];
         const char *d = falcon_last_error(), *p = strstr(d, ": cannot ");
         snprintf(detail, sizeof detail, "%s", p ? p + 2 : d);
-        s = falcon_fail(s, "checkpoint '%s': %s", name, detail);
+        s = falcon_fail_in(name, rule_of_last(rule, sizeof rule), s, "checkpoint '%s': %s", name, detail);
     }
     return s;
 }
@@ -247,14 +257,18 @@ static falcon_status read_manifest_text(const char *path, char *buf, size_t size
 {
     FILE *f = fopen(path, "r");
     if (!f && errno == ENOENT)
-        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': missing: not a falcon checkpoint (or its save failed)",
-                           path);
-    if (!f) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open it: %s", path, strerror(errno));
+        return falcon_fail_in(path, "checkpoint-format",
+                              FALCON_E_FORMAT, "checkpoint '%s': missing: not a falcon checkpoint (or its save failed)",
+                              path);
+    if (!f) return falcon_fail_in(path, "io",
+                                  FALCON_E_IO, "checkpoint '%s': cannot open it: %s", path, strerror(errno));
     const size_t got = fread(buf, 1, size - 1, f);
     const int bad = ferror(f), more = !bad && fgetc(f) != EOF;
     fclose(f);
-    if (bad) return falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot read it", path);
-    if (more) return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': longer than %zu bytes: not a manifest", path, size - 1);
+    if (bad) return falcon_fail_in(path, "io", FALCON_E_IO, "checkpoint '%s': cannot read it", path);
+    if (more)
+        return falcon_fail_in(path, "checkpoint-format", FALCON_E_FORMAT,
+                              "checkpoint '%s': longer than %zu bytes: not a manifest", path, size - 1);
     buf[got] = '\0';
     return FALCON_OK;
 }
@@ -270,8 +284,9 @@ static falcon_status parse_line(const char *path, int line, char **text, const c
     errno = 0;
     if (ok) *value = strtoll(num, &stop, 10);
     if (!ok || errno || *stop != '\0')
-        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': line %d is '%.40s', expected '%s <integer>'", path,
-                           line, *text, key);
+        return falcon_fail_in(path, "checkpoint-format",
+                              FALCON_E_FORMAT, "checkpoint '%s': line %d is '%.40s', expected '%s <integer>'", path,
+                              line, *text, key);
     *text = end ? end + 1 : *text + strlen(*text);
     return FALCON_OK;
 }
@@ -281,8 +296,9 @@ static falcon_status parse_manifest(const char *path, char *text, manifest *m)
     const size_t flen = strlen(FORMAT_LINE); /* the same length as version 1's */
     m->version = !strncmp(text, FORMAT_LINE, flen) ? 2 : !strncmp(text, FORMAT_LINE_V1, flen) ? 1 : 0;
     if (!m->version || (text[flen] != '\n' && text[flen] != '\0'))
-        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': the first line must be '" FORMAT_LINE
-                           "' or '" FORMAT_LINE_V1 "' (another version, or not a falcon checkpoint)", path);
+        return falcon_fail_in(path, "checkpoint-format",
+                              FALCON_E_FORMAT, "checkpoint '%s': the first line must be '" FORMAT_LINE
+                              "' or '" FORMAT_LINE_V1 "' (another version, or not a falcon checkpoint)", path);
     text += flen + (text[flen] == '\n');
     const char *keys[4] = {"heads", "n", "m", "window"};
     int64_t *values[4] = {&m->heads, &m->n, &m->m, &m->window};
@@ -291,7 +307,8 @@ static falcon_status parse_manifest(const char *path, char *text, manifest *m)
         if (s) return s;
     }
     if (*text != '\0')
-        return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': unexpected text after the window line", path);
+        return falcon_fail_in(path, "checkpoint-format",
+                              FALCON_E_FORMAT, "checkpoint '%s': unexpected text after the window line", path);
     return FALCON_OK;
 }
 
@@ -314,11 +331,11 @@ static falcon_status check_shape(const entry *e, const falcon_array *a, const ch
     for (int i = 0; same && i < e->ndim; i++) same = a->shape[i] == e->shape[i];
     if (same) return FALCON_OK;
     char got[200], want[200];
-    return falcon_fail(FALCON_E_FORMAT,
-                       "checkpoint '%s': shape %s but the manifest (heads %lld, n %lld, m %lld, window %lld) "
-                       "needs %s", path, falcon_shape_repr(a->shape, a->ndim, got, sizeof got),
-                       (long long)m->heads, (long long)m->n, (long long)m->m, (long long)m->window,
-                       falcon_shape_repr(e->shape, e->ndim, want, sizeof want));
+    return falcon_fail_in(path, "checkpoint-format", FALCON_E_FORMAT,
+                          "checkpoint '%s': shape %s but the manifest (heads %lld, n %lld, m %lld, window %lld) "
+                          "needs %s", path, falcon_shape_repr(a->shape, a->ndim, got, sizeof got),
+                          (long long)m->heads, (long long)m->n, (long long)m->m, (long long)m->window,
+                          falcon_shape_repr(e->shape, e->ndim, want, sizeof want));
 }
 
 static falcon_status check_values(const entry *e, const falcon_array *a, const char *path, const manifest *m)
@@ -329,8 +346,9 @@ static falcon_status check_values(const entry *e, const falcon_array *a, const c
         char text[64];
         const char *rule = value_rule(e, x[i], m->window - 1, text, sizeof text);
         if (rule)
-            return falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': element %lld (head %lld) = %g %s", path,
-                               (long long)i, (long long)(i / per_head), x[i], rule);
+            return falcon_blame_at(falcon_fail(FALCON_E_FORMAT, "checkpoint '%s': element %lld (head %lld) = %g %s",
+                                               path, (long long)i, (long long)(i / per_head), x[i], rule),
+                                   path, "checkpoint-value", i, -1, i / per_head);
     }
     return FALCON_OK;
 }
@@ -348,7 +366,7 @@ static falcon_status load_entry(const entry *e, const char *path, const manifest
         return s;
     }
     a.data = malloc(sizeof(double) * (size_t)(a.count + 1));
-    if (!a.data) s = falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
+    if (!a.data) s = falcon_fail_in(path, "out-of-memory", FALCON_E_NOMEM, "checkpoint '%s': out of memory", path);
     else if ((s = falcon_npy_read_range(r, 0, a.count, FALCON_DTYPE_F64, a.data))) s = in_file(s, path);
     falcon_npy_close(r);
     if (!s && !(s = check_values(e, &a, path, m))) {
@@ -369,7 +387,8 @@ static falcon_status load_arrays(const char *dir, falcon_state *st, const manife
     char *paths[NUM_ARRAYS + 1];
     layout(st, e);
     falcon_status s = make_paths(dir, e, paths) ? FALCON_OK
-                                               : falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
+                                               : falcon_fail_in(dir, "out-of-memory",
+                                                                FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir);
     const int arrays = m->version == 1 ? NUM_ARRAYS_V1 : NUM_ARRAYS; /* version 1: every scale 1 */
     for (int i = 0; i < arrays && !s; i++) s = load_entry(&e[i], paths[i], m);
     free_paths(paths);
@@ -397,7 +416,8 @@ static falcon_status dir_ok(const char *dir)
 {
     struct stat st;
     const int err = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
-    return err ? falcon_fail(FALCON_E_IO, "checkpoint '%s': cannot open the directory: %s", dir, strerror(err))
+    return err ? falcon_fail_in(dir, "io",
+                                FALCON_E_IO, "checkpoint '%s': cannot open the directory: %s", dir, strerror(err))
                : FALCON_OK;
 }
 
@@ -408,7 +428,8 @@ falcon_status falcon_checkpoint_shape(const char *dir, int64_t *heads, int64_t *
     char text[MANIFEST_MAX];
     manifest mf;
     char *path = join(dir, MANIFEST);
-    falcon_status s = !path ? falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
+    falcon_status s = !path ? falcon_fail_in(dir, "out-of-memory",
+                                             FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
                             : read_manifest_text(path, text, sizeof text);
     if (!s) s = parse_manifest(path, text, &mf);
     free(path);
@@ -425,7 +446,8 @@ falcon_status falcon_checkpoint_load(const char *dir, falcon_state **out)
     falcon_state *state = NULL;
     const int lockfd = lock_parent_shared(dir);
     char *path = join(dir, MANIFEST);
-    falcon_status s = !path ? falcon_fail(FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
+    falcon_status s = !path ? falcon_fail_in(dir, "out-of-memory",
+                                             FALCON_E_NOMEM, "checkpoint '%s': out of memory", dir)
                             : read_manifest_text(path, text, sizeof text);
     if (!s && !(s = parse_manifest(path, text, &m)) &&
         (s = falcon_state_create(m.heads, m.n, m.m, m.window, &state)))

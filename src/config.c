@@ -85,14 +85,50 @@ int falcon_variant_has_gain(falcon_variant v) { return v == FALCON_2 || v == FAL
 int falcon_variant_has_window(falcon_variant v) { return v == FALCON_3 || v == FALCON_3A; }
 
 static _Thread_local char last_error[512];
+/* The fields of the last failure. Input and rule are copies: a path's
+ * owner may free it before the caller reads the error. */
+static _Thread_local char last_input[4096], last_rule[32];
+static _Thread_local falcon_error_info last_info = {FALCON_OK, "", "", -1, -1, -1, ""};
+
+/* A new failure: its message, and fields that name nothing yet. */
+static falcon_status record(falcon_status s, const char *fmt, va_list ap)
+{
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    last_input[0] = last_rule[0] = '\0';
+    const falcon_error_info fresh = {s, last_input, last_rule, -1, -1, -1, last_error};
+    last_info = fresh;
+    return s;
+}
 
 falcon_status falcon_fail(falcon_status s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    record(s, fmt, ap);
     va_end(ap);
     return s;
 }
 
+falcon_status falcon_fail_in(const char *input, const char *rule, falcon_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(s, fmt, ap);
+    va_end(ap);
+    return falcon_blame_at(s, input, rule, -1, -1, -1);
+}
+
+falcon_status falcon_blame_at(falcon_status s, const char *input, const char *rule, int64_t index, int64_t t,
+                              int64_t head)
+{
+    snprintf(last_input, sizeof last_input, "%s", input ? input : "");
+    snprintf(last_rule, sizeof last_rule, "%s", rule ? rule : "");
+    last_info.index = index;
+    last_info.t = t;
+    last_info.head = head;
+    return s;
+}
+
 const char *falcon_last_error(void) { return last_error; }
+
+const falcon_error_info *falcon_last_error_info(void) { return &last_info; }

@@ -52,9 +52,18 @@ struct falcon_state {
     int memory_f32;
 };
 
-/* Record the detail of a failure for falcon_last_error(); returns s. */
+/* Record the detail of a failure for falcon_last_error(); returns s. Its
+ * falcon_error_info has no input, rule or index until a blame below. */
 falcon_status falcon_fail(falcon_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* falcon_fail with what the failure concerns: falcon_error_info's input
+ * and rule id (a name, a path; ids in falcon.h). */
+falcon_status falcon_fail_in(const char *input, const char *rule, falcon_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* After falcon_fail(_in): the input, rule, flat index, step and head of the
+ * failure (-1: not known); returns s. */
+falcon_status falcon_blame_at(falcon_status s, const char *input, const char *rule, int64_t index, int64_t t,
+                              int64_t head);
 
 /* Element i of a typed input as double. */
 static inline double falcon_load(const void *p, falcon_precision prec, int64_t i)
@@ -72,6 +81,9 @@ double falcon_operand_max(falcon_precision prec);
  * window history of that head forward over the call's T steps. */
 void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falcon_inputs *in,
                           int64_t b, int64_t h);
+/* A copy of src (non-NULL) into *out; its memory S left as the kept block
+ * held it unless copy_memory (the caller writes all of it). */
+falcon_status falcon_state_clone(const falcon_state *src, int copy_memory, falcon_state **out);
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
 

@@ -82,8 +82,9 @@ typedef struct cursor {
 
 static falcon_status malformed(const cursor *c, const char *expected)
 {
-    return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header at byte %d: expected %s",
-                       c->path, (int)(c->p - c->begin), expected);
+    return falcon_fail_in(c->path, "npy-format",
+                          FALCON_E_FORMAT, "'%s': malformed .npy header at byte %d: expected %s",
+                          c->path, (int)(c->p - c->begin), expected);
 }
 
 static void skip_space(cursor *c)
@@ -136,7 +137,8 @@ static falcon_status parse_dim(cursor *c, int64_t *dim)
     int64_t v = 0;
     for (; c->p < c->end && *c->p >= '0' && *c->p <= '9'; c->p++)
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *c->p - '0', &v))
-            return falcon_fail(FALCON_E_FORMAT, "'%s': a dimension of the shape overflows int64", c->path);
+            return falcon_fail_in(c->path, "npy-format",
+                                  FALCON_E_FORMAT, "'%s': a dimension of the shape overflows int64", c->path);
     *dim = v;
     return FALCON_OK;
 }
@@ -149,8 +151,9 @@ static falcon_status parse_shape(cursor *c, npy_header *h)
     h->ndim = 0;
     while (!accept(c, ')')) {
         if (h->ndim == FALCON_NPY_MAX_NDIM)
-            return falcon_fail(FALCON_E_FORMAT, "'%s': the shape has more than %d dimensions",
-                               c->path, FALCON_NPY_MAX_NDIM);
+            return falcon_fail_in(c->path, "npy-format",
+                                  FALCON_E_FORMAT, "'%s': the shape has more than %d dimensions",
+                                  c->path, FALCON_NPY_MAX_NDIM);
         falcon_status s = parse_dim(c, &h->shape[h->ndim++]);
         if (s) return s;
         comma = accept(c, ',');
@@ -164,17 +167,18 @@ static falcon_status parse_descr(cursor *c, npy_header *h)
 {
     char descr[32];
     if (peek(c, '['))
-        return falcon_fail(FALCON_E_FORMAT, "'%s': the dtype is a structured (record) type: only float16 "
-                           "'<f2', float32 '<f4' and float64 '<f8' are supported", c->path);
+        return falcon_fail_in(c->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': the dtype is a structured (record) type: only float16 "
+                              "'<f2', float32 '<f4' and float64 '<f8' are supported", c->path);
     falcon_status s = parse_string(c, descr, sizeof descr);
     if (s) return s;
     if (!strcmp(descr, "<f4")) h->dtype = FALCON_DTYPE_F32;
     else if (!strcmp(descr, "<f8")) h->dtype = FALCON_DTYPE_F64;
     else if (!strcmp(descr, "<f2")) h->dtype = FALCON_DTYPE_F16;
     else
-        return falcon_fail(FALCON_E_FORMAT,
-                           "'%s': dtype '%s' is not supported: only little-endian float16 '<f2', "
-                           "float32 '<f4' and float64 '<f8'", c->path, descr);
+        return falcon_fail_in(c->path, "npy-format", FALCON_E_FORMAT,
+                              "'%s': dtype '%s' is not supported: only little-endian float16 '<f2', "
+                              "float32 '<f4' and float64 '<f8'", c->path, descr);
     return FALCON_OK;
 }
 
@@ -191,24 +195,27 @@ static falcon_status parse_header(cursor *c, npy_header *h)
         const int bit = !strcmp(key, "descr") ? DESCR : !strcmp(key, "fortran_order") ? FORTRAN
                       : !strcmp(key, "shape") ? SHAPE : 0;
         if (!bit || (seen & bit))
-            return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header: %s key '%s'", c->path,
-                               bit ? "repeated" : "unexpected", key);
+            return falcon_fail_in(c->path, "npy-format",
+                                  FALCON_E_FORMAT, "'%s': malformed .npy header: %s key '%s'", c->path,
+                                  bit ? "repeated" : "unexpected", key);
         seen |= bit;
         if (!accept(c, ':')) return malformed(c, "':' after a key");
         int fortran = 0;
         s = bit == DESCR ? parse_descr(c, h) : bit == SHAPE ? parse_shape(c, h) : parse_bool(c, &fortran);
         if (s) return s;
         if (fortran)
-            return falcon_fail(FALCON_E_FORMAT, "'%s': fortran_order is True: only C-order arrays are supported",
-                               c->path);
+            return falcon_fail_in(c->path, "npy-format",
+                                  FALCON_E_FORMAT, "'%s': fortran_order is True: only C-order arrays are supported",
+                                  c->path);
         if (!accept(c, ',') && !peek(c, '}'))
             return malformed(c, "',' or '}' in the header dict");
     }
     skip_space(c);
     if (c->p != c->end) return malformed(c, "only padding after the header dict");
     if (seen != (DESCR | FORTRAN | SHAPE))
-        return falcon_fail(FALCON_E_FORMAT, "'%s': malformed .npy header: missing key '%s'", c->path,
-                           !(seen & DESCR) ? "descr" : !(seen & FORTRAN) ? "fortran_order" : "shape");
+        return falcon_fail_in(c->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': malformed .npy header: missing key '%s'", c->path,
+                              !(seen & DESCR) ? "descr" : !(seen & FORTRAN) ? "fortran_order" : "shape");
     return FALCON_OK;
 }
 
@@ -224,7 +231,7 @@ typedef struct npy_file {
 
 static falcon_status io_error(const char *path, const char *what, int err)
 {
-    return falcon_fail(FALCON_E_IO, "'%s': cannot %s: %s", path, what, strerror(err));
+    return falcon_fail_in(path, "io", FALCON_E_IO, "'%s': cannot %s: %s", path, what, strerror(err));
 }
 
 static falcon_status npy_open(const char *path, npy_file *f)
@@ -250,7 +257,8 @@ static falcon_status read_exact(const npy_file *f, void *buf, size_t len, const 
     const ssize_t got = read_full(f->fd, buf, len);
     if (got < 0) return io_error(f->path, "read it", errno);
     if ((size_t)got < len)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ends inside the %s", f->path, what);
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': truncated: the file ends inside the %s", f->path, what);
     return FALCON_OK;
 }
 
@@ -261,14 +269,16 @@ static falcon_status read_prelude(npy_file *f, uint32_t *header_len)
     const ssize_t got = read_full(f->fd, pre, PRELUDE_LEN);
     if (got < 0) return io_error(f->path, "read it", errno);
     if (got < MAGIC_LEN || memcmp(pre, NPY_MAGIC, MAGIC_LEN) != 0)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': not a .npy file (%s)", f->path,
-                           got ? "bad magic string" : "the file is empty");
+        return falcon_fail_in(f->path, "npy-format", FALCON_E_FORMAT, "'%s': not a .npy file (%s)", f->path,
+                              got ? "bad magic string" : "the file is empty");
     if (got < PRELUDE_LEN)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ends inside the version", f->path);
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': truncated: the file ends inside the version", f->path);
     const int major = pre[6], minor = pre[7];
     if (major < 1 || major > 3 || minor != 0)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': unsupported .npy version %d.%d (1.0, 2.0 and 3.0 are read)",
-                           f->path, major, minor);
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': unsupported .npy version %d.%d (1.0, 2.0 and 3.0 are read)",
+                              f->path, major, minor);
     const int len_bytes = major == 1 ? 2 : 4;
     falcon_status s = read_exact(f, pre + PRELUDE_LEN, (size_t)len_bytes, "header length");
     if (s) return s;
@@ -276,11 +286,13 @@ static falcon_status read_prelude(npy_file *f, uint32_t *header_len)
     for (int i = len_bytes - 1; i >= 0; i--) *header_len = *header_len << 8 | pre[PRELUDE_LEN + i];
     f->data_off = PRELUDE_LEN + len_bytes + (int64_t)*header_len;
     if (f->regular && f->data_off > f->size)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': header length %u is larger than the file (%lld bytes)",
-                           f->path, *header_len, (long long)f->size);
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': header length %u is larger than the file (%lld bytes)",
+                              f->path, *header_len, (long long)f->size);
     if (*header_len > MAX_HEADER)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': header length %u is over the limit of %d bytes", f->path,
-                           *header_len, MAX_HEADER);
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': header length %u is over the limit of %d bytes", f->path,
+                              *header_len, MAX_HEADER);
     return FALCON_OK;
 }
 
@@ -290,7 +302,8 @@ static falcon_status read_header(npy_file *f, npy_header *h)
     falcon_status s = read_prelude(f, &len);
     if (s) return s;
     char *text = malloc(len + 1u);
-    if (!text) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for the header", f->path);
+    if (!text) return falcon_fail_in(f->path, "out-of-memory",
+                                     FALCON_E_NOMEM, "'%s': out of memory for the header", f->path);
     if (!(s = read_exact(f, text, len, "header"))) {
         cursor c = {text, text, text + len, f->path};
         s = parse_header(&c, h);
@@ -300,8 +313,9 @@ static falcon_status read_header(npy_file *f, npy_header *h)
     char shape[SHAPE_TEXT];
     h->count = shape_count(h->shape, h->ndim);
     if (h->count < 0)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': the element count of shape %s overflows int64", f->path,
-                           falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
+        return falcon_fail_in(f->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': the element count of shape %s overflows int64", f->path,
+                              falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
     return FALCON_OK;
 }
 
@@ -313,12 +327,13 @@ static falcon_status check_data_size(const npy_file *f, const npy_header *h, int
     const int short_file = h->count > have / (int64_t)size;
     if (!short_file && !extra && h->count * (int64_t)size == have) return FALCON_OK;
     if (short_file)
-        return falcon_fail(FALCON_E_FORMAT,
-                           "'%s': truncated data: shape %s of %s needs %lld elements, the file holds %lld",
-                           f->path, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape),
-                           dtype_descr(h->dtype), (long long)h->count, (long long)(have / (int64_t)size));
-    return falcon_fail(FALCON_E_FORMAT, "'%s': trailing bytes after the %lld elements of shape %s", f->path,
-                       (long long)h->count, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
+        return falcon_fail_in(f->path, "npy-format", FALCON_E_FORMAT,
+                              "'%s': truncated data: shape %s of %s needs %lld elements, the file holds %lld",
+                              f->path, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape),
+                              dtype_descr(h->dtype), (long long)h->count, (long long)(have / (int64_t)size));
+    return falcon_fail_in(f->path, "npy-format",
+                          FALCON_E_FORMAT, "'%s': trailing bytes after the %lld elements of shape %s", f->path,
+                          (long long)h->count, falcon_shape_repr(h->shape, h->ndim, shape, sizeof shape));
 }
 
 /* Read up to `bytes` into a buffer that grows with what arrives, so that a
@@ -330,7 +345,8 @@ static falcon_status read_growing(const npy_file *f, size_t bytes, char **buf, s
     *got = 0;
     *buf = malloc(cap ? cap : 1);
     for (;;) {
-        if (!*buf) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for %zu bytes of data", f->path, cap);
+        if (!*buf) return falcon_fail_in(f->path, "out-of-memory",
+                                         FALCON_E_NOMEM, "'%s': out of memory for %zu bytes of data", f->path, cap);
         const ssize_t r = read_full(f->fd, *buf + *got, cap - *got);
         if (r < 0) return io_error(f->path, "read it", errno);
         *got += (size_t)r;
@@ -413,7 +429,7 @@ falcon_status falcon_npy_open(const char *path, falcon_npy_reader **reader, falc
     if (!r || !copy) {
         free(r);
         free(copy);
-        return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory", path);
+        return falcon_fail_in(path, "out-of-memory", FALCON_E_NOMEM, "'%s': out of memory", path);
     }
     r->path = copy;
     r->f.fd = -1;
@@ -457,8 +473,9 @@ static falcon_status fetch(const falcon_npy_reader *r, int64_t first, int64_t co
     const ssize_t got = pread_full(r->f.fd, dst, bytes, off);
     if (got < 0) return io_error(r->path, "read it", errno);
     if ((size_t)got < bytes)
-        return falcon_fail(FALCON_E_FORMAT, "'%s': truncated: the file ended at byte %lld while being read "
-                           "(it changed after it was opened)", r->path, (long long)(off + got));
+        return falcon_fail_in(r->path, "npy-format",
+                              FALCON_E_FORMAT, "'%s': truncated: the file ended at byte %lld while being read "
+                              "(it changed after it was opened)", r->path, (long long)(off + got));
     return FALCON_OK;
 }
 
@@ -480,11 +497,14 @@ falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t
     if (want != FALCON_DTYPE_F32 && want != FALCON_DTYPE_F64)
         return falcon_fail(FALCON_E_ARGUMENT, "npy_read_range: unknown dtype %d", (int)want);
     if (first < 0 || count < 0 || first > r->h.count - count)
-        return falcon_fail(FALCON_E_ARGUMENT, "'%s': elements [%lld, %lld + %lld) are outside its %lld", r->path,
-                           (long long)first, (long long)first, (long long)count, (long long)r->h.count);
+        return falcon_fail_in(r->path, "",
+                              FALCON_E_ARGUMENT, "'%s': elements [%lld, %lld + %lld) are outside its %lld", r->path,
+                              (long long)first, (long long)first, (long long)count, (long long)r->h.count);
     if (want == r->h.dtype) return fetch(r, first, count, dst);
     double *piece = malloc(sizeof(double) * PIECE);
-    if (!piece) return falcon_fail(FALCON_E_NOMEM, "'%s': out of memory converting to %s", r->path, dtype_descr(want));
+    if (!piece)
+        return falcon_fail_in(r->path, "out-of-memory", FALCON_E_NOMEM, "'%s': out of memory converting to %s",
+                              r->path, dtype_descr(want));
     falcon_status s = FALCON_OK;
     /* float16 widens exactly to either precision (non-finite values pass
      * through, for the validation to name). */
@@ -512,6 +532,7 @@ falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t
             char at[SHAPE_TEXT];
             s = falcon_fail(FALCON_E_RANGE, "'%s': element %s = %g does not fit in float32", r->path,
                             falcon_npy_unravel(first + done + bad, r->h.shape, r->h.ndim, at, sizeof at), piece[bad]);
+            falcon_blame_at(s, r->path, "npy-f32-fit", first + done + bad, -1, -1);
         }
     }
     for (int64_t done = 0; !s && done < count; done += PIECE) {
@@ -524,7 +545,7 @@ falcon_status falcon_npy_read_range(falcon_npy_reader *r, int64_t first, int64_t
         } else {
             /* The file may have changed between the passes: check again. */
             if (first_overflow(piece, len) >= 0) {
-                s = falcon_fail(FALCON_E_FORMAT, "'%s': changed while being read", r->path);
+                s = falcon_fail_in(r->path, "npy-format", FALCON_E_FORMAT, "'%s': changed while being read", r->path);
                 break;
             }
             float *y = (float *)dst + done;
@@ -546,11 +567,13 @@ falcon_status falcon_npy_read(const char *path, falcon_dtype want, falcon_array 
     if (s) return s;
     void *data = NULL;
     if (info.count > (int64_t)(SIZE_MAX / 8)) /* only a stream gets here with such a shape */
-        s = falcon_fail(FALCON_E_NOMEM, "'%s': %lld elements do not fit in memory", path, (long long)info.count);
+        s = falcon_fail_in(path, "out-of-memory",
+                           FALCON_E_NOMEM, "'%s': %lld elements do not fit in memory", path, (long long)info.count);
     else if (r->mem && want == r->h.dtype) /* a stream's data is already in memory */
         data = r->mem, r->mem = NULL;
     else if (!(data = malloc(info.count ? (size_t)info.count * dtype_size(want) : 1)))
-        s = falcon_fail(FALCON_E_NOMEM, "'%s': out of memory for %lld elements", path, (long long)info.count);
+        s = falcon_fail_in(path, "out-of-memory",
+                           FALCON_E_NOMEM, "'%s': out of memory for %lld elements", path, (long long)info.count);
     else
         s = falcon_npy_read_range(r, 0, info.count, want, data);
     falcon_npy_close(r);

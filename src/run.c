@@ -87,43 +87,64 @@ static int all_finite(const void *p, falcon_precision prec, int64_t count, int t
     return 1;
 }
 
+/* A result that is not finite at flat element `bad` of out ([B][T][H][m]):
+ * its step (counted from t0) and head. */
+static falcon_status blame_out(falcon_status s, const falcon_inputs *in, int64_t t0, int64_t bad)
+{
+    const int64_t row = bad / in->m, h = row % in->H, t = (row / in->H) % in->T, b = row / (in->H * in->T);
+    return falcon_blame_at(s, "out", "overflow", bad, t0 + t, b * in->H + h);
+}
+
 falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falcon_state *state,
                          void *out)
 {
-    falcon_status s = falcon_validate(cfg, in, state);
+    return falcon_run_from(cfg, in, state, out, 0);
+}
+
+falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in, falcon_state *state,
+                              void *out, int64_t t0)
+{
+    falcon_status s = falcon_validate_from(cfg, in, state, t0);
     if (s) return s;
     falcon_config resolved = *cfg;
     resolved.chunk = falcon_chunk_of(resolved.chunk, in->n, in->m, resolved.window);
     cfg = &resolved;
-    if (in->T > 0 && !out) return falcon_fail(FALCON_E_ARGUMENT, "out is NULL");
+    if (in->T > 0 && !out) return falcon_fail_in("out", "null", FALCON_E_ARGUMENT, "out is NULL");
     const falcon_backend backend = falcon_backend_resolve(cfg->backend);
     if (!falcon_backend_available(backend))
-        return falcon_fail(FALCON_E_UNAVAILABLE, "backend %s is not available here: %s",
-                           falcon_backend_name(backend), falcon_backend_describe(backend));
+        return falcon_fail_in("config.backend", "backend-unavailable", FALCON_E_UNAVAILABLE,
+                              "backend %s is not available here: %s", falcon_backend_name(backend),
+                              falcon_backend_describe(backend));
 
     /* No steps: nothing to compute and the state stays as it is. (The
      * tensors and out may be NULL then: no backend may offset them.) */
     if (in->T == 0) return FALCON_OK;
 
-    falcon_state *work;
-    s = state ? falcon_state_copy(state, &work)
-              : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);
-    if (s) return s;
-
     /* The backend's row: a whole-call function, or the micro-kernels and
      * drivers of a CPU backend for the run's precision. */
     const falcon_backend_info *be = falcon_backend_info_of(backend);
+    /* Every head of the CPU recurrent form stores its memory into the
+     * working copy (rec_close) after reading it from the caller's state,
+     * which stays untouched: the copy need not start as one, a pass over
+     * the memory less per call (a decode call's largest cost after the
+     * kernels' own copies: docs/performance.md, "Decode calls"). */
+    const double *S_in = state && !be->run && cfg->form == FALCON_FORM_RECURRENT ? state->S : NULL;
+    falcon_state *work;
+    s = state ? falcon_state_clone(state, !S_in, &work)
+              : falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &work);
+    if (s) return s;
     if (be->run)
         s = be->run(cfg, in, work, out);
     else if (cfg->precision != FALCON_FP64)
-        s = falcon_run_cpu_f32(cfg, in, work, out, falcon_backend_cpu_f32(be));
+        s = falcon_run_cpu_f32(cfg, in, work, S_in, out, falcon_backend_cpu_f32(be));
     else
-        s = falcon_run_cpu_f64(cfg, in, work, out, falcon_backend_cpu_f64(be));
+        s = falcon_run_cpu_f64(cfg, in, work, S_in, out, falcon_backend_cpu_f64(be));
     /* A backend's AVX code cleans the vector registers' upper halves on
      * return only where the compiler inserted it (-O2 and up): clean them
      * here, before the baseline code that follows and the caller's. */
     falcon_clean_upper();
-    if (s == FALCON_E_NOMEM) s = falcon_fail(s, "out of memory in the %s backend", falcon_backend_name(backend));
+    if (s == FALCON_E_NOMEM)
+        s = falcon_fail_in("", "out-of-memory", s, "out of memory in the %s backend", falcon_backend_name(backend));
 
     /* The result must be finite. The CPU drivers check each output row as
      * they write it, and the memory as they store it, and answer
@@ -133,19 +154,22 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
     const int threads = falcon_threads(cfg);
     const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run, scan = (!s && be->run) || drivers_saw;
     if (scan && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
-        s = falcon_fail(FALCON_E_OVERFLOW,
-                        "out[%lld] is not finite: the recurrence left the range of %s (inputs too large "
-                        "for it, or keys or gains so small against eps that a step's size underflows); "
-                        "the state was left unchanged",
-                        (long long)bad, falcon_precision_name(cfg->precision));
+        s = blame_out(falcon_fail(FALCON_E_OVERFLOW,
+                                  "out[%lld] is not finite: the recurrence left the range of %s (inputs too large "
+                                  "for it, or keys or gains so small against eps that a step's size underflows); "
+                                  "the state was left unchanged",
+                                  (long long)bad, falcon_precision_name(cfg->precision)),
+                      in, t0, bad);
     else if (scan && !all_finite(work->S, FALCON_FP64, work->heads * work->m * work->n, threads, &bad))
-        s = falcon_fail(FALCON_E_OVERFLOW,
-                        "S[%lld] is not finite: the memory left the range of its precision (inputs too large, or "
-                        "keys or gains so small against eps that a step's size underflows); the state was left "
-                        "unchanged",
-                        (long long)bad);
+        s = falcon_blame_at(falcon_fail(FALCON_E_OVERFLOW,
+                                        "S[%lld] is not finite: the memory left the range of its precision (inputs "
+                                        "too large, or keys or gains so small against eps that a step's size "
+                                        "underflows); the state was left unchanged",
+                                        (long long)bad),
+                            "S", "overflow", bad, -1, bad / (work->m * work->n));
     else if (drivers_saw) /* the scans must find what the drivers saw */
-        s = falcon_fail(FALCON_E_OVERFLOW, "a result was not finite; the state was left unchanged");
+        s = falcon_fail_in("out", "overflow", FALCON_E_OVERFLOW,
+                           "a result was not finite; the state was left unchanged");
     if (s) {
         falcon_state_free(work);
         return s;

@@ -5,7 +5,7 @@
 
 /* Head hh = b * H + h: views into the [B][T][H][D] tensors and its state. */
 static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs *in,
-                                   falcon_state *st, void *out, const RS(falcon_uk) *uk,
+                                   falcon_state *st, const double *S_in, void *out, const RS(falcon_uk) *uk,
                                    int direct_decay, int64_t hh)
 {
     const int64_t T = in->T, H = in->H, n = in->n, m = in->m, keep = st->keep;
@@ -31,6 +31,7 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
         .window = cfg->window,
         .operand_drop = falcon_operand_format(cfg->precision),
         .S = st->S + hh * m * n,
+        .S_in = S_in ? S_in + hh * m * n : NULL,
         .scale = st->scale + hh,
         .prev_key = st->has_prev[hh] ? st->prev_key + hh * n : NULL,
         .hist_k = st->hist_k + hh * keep * n,
@@ -45,9 +46,10 @@ static RS(falcon_head) RS(head_of)(const falcon_config *cfg, const falcon_inputs
 }
 
 /* cpu: the backend's micro-kernels and the framework build that drives them
- * (one row of src/backends.c). */
+ * (one row of src/backends.c). S_in: the recurrent form's memory to start
+ * from when st's is not a copy of it (NULL: st's own). */
 falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *in,
-                                 falcon_state *st, void *out, const RS(falcon_cpu) *cpu)
+                                 falcon_state *st, const double *S_in, void *out, const RS(falcon_cpu) *cpu)
 {
     const RS(falcon_uk) *uk = cpu->uk;
     const RS(falcon_drivers) *fw = cpu->fw;
@@ -77,7 +79,7 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
          * SCAN_CLEAN_UPPER), which slows the scalar backend's kernels. */
         falcon_clean_upper();
         RS(falcon_head) hd[FALCON_HEAD_GROUP_MAX];
-        for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, out, uk, direct_decay, h0 + i);
+        for (int64_t i = 0; i < count; i++) hd[i] = RS(head_of)(cfg, in, st, S_in, out, uk, direct_decay, h0 + i);
         falcon_status s = cfg->form == FALCON_FORM_RECURRENT ? fw->recurrent(hd, count)
                                                              : fw->blocked(hd, count, L);
         /* The status of the first failed task, not of the last one to

@@ -11,17 +11,20 @@
 static falcon_status state_new(int64_t heads, int64_t n, int64_t m, int64_t window, int zero_memory,
                                falcon_state **out)
 {
-    if (!out) return falcon_fail(FALCON_E_ARGUMENT, "state: the output pointer is NULL");
+    if (!out) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state: the output pointer is NULL");
     if (heads < 1 || heads > (1 << 24))
-        return falcon_fail(FALCON_E_SHAPE, "state: heads = %lld must be in [1, 2^24]", (long long)heads);
+        return falcon_fail_in("heads", "heads-range",
+                              FALCON_E_SHAPE, "state: heads = %lld must be in [1, 2^24]", (long long)heads);
     if (n < 1 || n > FALCON_MAX_DIM || m < 1 || m > FALCON_MAX_DIM)
-        return falcon_fail(FALCON_E_SHAPE, "state: n = %lld, m = %lld must be in [1, %d]",
-                           (long long)n, (long long)m, FALCON_MAX_DIM);
+        return falcon_fail_in(n < 1 || n > FALCON_MAX_DIM ? "n" : "m",
+                              n < 1 || n > FALCON_MAX_DIM ? "n-range" : "m-range",
+                              FALCON_E_SHAPE, "state: n = %lld, m = %lld must be in [1, %d]",
+                              (long long)n, (long long)m, FALCON_MAX_DIM);
     if (window < 1 || window > FALCON_MAX_WINDOW)
-        return falcon_fail(FALCON_E_RANGE, "state: window = %lld must be in [1, %d]",
-                           (long long)window, FALCON_MAX_WINDOW);
+        return falcon_fail_in("window", "window-range", FALCON_E_RANGE, "state: window = %lld must be in [1, %d]",
+                              (long long)window, FALCON_MAX_WINDOW);
     falcon_state *s = calloc(1, sizeof *s);
-    if (!s) return falcon_fail(FALCON_E_NOMEM, "state: out of memory");
+    if (!s) return falcon_fail_in("state", "out-of-memory", FALCON_E_NOMEM, "state: out of memory");
     s->heads = heads; s->n = n; s->m = m; s->window = window; s->keep = window - 1;
     s->memory_f32 = 1;
     /* The memory: the array every run copies (falcon_run works on a copy
@@ -38,8 +41,9 @@ static falcon_status state_new(int64_t heads, int64_t n, int64_t m, int64_t wind
     s->scale = malloc(sizeof(double) * (size_t)heads);
     if (!s->S || !s->prev_key || !s->has_prev || !s->hist_k || !s->hist_v || !s->hist_len || !s->scale) {
         falcon_state_free(s);
-        return falcon_fail(FALCON_E_NOMEM, "state: out of memory for %lld heads of %lld x %lld",
-                           (long long)heads, (long long)m, (long long)n);
+        return falcon_fail_in("state", "out-of-memory",
+                              FALCON_E_NOMEM, "state: out of memory for %lld heads of %lld x %lld",
+                              (long long)heads, (long long)m, (long long)n);
     }
     for (int64_t h = 0; h < heads; h++) s->scale[h] = 1;
     *out = s;
@@ -63,7 +67,7 @@ void falcon_state_free(falcon_state *s)
 
 falcon_status falcon_state_reset(falcon_state *s)
 {
-    if (!s) return falcon_fail(FALCON_E_ARGUMENT, "state is NULL");
+    if (!s) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state is NULL");
     memset(s->S, 0, sizeof(double) * (size_t)(s->heads * s->m * s->n));
     s->memory_f32 = 1;
     for (int64_t h = 0; h < s->heads; h++) s->scale[h] = 1;
@@ -74,12 +78,17 @@ falcon_status falcon_state_reset(falcon_state *s)
 
 falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out)
 {
-    if (!src || !out) return falcon_fail(FALCON_E_ARGUMENT, "state copy: NULL argument");
+    if (!src || !out) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state copy: NULL argument");
+    return falcon_state_clone(src, 1, out);
+}
+
+falcon_status falcon_state_clone(const falcon_state *src, int copy_memory, falcon_state **out)
+{
     falcon_state *d;
     falcon_status st = state_new(src->heads, src->n, src->m, src->window, 0, &d);
     if (st) return st;
     int64_t H = src->heads;
-    memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));
+    if (copy_memory) memcpy(d->S, src->S, sizeof(double) * (size_t)(H * src->m * src->n));
     memcpy(d->prev_key, src->prev_key, sizeof(double) * (size_t)(H * src->n));
     memcpy(d->has_prev, src->has_prev, (size_t)H);
     memcpy(d->hist_k, src->hist_k, sizeof(double) * (size_t)(H * src->keep * src->n));
@@ -114,12 +123,14 @@ const double *falcon_state_scale(const falcon_state *s) { return s ? s->scale : 
 
 falcon_status falcon_state_set_memory(falcon_state *s, const double *S)
 {
-    if (!s || !S) return falcon_fail(FALCON_E_ARGUMENT, "state_set_memory: NULL argument");
+    if (!s || !S) return falcon_fail_in(!s ? "state" : "S", "null",
+                                        FALCON_E_ARGUMENT, "state_set_memory: NULL argument");
     int64_t count = s->heads * s->m * s->n;
     for (int64_t i = 0; i < count; i++)
         if (!isfinite(S[i]))
-            return falcon_fail(FALCON_E_NONFINITE, "S[%lld] = %g: the memory must be finite",
-                               (long long)i, S[i]);
+            return falcon_blame_at(falcon_fail(FALCON_E_NONFINITE, "S[%lld] = %g: the memory must be finite",
+                                               (long long)i, S[i]),
+                                   "S", "state-finite", i, -1, i / (s->m * s->n));
     memcpy(s->S, S, sizeof(double) * (size_t)count);
     for (int64_t h = 0; h < s->heads; h++) s->scale[h] = 1;
     s->memory_f32 = 0;

@@ -30,6 +30,21 @@ static const char *where(const falcon_inputs *in, int64_t b, int64_t t, int64_t 
  * and v become in the chunk form's matrix products. */
 typedef enum { RULE_FINITE, RULE_OPERAND, RULE_BETA_REG, RULE_BETA_IP, RULE_ALPHA, RULE_GAIN } rule;
 
+/* falcon_error_info's rule ids: finite or the tensor's range rule. */
+static const char *rule_id(rule r, double x)
+{
+    static const char *const ids[] = {"finite", "operand-range", "beta-range", "beta-ip-range", "alpha-range",
+                                      "gain-range"};
+    return isfinite(x) ? ids[r] : ids[RULE_FINITE];
+}
+
+/* A failure at element i of row (b, t, h) of tensor `name`: its fields. */
+static falcon_status blame_element(falcon_status s, const falcon_inputs *in, const char *name, rule r, double x,
+                                   int64_t flat, int64_t b, int64_t t, int64_t h)
+{
+    return falcon_blame_at(s, name, rule_id(r, x), flat, t, b * in->H + h);
+}
+
 /* 1 when every element lies in [lo, hi] (lo itself excluded when lo_open),
  * hi finite: NaN and the infinities fail too. A typed loop without
  * branches (element by element through falcon_load it cost 2% of a
@@ -79,27 +94,29 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
             /* Only a failure pays for naming the index. */
             const int64_t h = row % in->H, t = t0 + (row / in->H) % in->T, b = row / (in->H * in->T);
             const char *w = where(in, b, t, h, width > 1 ? i : -1, at, sizeof at);
+#define BLAME(f) blame_element((f), in, name, r, x, row * width + i, b, t, h)
             if (!isfinite(x))
-                return falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x);
+                return BLAME(falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x));
             if (r == RULE_OPERAND && !(fabs(x) <= omax))
-                return falcon_fail(FALCON_E_RANGE,
+                return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: larger than the largest %s number (%g): as a matrix-product "
                                    "operand it would round to infinity",
-                                   name, w, x, falcon_precision_name(cfg->precision), omax);
+                                   name, w, x, falcon_precision_name(cfg->precision), omax));
             if (r == RULE_BETA_REG && !(x >= 0 && x <= 2))
-                return falcon_fail(FALCON_E_RANGE,
+                return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: must be in [0, 2] for the regression variant %s",
-                                   name, w, x, falcon_variant_name(cfg->variant));
+                                   name, w, x, falcon_variant_name(cfg->variant)));
             if (r == RULE_BETA_IP && !(x >= 0))
-                return falcon_fail(FALCON_E_RANGE,
+                return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: must be >= 0 for the inner-product variant %s",
-                                   name, w, x, falcon_variant_name(cfg->variant));
+                                   name, w, x, falcon_variant_name(cfg->variant)));
             if (r == RULE_ALPHA && !(x > 0 && x <= 1))
-                return falcon_fail(FALCON_E_RANGE,
+                return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: decay must be in (0, 1] (use a fresh state to reset)",
-                                   name, w, x);
+                                   name, w, x));
             if (r == RULE_GAIN && !(x >= 0))
-                return falcon_fail(FALCON_E_RANGE, "%s%s = %g: gains must be >= 0", name, w, x);
+                return BLAME(falcon_fail(FALCON_E_RANGE, "%s%s = %g: gains must be >= 0", name, w, x));
+#undef BLAME
         }
     }
     return FALCON_OK;
@@ -107,85 +124,103 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
 
 static falcon_status check_config(const falcon_config *cfg)
 {
-    if (!cfg) return falcon_fail(FALCON_E_ARGUMENT, "config is NULL");
+    if (!cfg) return falcon_fail_in("config", "null", FALCON_E_ARGUMENT, "config is NULL");
     if ((unsigned)cfg->variant > FALCON_3A)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.variant = %d: unknown variant", (int)cfg->variant);
+        return falcon_fail_in("config.variant", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.variant = %d: unknown variant", (int)cfg->variant);
     if ((unsigned)cfg->align > FALCON_ALIGN_SAME)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.align = %d: unknown alignment", (int)cfg->align);
+        return falcon_fail_in("config.align", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.align = %d: unknown alignment", (int)cfg->align);
     if ((unsigned)cfg->phi > FALCON_PHI_L2NORM)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.phi = %d: unknown feature map", (int)cfg->phi);
+        return falcon_fail_in("config.phi", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.phi = %d: unknown feature map", (int)cfg->phi);
     if ((unsigned)cfg->form > FALCON_FORM_PARALLEL)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
+        return falcon_fail_in("config.form", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.form = %d: unknown form", (int)cfg->form);
     if ((unsigned)cfg->backend >= FALCON_BACKEND_ROWS)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
+        return falcon_fail_in("config.backend", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.backend = %d: unknown backend", (int)cfg->backend);
     if ((unsigned)cfg->precision > FALCON_BF16)
-        return falcon_fail(FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);
+        return falcon_fail_in("config.precision", "unknown-enum",
+                              FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);
     /* tf32 and bf16 model the operands of tensor-core matrix products: the
      * chunk form's (the recurrent form has none; the masked-parallel form
      * and the reference and CUDA backends do not model them). */
     if (falcon_operand_format(cfg->precision) && cfg->form != FALCON_FORM_CHUNK)
-        return falcon_fail(FALCON_E_ARGUMENT,
-                           "precision %s: only the chunk form rounds its matrix products' operands like tensor "
-                           "cores; the %s form runs fp32 or fp64",
-                           falcon_precision_name(cfg->precision), falcon_form_name(cfg->form));
+        return falcon_fail_in("config.precision", "format-form", FALCON_E_ARGUMENT,
+                              "precision %s: only the chunk form rounds its matrix products' operands like tensor "
+                              "cores; the %s form runs fp32 or fp64",
+                              falcon_precision_name(cfg->precision), falcon_form_name(cfg->form));
     if (falcon_operand_format(cfg->precision) &&
         (cfg->backend == FALCON_BACKEND_MPFR || cfg->backend == FALCON_BACKEND_CUDA))
-        return falcon_fail(FALCON_E_ARGUMENT,
-                           "precision %s: runs on the CPU kernel backends only, not %s (%s)",
-                           falcon_precision_name(cfg->precision), falcon_backend_name(cfg->backend),
-                           cfg->backend == FALCON_BACKEND_MPFR
-                               ? "the reference computes exactly: compare a tf32/bf16 run against it in fp32"
-                               : "its kernels compute in fp32");
+        return falcon_fail_in("config.precision", "format-backend", FALCON_E_ARGUMENT,
+                              "precision %s: runs on the CPU kernel backends only, not %s (%s)",
+                              falcon_precision_name(cfg->precision), falcon_backend_name(cfg->backend),
+                              cfg->backend == FALCON_BACKEND_MPFR
+                                  ? "the reference computes exactly: compare a tf32/bf16 run against it in fp32"
+                                  : "its kernels compute in fp32");
     const double eps_run = cfg->precision != FALCON_FP64 ? (double)(float)cfg->eps : cfg->eps;
     if (!isfinite(cfg->eps) || !(cfg->eps > 0) || !(eps_run > 0) || !isfinite(eps_run))
-        return falcon_fail(FALCON_E_RANGE, "eps = %g: must be finite and > 0 in %s", cfg->eps,
-                           falcon_precision_name(cfg->precision));
+        return falcon_fail_in("config.eps", "eps-range",
+                              FALCON_E_RANGE, "eps = %g: must be finite and > 0 in %s", cfg->eps,
+                              falcon_precision_name(cfg->precision));
     if (cfg->window < 1 || cfg->window > FALCON_MAX_WINDOW)
-        return falcon_fail(FALCON_E_RANGE, "window = %lld: must be in [1, %d]",
-                           (long long)cfg->window, FALCON_MAX_WINDOW);
+        return falcon_fail_in("config.window", "window-range", FALCON_E_RANGE, "window = %lld: must be in [1, %d]",
+                              (long long)cfg->window, FALCON_MAX_WINDOW);
     if (cfg->window != 1 && !falcon_variant_has_window(cfg->variant))
-        return falcon_fail(FALCON_E_RANGE,
-                           "window = %lld: must be 1 for %s (only falcon3/falcon3a keep a window)",
-                           (long long)cfg->window, falcon_variant_name(cfg->variant));
+        return falcon_fail_in("config.window", "window-falcon1", FALCON_E_RANGE,
+                              "window = %lld: must be 1 for %s (only falcon3/falcon3a keep a window)",
+                              (long long)cfg->window, falcon_variant_name(cfg->variant));
     if (cfg->chunk < 0 || cfg->chunk > FALCON_MAX_CHUNK)
-        return falcon_fail(FALCON_E_RANGE, "chunk = %lld: must be in [1, %d], or 0 (auto)",
-                           (long long)cfg->chunk, FALCON_MAX_CHUNK);
+        return falcon_fail_in("config.chunk", "chunk-range",
+                              FALCON_E_RANGE, "chunk = %lld: must be in [1, %d], or 0 (auto)",
+                              (long long)cfg->chunk, FALCON_MAX_CHUNK);
     if (cfg->mpfr_bits < 64 || cfg->mpfr_bits > 65536) /* whatever the backend: a bad option is bad */
-        return falcon_fail(FALCON_E_RANGE, "mpfr_bits = %d: must be in [64, 65536]", cfg->mpfr_bits);
+        return falcon_fail_in("config.mpfr_bits", "mpfr-bits",
+                              FALCON_E_RANGE, "mpfr_bits = %d: must be in [64, 65536]", cfg->mpfr_bits);
     if (cfg->threads < 0 || cfg->threads > FALCON_MAX_THREADS)
-        return falcon_fail(FALCON_E_RANGE, "threads = %d: must be in [0, %d]", cfg->threads,
-                           FALCON_MAX_THREADS);
+        return falcon_fail_in("config.threads", "threads-range",
+                              FALCON_E_RANGE, "threads = %d: must be in [0, %d]", cfg->threads,
+                              FALCON_MAX_THREADS);
     return FALCON_OK;
 }
 
 static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs *in)
 {
-    if (!in) return falcon_fail(FALCON_E_ARGUMENT, "inputs are NULL");
-    if (in->T < 0) return falcon_fail(FALCON_E_SHAPE, "T = %lld: must be >= 0", (long long)in->T);
+    if (!in) return falcon_fail_in("inputs", "null", FALCON_E_ARGUMENT, "inputs are NULL");
+    if (in->T < 0) return falcon_fail_in("T", "T-range", FALCON_E_SHAPE, "T = %lld: must be >= 0", (long long)in->T);
     if (in->B < 1 || in->H < 1)
-        return falcon_fail(FALCON_E_SHAPE, "B = %lld, H = %lld: must be >= 1", (long long)in->B,
-                           (long long)in->H);
+        return falcon_fail_in(in->B < 1 ? "B" : "H", "heads-range",
+                              FALCON_E_SHAPE, "B = %lld, H = %lld: must be >= 1", (long long)in->B,
+                              (long long)in->H);
     if (in->n < 1 || in->n > FALCON_MAX_DIM)
-        return falcon_fail(FALCON_E_SHAPE, "n = %lld: must be in [1, %d]", (long long)in->n, FALCON_MAX_DIM);
+        return falcon_fail_in("n", "n-range",
+                              FALCON_E_SHAPE, "n = %lld: must be in [1, %d]", (long long)in->n, FALCON_MAX_DIM);
     if (in->m < 1 || in->m > FALCON_MAX_DIM)
-        return falcon_fail(FALCON_E_SHAPE, "m = %lld: must be in [1, %d]", (long long)in->m, FALCON_MAX_DIM);
+        return falcon_fail_in("m", "m-range",
+                              FALCON_E_SHAPE, "m = %lld: must be in [1, %d]", (long long)in->m, FALCON_MAX_DIM);
     /* Every element count must fit comfortably in int64 (and in memory). */
     const double elems = (double)in->B * (double)in->T * (double)in->H *
                          (double)(in->n > in->m ? in->n : in->m);
     if ((double)in->B * (double)in->H > (double)(1 << 24))
-        return falcon_fail(FALCON_E_SHAPE, "B x H = %lld x %lld = %g heads: too many (at most 2^24 = %d)",
-                           (long long)in->B, (long long)in->H, (double)in->B * (double)in->H, 1 << 24);
+        return falcon_fail_in("B x H", "too-many-heads",
+                              FALCON_E_SHAPE, "B x H = %lld x %lld = %g heads: too many (at most 2^24 = %d)",
+                              (long long)in->B, (long long)in->H, (double)in->B * (double)in->H, 1 << 24);
     if (elems > 4e18)
-        return falcon_fail(FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large (at most 4e18)", elems);
+        return falcon_fail_in("B x T x H x max(n, m)", "too-many-elements",
+                              FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large (at most 4e18)", elems);
     if (in->T > 0 && (!in->q || !in->k || !in->v || !in->beta))
-        return falcon_fail(FALCON_E_ARGUMENT, "%s is NULL", !in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta");
+        return falcon_fail_in(!in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta", "null",
+                              FALCON_E_ARGUMENT, "%s is NULL", !in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta");
     const int needs_gain = falcon_variant_has_gain(cfg->variant);
     if (in->T > 0 && needs_gain && !in->gain)
-        return falcon_fail(FALCON_E_ARGUMENT, "gain is NULL: %s needs per-column gains [B][T][H][n]",
-                           falcon_variant_name(cfg->variant));
+        return falcon_fail_in("gain", "gain-required",
+                              FALCON_E_ARGUMENT, "gain is NULL: %s needs per-column gains [B][T][H][n]",
+                              falcon_variant_name(cfg->variant));
     if (!needs_gain && in->gain)
-        return falcon_fail(FALCON_E_ARGUMENT, "gain given: %s takes no gains (only falcon2/falcon2a)",
-                           falcon_variant_name(cfg->variant));
+        return falcon_fail_in("gain", "gain-unexpected",
+                              FALCON_E_ARGUMENT, "gain given: %s takes no gains (only falcon2/falcon2a)",
+                              falcon_variant_name(cfg->variant));
     return FALCON_OK;
 }
 
@@ -239,17 +274,20 @@ static falcon_status state_array_fits(const char *name, const double *x, int64_t
         const int64_t count = used ? used[h] * row : has ? (has[h] ? per : 0) : per;
         const int64_t i = falcon_first_unfit(x + h * per, count, limit, 0);
         if (i >= 0)
-            return falcon_fail(FALCON_E_RANGE, "state %s: element %lld (head %lld) = %g does not fit in %s, "
-                               "the run's precision", name, (long long)(h * per + i), (long long)h, x[h * per + i],
-                               format);
+            return falcon_blame_at(falcon_fail(FALCON_E_RANGE, "state %s: element %lld (head %lld) = %g does not "
+                                               "fit in %s, the run's precision", name, (long long)(h * per + i),
+                                               (long long)h, x[h * per + i], format),
+                                   name, "state-fit", h * per + i, -1, h);
     }
     return FALCON_OK;
 }
 
 falcon_status falcon_state_check(const falcon_state *st, falcon_precision p)
 {
-    if (!st) return falcon_fail(FALCON_E_ARGUMENT, "state_check: the state is NULL");
-    if ((unsigned)p > FALCON_BF16) return falcon_fail(FALCON_E_ARGUMENT, "state_check: precision = %d: unknown", (int)p);
+    if (!st) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state_check: the state is NULL");
+    if ((unsigned)p > FALCON_BF16)
+        return falcon_fail_in("precision", "unknown-enum", FALCON_E_ARGUMENT, "state_check: precision = %d: unknown",
+                              (int)p);
     if (p == FALCON_FP64) return FALCON_OK; /* a state holds double, and only finite values */
     const uint64_t f32 = falcon_f32_unfit_limit();
     /* The memory stays float32 in every precision below fp64 (tf32 and
@@ -272,13 +310,14 @@ static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *
 {
     if (!st) return FALCON_OK;
     if (st->heads != in->B * in->H || st->n != in->n || st->m != in->m)
-        return falcon_fail(FALCON_E_SHAPE,
-                           "state is [%lld heads][m=%lld][n=%lld] but the inputs have %lld x %lld heads, m = %lld, n = %lld",
-                           (long long)st->heads, (long long)st->m, (long long)st->n, (long long)in->B,
-                           (long long)in->H, (long long)in->m, (long long)in->n);
+        return falcon_fail_in("state", "state-shape", FALCON_E_SHAPE,
+                              "state is [%lld heads][m=%lld][n=%lld] but the inputs have %lld x %lld heads, m = %lld, n = %lld",
+                              (long long)st->heads, (long long)st->m, (long long)st->n, (long long)in->B,
+                              (long long)in->H, (long long)in->m, (long long)in->n);
     if (st->window != cfg->window)
-        return falcon_fail(FALCON_E_SHAPE, "state was created for window %lld, the run uses window %lld",
-                           (long long)st->window, (long long)cfg->window);
+        return falcon_fail_in("state", "state-window",
+                              FALCON_E_SHAPE, "state was created for window %lld, the run uses window %lld",
+                              (long long)st->window, (long long)cfg->window);
     return falcon_state_check(st, cfg->precision);
 }
 
@@ -292,12 +331,13 @@ falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs
                                    const falcon_state *state, int64_t t0)
 {
     falcon_status s;
-    if (t0 < 0) return falcon_fail(FALCON_E_ARGUMENT, "t0 = %lld: must be >= 0", (long long)t0);
+    if (t0 < 0) return falcon_fail_in("t0", "t0-range", FALCON_E_ARGUMENT, "t0 = %lld: must be >= 0", (long long)t0);
     if ((s = check_config(cfg)) || (s = check_shapes(cfg, in)) || (s = check_state(cfg, in, state)))
         return s;
     if (t0 > INT64_MAX - in->T) /* the steps t0 .. t0 + T - 1 must have numbers */
-        return falcon_fail(FALCON_E_ARGUMENT, "t0 = %lld: with T = %lld steps, the step numbers pass 2^63 - 1",
-                           (long long)t0, (long long)in->T);
+        return falcon_fail_in("t0", "t0-range",
+                              FALCON_E_ARGUMENT, "t0 = %lld: with T = %lld steps, the step numbers pass 2^63 - 1",
+                              (long long)t0, (long long)in->T);
     if (in->T == 0) return FALCON_OK;
     const int reg = falcon_variant_is_regression(cfg->variant);
     const rule data = falcon_operand_format(cfg->precision) ? RULE_OPERAND : RULE_FINITE;

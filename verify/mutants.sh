@@ -152,6 +152,10 @@ mutants=(
 "state-range-unchecked|src/validate.c|s/    return falcon_state_check(st, cfg->precision);/    return FALCON_OK;/|validation::a_memory_an_fp64_run_left_is_checked"
 "state-range-tie-accepted|src/validate.c|s/limit_above(nextafter((double)FLT_MAX + 0x1p103, 0.0))/limit_above((double)FLT_MAX + 0x1p103)/|validation::a_memory_at_the_edge_of_float32"
 "fp64-memory-trusted|src/run.c|s/work->memory_f32 = cfg->precision != FALCON_FP64;/work->memory_f32 = 1;/|validation::a_memory_an_fp64_run_left_is_checked"
+# Structured errors (falcon_last_error_info): the head of a batch's bad
+# value counted within its batch only; the step not counted from t0.
+"error-info-head-without-batch|src/validate.c|s/flat, t, b \* in->H + h);/flat, t, b * 0 * in->H + h);/|validation::error_info_names_input_rule_index_step_head"
+"error-step-from-segment|src/validate.c|s/const int64_t h = row % in->H, t = t0 + (row \/ in->H) % in->T,/const int64_t h = row % in->H, t = t0 * 0 + (row \/ in->H) % in->T,/|validation::error_info_names_input_rule_index_step_head"
 "mpfr-memory-kept-in-double|reference/ref_backend.c|s/Sh\[i\] = prec != FALCON_FP64 ? (double)(float)S\[i\] : S\[i\];/Sh[i] = S[i];/|validation::a_memory_overflow_alone_is_reported"
 "operand-ties-away|kernels/common/falcon_math.h|s/b.u = (b.u + (low >> 1) + ((b.u >> drop) \& 1u)) \& ~low;/b.u = (b.u + (low >> 1) + 1u) \& ~low;/|operands::rounding_at_the_edges"
 # One product's operands left unrounded (blocked.inc.c): within every

@@ -294,6 +294,116 @@ Test(validation, batched_index_names_b_t_h)
     for (int i = 0; i < 2 * 3 * 2 * MM; i++) cr_expect_eq(out[i], 12345.0);
 }
 
+/* falcon_last_error_info: the fields of a failure, so that no caller parses
+ * the message; each failure replaces every field of the one before. */
+Test(validation, error_info_names_input_rule_index_step_head)
+{
+    double q[2 * 3 * 2 * NN], v[2 * 3 * 2 * MM], beta[12], out[2 * 3 * 2 * MM];
+    for (int i = 0; i < 2 * 3 * 2 * NN; i++) q[i] = 0.1;
+    for (int i = 0; i < 2 * 3 * 2 * MM; i++) v[i] = 0.1;
+    for (int i = 0; i < 12; i++) beta[i] = 1.0;
+    beta[(1 * 3 + 2) * 2 + 1] = 3.0; /* b = 1, t = 2, h = 1 */
+    falcon_config c;
+    falcon_config_default(&c);
+    c.precision = FALCON_FP64;
+    falcon_inputs in = {2, 3, 2, NN, MM, q, q, v, beta, NULL, NULL};
+    cr_assert_eq(falcon_run_from(&c, &in, NULL, out, 10), FALCON_E_RANGE);
+    const falcon_error_info *e = falcon_last_error_info();
+    cr_expect_eq(e->status, FALCON_E_RANGE);
+    cr_expect_str_eq(e->input, "beta");
+    cr_expect_str_eq(e->rule, "beta-range");
+    cr_expect_eq(e->index, (1 * 3 + 2) * 2 + 1);
+    cr_expect_eq(e->t, 12, "steps count from t0");
+    cr_expect_eq(e->head, 1 * 2 + 1);
+    cr_expect_str_eq(e->message, falcon_last_error());
+    cr_expect(strstr(e->message, "beta[b=1,t=12,h=1]") != NULL, "%s", e->message);
+    q[(0 * 3 + 1) * 2 * NN + 1 * NN + 2] = NAN; /* b = 0, t = 1, h = 1, i = 2 */
+    cr_assert_eq(falcon_run(&c, &in, NULL, out), FALCON_E_NONFINITE);
+    cr_expect_str_eq(e->input, "q");
+    cr_expect_str_eq(e->rule, "finite");
+    cr_expect_eq(e->index, (0 * 3 + 1) * 2 * NN + 1 * NN + 2);
+    cr_expect_eq(e->t, 1);
+    cr_expect_eq(e->head, 1);
+    c.eps = -1;
+    cr_assert_eq(falcon_run(&c, &in, NULL, out), FALCON_E_RANGE);
+    cr_expect_str_eq(e->input, "config.eps");
+    cr_expect_str_eq(e->rule, "eps-range");
+    cr_expect(e->index == -1 && e->t == -1 && e->head == -1, "a config field has no index");
+    c.eps = 1e-6;
+    in.n = 0;
+    cr_assert_eq(falcon_validate(&c, &in, NULL), FALCON_E_SHAPE);
+    cr_expect_str_eq(e->input, "n");
+    cr_expect_str_eq(e->rule, "n-range");
+}
+
+/* falcon_run_from checks once and computes what falcon_run does: the step
+ * number t0 only names steps in messages. */
+Test(validation, run_from_equals_run)
+{
+    fixture f;
+    setup(&f, FALCON_1);
+    double out0[TT * MM], out1[TT * MM];
+    falcon_state *a, *b;
+    cr_assert(falcon_state_create(1, NN, MM, 1, &a) == FALCON_OK);
+    cr_assert(falcon_state_create(1, NN, MM, 1, &b) == FALCON_OK);
+    cr_assert_eq(falcon_run(&f.cfg, &f.in, a, out0), FALCON_OK, "%s", falcon_last_error());
+    cr_assert_eq(falcon_run_from(&f.cfg, &f.in, b, out1, 1234), FALCON_OK, "%s", falcon_last_error());
+    cr_expect(memcmp(out0, out1, sizeof out0) == 0);
+    cr_expect(memcmp(falcon_state_get_view(a).S, falcon_state_get_view(b).S, sizeof(double) * NN * MM) == 0);
+    cr_expect_eq(falcon_run_from(&f.cfg, &f.in, b, out1, -1), FALCON_E_ARGUMENT);
+    cr_expect_str_eq(falcon_last_error_info()->rule, "t0-range");
+    falcon_state_free(a);
+    falcon_state_free(b);
+}
+
+/* The recurrent form reads a carried memory from the caller's state and
+ * writes the new one into the working copy (src/run.c): a call that
+ * overflows in one head of two leaves every element of the state as it was,
+ * in either precision and on every CPU backend. */
+Test(validation, a_failed_call_leaves_a_carried_state_as_it_was)
+{
+    enum { H = 2, T = 3 };
+    for (int p = 0; p < 2; p++)
+        for (int b = FALCON_BACKEND_SCALAR; b <= FALCON_BACKEND_AVX512_SIMDE; b++) {
+            if (b == FALCON_BACKEND_CUDA || b == FALCON_BACKEND_MPFR || !falcon_backend_available((falcon_backend)b))
+                continue;
+            const double big = p == FALCON_FP64 ? 1e300 : 3e38;
+            double qd[T * H * NN], vd[T * H * MM], bd[T * H], out[T * H * MM];
+            float qf[T * H * NN], vf[T * H * MM], bf[T * H], outf[T * H * MM];
+            for (int i = 0; i < T * H * NN; i++) qd[i] = 0.1 * (i % 5) + 0.05;
+            for (int i = 0; i < T * H * MM; i++) vd[i] = 0.2 * (i % 3) - 0.1;
+            for (int i = 0; i < T * H; i++) bd[i] = 1.0;
+            falcon_config c;
+            falcon_config_default(&c);
+            c.precision = (falcon_precision)p;
+            c.backend = (falcon_backend)b;
+            falcon_state *st;
+            cr_assert(falcon_state_create(H, NN, MM, 1, &st) == FALCON_OK);
+            for (int round = 0; round < 2; round++) {
+                if (round == 1) { /* head 1, last step: a read beyond the range */
+                    for (int i = 0; i < NN; i++) qd[(2 * H + 1) * NN + i] = big;
+                    for (int i = 0; i < MM; i++) vd[(2 * H + 1) * MM + i] = big;
+                }
+                for (int i = 0; i < T * H * NN; i++) qf[i] = (float)qd[i];
+                for (int i = 0; i < T * H * MM; i++) vf[i] = (float)vd[i];
+                for (int i = 0; i < T * H; i++) bf[i] = (float)bd[i];
+                const int f64 = p == FALCON_FP64;
+                const falcon_inputs in = {1, T, H, NN, MM, f64 ? (void *)qd : qf, f64 ? (void *)qd : qf,
+                                          f64 ? (void *)vd : vf, f64 ? (void *)bd : bf, NULL, NULL};
+                double S0[H * NN * MM];
+                memcpy(S0, falcon_state_get_view(st).S, sizeof S0);
+                const falcon_status s = falcon_run(&c, &in, st, f64 ? (void *)out : outf);
+                cr_expect_eq(s, round ? FALCON_E_OVERFLOW : FALCON_OK, "%s %s round %d: %s",
+                             falcon_backend_name(c.backend), falcon_precision_name(c.precision), round,
+                             falcon_last_error());
+                if (round)
+                    cr_expect(memcmp(S0, falcon_state_get_view(st).S, sizeof S0) == 0, "%s %s: the state changed",
+                              falcon_backend_name(c.backend), falcon_precision_name(c.precision));
+            }
+            falcon_state_free(st);
+        }
+}
+
 /* Every backend in turn made unavailable (as on a machine that lacks it):
  * asking for it is an error naming it, never a crash or a run on another
  * backend, and auto picks another one. Where the machine lacks a backend

@@ -30,6 +30,8 @@
         int operand_drop; /* chunk form, tf32/bf16: fraction bits its products' */    \
                           /* operands drop (falcon_math.h); 0: none             */    \
         double *S;               /* [m][n], read at start, written at end */           \
+        const double *S_in;      /* recurrent form: [m][n] read at start instead  */   \
+                                 /* of S (the caller's state, untouched), or NULL */   \
         double *scale;           /* the recurrent form's lazy decay factor of S  */    \
                                  /* (recurrent.inc.c); a driver that does not    */    \
                                  /* keep one stores 1                            */    \

@@ -181,8 +181,9 @@ static falcon_status RS(rec_open)(rec_head *c, const RS(falcon_head) *h)
     memset(c->ck, 0, sizeof(REAL) * (size_t)ldm);
     c->Zcur = c->Zw;
     if (!swap_x) c->Xalt = NULL; /* carved empty: a pointer, but no room */
+    const double *S = h->S_in ? h->S_in : h->S;
     for (int64_t r0 = 0; r0 < m; r0 += c->mt)
-        RS(load_memory)(c->St + r0 * n, c->ldt, h->S + r0 * n, RS(rec_tile_width)(c, r0), n, (double)(REAL)c->C);
+        RS(load_memory)(c->St + r0 * n, c->ldt, S + r0 * n, RS(rec_tile_width)(c, r0), n, (double)(REAL)c->C);
     for (int64_t e = 0; e < c->src.ex.carried; e++) { /* at most W - 1 carried */
         const REAL *key;
         REAL *x = c->X + c->cnt * ldn;
