@@ -276,7 +276,8 @@ int stab_load_state(const params *P, int idx, stream *s, position *pos, ldref *l
     int has_prev;
     int64_t hlen;
     stab_make_key(P, idx, &want);
-    if (!saved || !S || !prev || !hk || !hv) why = "out of memory";
+    int nomem = 0; /* the one failure that ends the run rather than restarting the stream */
+    if (!saved || !S || !prev || !hk || !hv) why = "out of memory", nomem = 1;
     else if (take(&p, &left, &key, sizeof key))
         why = "truncated or not a stream state";
     else if (stab_key_mismatch(&key, &want, other, sizeof other))
@@ -300,7 +301,8 @@ int stab_load_state(const params *P, int idx, stream *s, position *pos, ldref *l
             break;
         }
         stab_path_of(P, path, sizeof path, "resume", idx, ".k", i);
-        if (falcon_checkpoint_load(path, &sts[i])) why = falcon_last_error();
+        const falcon_status ls = falcon_checkpoint_load(path, &sts[i]);
+        if (ls) why = falcon_last_error(), nomem = ls == FALCON_E_NOMEM;
         else if (state_hash(sts[i]) != h) why = "a kernel checkpoint is not the one this state was saved with";
     }
     if (!why && left) why = "longer than a stream state";
@@ -318,7 +320,7 @@ int stab_load_state(const params *P, int idx, stream *s, position *pos, ldref *l
         fprintf(stderr, "  stream %d: saved state %s not used (%s): it starts from step 0\n", idx, path, why);
     }
     free(data), free(saved), free(S), free(prev), free(hk), free(hv);
-    return why ? (strcmp(why, "out of memory") ? 0 : -1) : 1;
+    return why ? (nomem ? -1 : 0) : 1;
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

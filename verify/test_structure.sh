@@ -65,7 +65,7 @@ else
 fi
 
 # ---- no caller parses an error message ----
-parse=$(grep -rnE '(strstr|strncmp|strcmp|memcmp)\([^;]*(why|msg|message|falcon_last_error|err(or)?\b)' \
+parse=$(grep -rnE '(strstr|strncmp|strcmp|memcmp)\([^;]*\b(why|msg|message|falcon_last_error|err|error)\b' \
             cli grade study bench util --include='*.c' || true)
 [ -z "$parse" ] && ok "no caller parses an error message" \
     || bad parse "$(echo "$parse" | head -3 | tr '\n' ';')"
