@@ -20,20 +20,44 @@
 # It is applied with GNU patch at fuzz 2: a hunk is found at any offset,
 # with its full context first (which places it among look-alike lines),
 # and only where the source changed around it with the outer two of its
-# three context lines ignored; so edits elsewhere in the file leave it
-# valid, while its changed lines and their nearest neighbours must match
-# exactly, and a patch whose lines were rewritten fails instead of seeding
-# some other bug. (git apply -C1 tolerates as much; patch says in one line
-# per hunk when it needed fuzz, which --edits-only reports.)
+# three context lines ignored. A patch that does not apply so is tried
+# again with all its outer context and white space ignored: a refactor
+# that moves a line into a new function re-indents it and changes its
+# neighbours, and the bug is still that line's. Either way the changed
+# lines must be found, so a patch whose lines were rewritten fails
+# instead of seeding some other bug; --edits-only names the patches that
+# needed fuzz or the second try (their diffs are due a refresh). (git
+# apply -C1, then -C0 --ignore-whitespace, would do as much; patch says
+# for each hunk where it went and with how much fuzz, which that shows.)
 set -u
 LC_COLLATE=C # the mutants run in the order of their names
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$root/verify/mutants
 
-# apply PATCH DIR: seeds PATCH into the tree at DIR; patch's messages on stdout.
+# apply PATCH DIR: seeds PATCH into the tree at DIR, at fuzz 2
+# (applied_as=exact, or fuzz where it took some), else ignoring its outer
+# context and white space (applied_as=loose); 1 if neither applies (DIR
+# untouched). patch's messages are left in $scratch/patch.log.
 apply() {
-    patch -d "$2" -p1 --fuzz=2 --forward --batch --no-backup-if-mismatch \
-        --reject-file=- -i "$1" 2>&1
+    local opts=(-d "$2" -p1 --forward --batch --no-backup-if-mismatch --reject-file=- -i "$1")
+    local log=$scratch/patch.log
+    if patch "${opts[@]}" --fuzz=2 --dry-run >"$log" 2>&1; then
+        applied_as=exact; if grep -q 'with fuzz' "$log"; then applied_as=fuzz; fi
+        patch "${opts[@]}" --fuzz=2 >"$log" 2>&1
+    elif patch "${opts[@]}" --fuzz=3 --ignore-whitespace --dry-run >"$log" 2>&1; then
+        applied_as=loose
+        patch "${opts[@]}" --fuzz=3 --ignore-whitespace >"$log" 2>&1
+    else
+        patch "${opts[@]}" --fuzz=2 --dry-run >"$log" 2>&1 # the first try's reasons
+        return 1
+    fi
+}
+# as_applied: how a patch not applied exactly went in, for the report.
+as_applied() {
+    case $applied_as in
+        fuzz) echo "with fuzz" ;;
+        loose) echo "with its outer context and white space ignored" ;;
+    esac
 }
 # patch_files PATCH: the files PATCH changes, one a line.
 patch_files() { sed -n 's|^+++ b/\([^\t]*\).*|\1|p' "$1"; }
@@ -46,7 +70,7 @@ failed_tests() { printf '%s\n' "$1" | sed -n 's/.*\[FAIL\] \([^ :]*::[^: ]*\).*/
 # check_patch NAME: 0 if verify/mutants/NAME.patch names its catcher and
 # changes its files in a copy of the sources; else says why, naming it.
 check_patch() {
-    local name=$1 p=$dir/$1.patch rel=verify/mutants/$1.patch f out changed=0
+    local name=$1 p=$dir/$1.patch rel=verify/mutants/$1.patch f changed=0
     local files; files=$(patch_files "$p")
     if [ -z "$files" ]; then echo "mutant $name: $rel changes no file"; return 1; fi
     if [ -z "$(catcher_of "$p")" ]; then
@@ -57,17 +81,17 @@ check_patch() {
         mkdir -p "$copy/$(dirname "$f")"
         if [ -f "$root/$f" ]; then cp "$root/$f" "$copy/$f"; fi
     done <<<"$files"
-    if ! out=$(apply "$p" "$copy"); then
+    if ! apply "$p" "$copy"; then
         echo "mutant $name: $rel NO LONGER APPLIES (rewrite the bug and its diff):"
-        printf '%s\n' "$out" | sed 's/^/    /'; rm -rf "$copy"; return 1
+        sed 's/^/    /' "$scratch/patch.log"; rm -rf "$copy"; return 1
     fi
     while read -r f; do cmp -s "$root/$f" "$copy/$f" || changed=1; done <<<"$files"
-    rm -rf "$copy"
     if [ $changed -eq 0 ]; then echo "mutant $name: $rel applies but changes nothing"; return 1; fi
-    if [[ $out == *fuzz* ]]; then
-        echo "mutant $name: $rel applies only with fuzz (refresh its diff):"
-        printf '%s\n' "$out" | grep fuzz | sed 's/^/    /'
+    if [ "$applied_as" != exact ]; then
+        echo "mutant $name: $rel applies only $(as_applied) (refresh its diff):"
+        grep -i 'hunk' "$scratch/patch.log" | sed 's/^/    /'
     fi
+    rm -rf "$copy"
 }
 
 # The mutants to run: those named, or every patch.
@@ -93,7 +117,7 @@ for name in "${names[@]}"; do
 done
 if [ $stale -gt 0 ] || [ $edits_only -eq 1 ]; then
     if [ $stale -eq 0 ]; then echo "mutants: all ${#names[@]} patches apply"
-    else echo "mutants: $stale of ${#names[@]} patches do not apply (named above)"; fi
+    else echo "mutants: $stale of ${#names[@]} patches fail this check (named above)"; fi
     exit $((stale > 0))
 fi
 tree=$scratch/tree
@@ -132,7 +156,7 @@ seed() {
         mkdir -p "$scratch/original/$(dirname "$f")"
         if [ -f "$tree/$f" ]; then cp -p "$tree/$f" "$scratch/original/$f"; fi
     done < <(patch_files "$dir/$1.patch")
-    apply "$dir/$1.patch" "$tree" >"$scratch/patch.log"
+    apply "$dir/$1.patch" "$tree"
 }
 # undo NAME: the originals back with their times (a file the patch made removed).
 undo() {
@@ -156,9 +180,10 @@ for name in "${names[@]}"; do
     mk build/falcon-verify >"$scratch/build.log" 2>&1 || built=0
     t1=$SECONDS
     failing=; note=
+    if [ "$applied_as" != exact ]; then note=" (its patch applied $(as_applied))"; fi
     if [ $built -eq 1 ] && [ -n "${MUTANTS_FAIL_FAST:-}" ] && [ -n "$catcher" ]; then
         failing=$(failed_tests "$("$tree/build/falcon-verify" --fail-fast --filter="${catcher/::/\/}" 2>&1)")
-        [ -n "$failing" ] || note=" (its named catcher $catcher passed)"
+        [ -n "$failing" ] || note="$note (its named catcher $catcher passed)"
     fi
     if [ $built -eq 1 ] && [ -z "$failing" ]; then
         failing=$(failed_tests "$("$tree/build/falcon-verify" --jobs="$(nproc)" ${MUTANTS_FAIL_FAST:+--fail-fast} 2>&1)")
