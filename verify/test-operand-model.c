@@ -19,7 +19,7 @@
  * FMA), so the comparison is normwise, in units of fp32's roundoff, with a
  * tolerance (MODEL_TOL) far below what one operand left unrounded moves:
  * measured on AMD Zen 3, every backend differs from the model by at most
- * 2.1 units, and each of the seven mutants of verify/mutants.sh that skip
+ * 2.1 units, and each of the seven mutants of verify/mutants/ that skip
  * one product's rounding (each within every gate threshold and passing
  * the operands suite) moves some run by 54,000 units or more.
  */
