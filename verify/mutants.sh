@@ -10,10 +10,10 @@
 # MUTANTS_FAIL_FAST=1 stops each gate run at its first failure (CI: the
 # line names one catcher instead of all), and runs the test named in the
 # patch's '# catcher: suite::test' line before the rest:
-# a caught mutant costs a second or so of gate instead of the 15-20 s the
-# gate takes to reach most catchers (decay/million_steps alone holds one of
-# two cores for about 16 s). Where that test passes, the whole gate runs as
-# before, and the line says the named test no longer catches it.
+# a caught mutant then costs about a second of gate instead of the whole
+# gate's run (docs/performance.md, "Mutants"). Where that test passes, the
+# whole gate runs as before, and the line says the named test no longer
+# catches it.
 #
 # A patch is a unified diff (`git diff` of the bug written into the source)
 # after '# ' header lines: what the bug is, and '# catcher: suite::test'.
@@ -123,17 +123,10 @@ fi
 tree=$scratch/tree
 # -O1, as the sanitizers' gate (mk/sanitize.mk): the sources mean the same at
 # either level (ISO C: no contraction; no undefined behaviour, which the
-# sanitizers watch for), and a mutant's rebuild is what its time is: 33 s
-# for a micro-kernel source (its six tables, the SIMDe ones 20 s each at
-# -O2, 12-13 at -O1) and 8 s for the framework's (six drivers, -O3) at -O2;
-# at -O1 the gate takes 27 s against 25 (2 cores, Zen 5).
+# sanitizers watch for), and a mutant's rebuild is most of its time.
 # Where the CPU runs AVX-512 the gate runs the AVX-512 tables natively, so the
 # SIMDe-emulated copies of the same sources (which stand in for them on AVX2
-# machines) are left out: they were 12-13 s of a micro-kernel mutant's
-# 22-25 s of rebuild at -O1. Since update_read has units of its own, a
-# mutant of another kernel rebuilds the four small tables (3-4 s, against
-# 9-13 when they held update_read), and a mutant of update_read its four
-# units (9-10 s).
+# machines) are left out. The figures: docs/performance.md, "Mutants".
 no_simde=
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then no_simde=SIMDE_HEADER=/nonexistent; fi
 mk() { make -C "$tree" -s -j"$(nproc)" BUILD=build OPT=-O1 NVCC=/nonexistent $no_simde "$@"; }
