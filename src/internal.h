@@ -17,6 +17,29 @@
 #define VECTORIZED
 #endif
 
+/* A call's configuration resolved once (falcon_plan_make, src/plan.c), for
+ * everything after the configuration's own check to read: validation, the
+ * backend's row and the drivers take it from here, and no module goes back
+ * to the registry or the enums' name tables for a message. */
+typedef struct falcon_plan {
+    falcon_config cfg0;                    /* as the caller gave it */
+    falcon_config cfg;                     /* chunk and threads resolved */
+    falcon_backend backend;                /* auto resolved */
+    const struct falcon_backend_info *row; /* its registry row */
+    int threads;                           /* = cfg.threads */
+    int available;                         /* the backend can run here */
+    const char *variant, *form, *precision; /* names, for messages */
+    const char *backend_asked, *backend_name; /* the backend asked for; the one resolved */
+} falcon_plan;
+/* Check the configuration and resolve it (validate.c): its enums first,
+ * then its values, whose messages use the plan's names. */
+falcon_status falcon_plan_make(const falcon_config *cfg, const falcon_inputs *in, falcon_plan *plan);
+/* The resolution alone, the configuration's enums known good (plan.c). */
+void falcon_plan_resolve(const falcon_config *cfg, const falcon_inputs *in, falcon_plan *plan);
+/* What falcon_validate_from checks after the configuration (validate.c). */
+falcon_status falcon_validate_plan(const falcon_plan *plan, const falcon_inputs *in, const falcon_state *state,
+                                   int64_t t0);
+
 /* The library's work memory (src/work-memory.c): falcon_work_get returns
  * at least `bytes` (64-byte aligned, contents unspecified) and sets *have to
  * the block's size, which falcon_work_put takes back. Blocks of

@@ -104,17 +104,16 @@ falcon_status falcon_run(const falcon_config *cfg, const falcon_inputs *in, falc
 falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in, falcon_state *state,
                               void *out, int64_t t0)
 {
-    falcon_status s = falcon_validate_from(cfg, in, state, t0);
-    if (s) return s;
-    falcon_config resolved = *cfg;
-    resolved.chunk = falcon_chunk_of(resolved.chunk, in->n, in->m, resolved.window);
-    cfg = &resolved;
+    /* The configuration resolved once (internal.h): what follows reads it. */
+    falcon_plan plan;
+    falcon_status s = falcon_plan_make(cfg, in, &plan);
+    if (s || (s = falcon_validate_plan(&plan, in, state, t0))) return s;
+    cfg = &plan.cfg;
     if (in->T > 0 && !out) return falcon_fail_in("out", "null", FALCON_E_ARGUMENT, "out is NULL");
-    const falcon_backend backend = falcon_backend_resolve(cfg->backend);
-    if (!falcon_backend_available(backend))
+    if (!plan.available)
         return falcon_fail_in("config.backend", "backend-unavailable", FALCON_E_UNAVAILABLE,
-                              "backend %s is not available here: %s", falcon_backend_name(backend),
-                              falcon_backend_describe(backend));
+                              "backend %s is not available here: %s", plan.backend_name,
+                              falcon_backend_describe(plan.backend));
 
     /* No steps: nothing to compute and the state stays as it is. (The
      * tensors and out may be NULL then: no backend may offset them.) */
@@ -122,7 +121,7 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
 
     /* The backend's row: a whole-call function, or the micro-kernels and
      * drivers of a CPU backend for the run's precision. */
-    const falcon_backend_info *be = falcon_backend_info_of(backend);
+    const falcon_backend_info *be = plan.row;
     /* Every head of the CPU recurrent form stores its memory into the
      * working copy (rec_close) after reading it from the caller's state,
      * which stays untouched: the copy need not start as one, a pass over
@@ -144,21 +143,21 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
      * here, before the baseline code that follows and the caller's. */
     falcon_clean_upper();
     if (s == FALCON_E_NOMEM)
-        s = falcon_fail_in("", "out-of-memory", s, "out of memory in the %s backend", falcon_backend_name(backend));
+        s = falcon_fail_in("", "out-of-memory", s, "out of memory in the %s backend", plan.backend_name);
 
     /* The result must be finite. The CPU drivers check each output row as
      * they write it, and the memory as they store it, and answer
      * FALCON_E_OVERFLOW; a whole-call backend's results are scanned here.
      * Either way the scans name the first bad element. */
     int64_t bad;
-    const int threads = falcon_threads(cfg);
+    const int threads = plan.threads;
     const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run, scan = (!s && be->run) || drivers_saw;
     if (scan && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
         s = blame_out(falcon_fail(FALCON_E_OVERFLOW,
                                   "out[%lld] is not finite: the recurrence left the range of %s (inputs too large "
                                   "for it, or keys or gains so small against eps that a step's size underflows); "
                                   "the state was left unchanged",
-                                  (long long)bad, falcon_precision_name(cfg->precision)),
+                                  (long long)bad, plan.precision),
                       in, t0, bad);
     else if (scan && !all_finite(work->S, FALCON_FP64, work->heads * work->m * work->n, threads, &bad))
         s = falcon_blame_at(falcon_fail(FALCON_E_OVERFLOW,

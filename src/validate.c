@@ -69,12 +69,13 @@ static int all_in_range(const void *p, falcon_precision prec, int64_t count, dou
 }
 
 /* Check every element of one [B][T][H][width] tensor against a rule. */
-static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs *in, int64_t t0,
+static falcon_status check_tensor(const falcon_plan *plan, const falcon_inputs *in, int64_t t0,
                                   const char *name, const void *p, int64_t width, rule r)
 {
     char at[96];
+    const falcon_config *cfg = &plan->cfg;
     const int64_t rows = in->B * in->T * in->H;
-    const int threads = falcon_threads(cfg);
+    const int threads = plan->threads;
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
         return FALCON_OK;
     const int64_t count = rows * width;
@@ -101,15 +102,15 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
                 return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: larger than the largest %s number (%g): as a matrix-product "
                                    "operand it would round to infinity",
-                                   name, w, x, falcon_precision_name(cfg->precision), omax));
+                                   name, w, x, plan->precision, omax));
             if (r == RULE_BETA_REG && !(x >= 0 && x <= 2))
                 return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: must be in [0, 2] for the regression variant %s",
-                                   name, w, x, falcon_variant_name(cfg->variant)));
+                                   name, w, x, plan->variant));
             if (r == RULE_BETA_IP && !(x >= 0))
                 return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: must be >= 0 for the inner-product variant %s",
-                                   name, w, x, falcon_variant_name(cfg->variant)));
+                                   name, w, x, plan->variant));
             if (r == RULE_ALPHA && !(x > 0 && x <= 1))
                 return BLAME(falcon_fail(FALCON_E_RANGE,
                                    "%s%s = %g: decay must be in (0, 1] (use a fresh state to reset)",
@@ -122,7 +123,7 @@ static falcon_status check_tensor(const falcon_config *cfg, const falcon_inputs 
     return FALCON_OK;
 }
 
-static falcon_status check_config(const falcon_config *cfg)
+static falcon_status check_enums(const falcon_config *cfg)
 {
     if (!cfg) return falcon_fail_in("config", "null", FALCON_E_ARGUMENT, "config is NULL");
     if ((unsigned)cfg->variant > FALCON_3A)
@@ -143,6 +144,14 @@ static falcon_status check_config(const falcon_config *cfg)
     if ((unsigned)cfg->precision > FALCON_BF16)
         return falcon_fail_in("config.precision", "unknown-enum",
                               FALCON_E_ARGUMENT, "config.precision = %d: unknown precision", (int)cfg->precision);
+    return FALCON_OK;
+}
+
+/* The configuration's values, its enums known good: read through the plan,
+ * whose names the messages use. */
+static falcon_status check_config_values(const falcon_plan *plan)
+{
+    const falcon_config *cfg = &plan->cfg0;
     /* tf32 and bf16 model the operands of tensor-core matrix products: the
      * chunk form's (the recurrent form has none; the masked-parallel form
      * and the reference and CUDA backends do not model them). */
@@ -150,12 +159,12 @@ static falcon_status check_config(const falcon_config *cfg)
         return falcon_fail_in("config.precision", "format-form", FALCON_E_ARGUMENT,
                               "precision %s: only the chunk form rounds its matrix products' operands like tensor "
                               "cores; the %s form runs fp32 or fp64",
-                              falcon_precision_name(cfg->precision), falcon_form_name(cfg->form));
+                              plan->precision, plan->form);
     if (falcon_operand_format(cfg->precision) &&
         (cfg->backend == FALCON_BACKEND_MPFR || cfg->backend == FALCON_BACKEND_CUDA))
         return falcon_fail_in("config.precision", "format-backend", FALCON_E_ARGUMENT,
                               "precision %s: runs on the CPU kernel backends only, not %s (%s)",
-                              falcon_precision_name(cfg->precision), falcon_backend_name(cfg->backend),
+                              plan->precision, plan->backend_asked,
                               cfg->backend == FALCON_BACKEND_MPFR
                                   ? "the reference computes exactly: compare a tf32/bf16 run against it in fp32"
                                   : "its kernels compute in fp32");
@@ -163,14 +172,14 @@ static falcon_status check_config(const falcon_config *cfg)
     if (!isfinite(cfg->eps) || !(cfg->eps > 0) || !(eps_run > 0) || !isfinite(eps_run))
         return falcon_fail_in("config.eps", "eps-range",
                               FALCON_E_RANGE, "eps = %g: must be finite and > 0 in %s", cfg->eps,
-                              falcon_precision_name(cfg->precision));
+                              plan->precision);
     if (cfg->window < 1 || cfg->window > FALCON_MAX_WINDOW)
         return falcon_fail_in("config.window", "window-range", FALCON_E_RANGE, "window = %lld: must be in [1, %d]",
                               (long long)cfg->window, FALCON_MAX_WINDOW);
     if (cfg->window != 1 && !falcon_variant_has_window(cfg->variant))
         return falcon_fail_in("config.window", "window-falcon1", FALCON_E_RANGE,
                               "window = %lld: must be 1 for %s (only falcon3/falcon3a keep a window)",
-                              (long long)cfg->window, falcon_variant_name(cfg->variant));
+                              (long long)cfg->window, plan->variant);
     if (cfg->chunk < 0 || cfg->chunk > FALCON_MAX_CHUNK)
         return falcon_fail_in("config.chunk", "chunk-range",
                               FALCON_E_RANGE, "chunk = %lld: must be in [1, %d], or 0 (auto)",
@@ -185,8 +194,9 @@ static falcon_status check_config(const falcon_config *cfg)
     return FALCON_OK;
 }
 
-static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs *in)
+static falcon_status check_shapes(const falcon_plan *plan, const falcon_inputs *in)
 {
+    const falcon_config *cfg = &plan->cfg;
     if (!in) return falcon_fail_in("inputs", "null", FALCON_E_ARGUMENT, "inputs are NULL");
     if (in->T < 0) return falcon_fail_in("T", "T-range", FALCON_E_SHAPE, "T = %lld: must be >= 0", (long long)in->T);
     if (in->B < 1 || in->H < 1)
@@ -216,11 +226,11 @@ static falcon_status check_shapes(const falcon_config *cfg, const falcon_inputs 
     if (in->T > 0 && needs_gain && !in->gain)
         return falcon_fail_in("gain", "gain-required",
                               FALCON_E_ARGUMENT, "gain is NULL: %s needs per-column gains [B][T][H][n]",
-                              falcon_variant_name(cfg->variant));
+                              plan->variant);
     if (!needs_gain && in->gain)
         return falcon_fail_in("gain", "gain-unexpected",
                               FALCON_E_ARGUMENT, "gain given: %s takes no gains (only falcon2/falcon2a)",
-                              falcon_variant_name(cfg->variant));
+                              plan->variant);
     return FALCON_OK;
 }
 
@@ -305,9 +315,10 @@ falcon_status falcon_state_check(const falcon_state *st, falcon_precision p)
     return FALCON_OK;
 }
 
-static falcon_status check_state(const falcon_config *cfg, const falcon_inputs *in,
+static falcon_status check_state(const falcon_plan *plan, const falcon_inputs *in,
                                  const falcon_state *st)
 {
+    const falcon_config *cfg = &plan->cfg;
     if (!st) return FALCON_OK;
     if (st->heads != in->B * in->H || st->n != in->n || st->m != in->m)
         return falcon_fail_in("state", "state-shape", FALCON_E_SHAPE,
@@ -330,23 +341,40 @@ falcon_status falcon_validate(const falcon_config *cfg, const falcon_inputs *in,
 falcon_status falcon_validate_from(const falcon_config *cfg, const falcon_inputs *in,
                                    const falcon_state *state, int64_t t0)
 {
+    falcon_plan plan;
+    const falcon_status s = falcon_plan_make(cfg, in, &plan);
+    return s ? s : falcon_validate_plan(&plan, in, state, t0);
+}
+
+falcon_status falcon_plan_make(const falcon_config *cfg, const falcon_inputs *in, falcon_plan *plan)
+{
+    const falcon_status s = check_enums(cfg);
+    if (s) return s;
+    falcon_plan_resolve(cfg, in, plan);
+    return check_config_values(plan);
+}
+
+falcon_status falcon_validate_plan(const falcon_plan *plan, const falcon_inputs *in, const falcon_state *state,
+                                   int64_t t0)
+{
     falcon_status s;
     if (t0 < 0) return falcon_fail_in("t0", "t0-range", FALCON_E_ARGUMENT, "t0 = %lld: must be >= 0", (long long)t0);
-    if ((s = check_config(cfg)) || (s = check_shapes(cfg, in)) || (s = check_state(cfg, in, state)))
+    if ((s = check_shapes(plan, in)) || (s = check_state(plan, in, state)))
         return s;
     if (t0 > INT64_MAX - in->T) /* the steps t0 .. t0 + T - 1 must have numbers */
         return falcon_fail_in("t0", "t0-range",
                               FALCON_E_ARGUMENT, "t0 = %lld: with T = %lld steps, the step numbers pass 2^63 - 1",
                               (long long)t0, (long long)in->T);
     if (in->T == 0) return FALCON_OK;
+    const falcon_config *cfg = &plan->cfg;
     const int reg = falcon_variant_is_regression(cfg->variant);
     const rule data = falcon_operand_format(cfg->precision) ? RULE_OPERAND : RULE_FINITE;
-    if ((s = check_tensor(cfg, in, t0, "q", in->q, in->n, data)) ||
-        (s = check_tensor(cfg, in, t0, "k", in->k, in->n, data)) ||
-        (s = check_tensor(cfg, in, t0, "v", in->v, in->m, data)) ||
-        (s = check_tensor(cfg, in, t0, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
+    if ((s = check_tensor(plan, in, t0, "q", in->q, in->n, data)) ||
+        (s = check_tensor(plan, in, t0, "k", in->k, in->n, data)) ||
+        (s = check_tensor(plan, in, t0, "v", in->v, in->m, data)) ||
+        (s = check_tensor(plan, in, t0, "beta", in->beta, 1, reg ? RULE_BETA_REG : RULE_BETA_IP)))
         return s;
-    if (in->alpha && (s = check_tensor(cfg, in, t0, "alpha", in->alpha, 1, RULE_ALPHA))) return s;
-    if (in->gain && (s = check_tensor(cfg, in, t0, "gain", in->gain, in->n, RULE_GAIN))) return s;
+    if (in->alpha && (s = check_tensor(plan, in, t0, "alpha", in->alpha, 1, RULE_ALPHA))) return s;
+    if (in->gain && (s = check_tensor(plan, in, t0, "gain", in->gain, in->n, RULE_GAIN))) return s;
     return FALCON_OK;
 }
