@@ -47,10 +47,9 @@ int64_t falcon_parallel_block(int64_t window)
  * cost, about n m (the memory's transposed copy passed once more, the
  * packing, the small products' start-up), spread over its C steps:
  *     cost(C) ~ 3 n m + C W (2 n + m) + k n m / C.
- * Its minimum is at C* = sqrt(k n m / (W (2 n + m))), and k = 7 fits the
- * measured best C (tokens/s over C = 8 .. 256 on Sapphire Rapids, AVX-512
- * and AVX2 alike: 16 for n = m = 64, 16-32 for 128, 32 for 256, 8 for
- * W = 4). C* is rounded to a power of two in [8, 256]. */
+ * Its minimum is at C* = sqrt(k n m / (W (2 n + m))), with k = 7 fitted to
+ * the measured best C (docs/performance.md, "Measurements behind the
+ * library's choices"). C* is rounded to a power of two in [8, 256]. */
 int64_t falcon_chunk_auto(int64_t n, int64_t m, int64_t window)
 {
     if (n < 1) n = 1;

@@ -60,16 +60,15 @@ falcon_status RS(falcon_run_cpu)(const falcon_config *cfg, const falcon_inputs *
     int64_t failed_task = INT64_MAX; /* the first task (in head order) that failed */
     /* Consecutive heads in groups (one per thread where possible) that
      * advance together in time blocks, reading the rows of a step's heads
-     * together (recurrent, one thread, 8 heads of n = m = 64 on a Zen 4:
-     * one group of 8 takes 0.76 the time of 8 single heads, two groups of 4
-     * 0.80; chunk form: see kernels/framework/blocked.inc.c). */
+     * together: faster than heads one by one (docs/performance.md,
+     * "Measurements behind the library's choices"). */
     int64_t group = (heads + threads - 1) / threads;
     if (group > FALCON_HEAD_GROUP_MAX) group = FALCON_HEAD_GROUP_MAX;
     const int64_t tasks = (heads + group - 1) / group;
     const int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window)
                                                     : falcon_parallel_block(cfg->window);
     /* No more threads than tasks: a thread with nothing to do only waits at
-     * the barrier (one head on 2 threads measured 0.85-0.88 the speed of 1). */
+     * the barrier, and slows the one that works (docs/performance.md). */
     const int team = (int64_t)threads < tasks ? threads : (int)tasks;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (int64_t task = 0; task < tasks; task++) {

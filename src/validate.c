@@ -47,11 +47,9 @@ static falcon_status blame_element(falcon_status s, const falcon_inputs *in, con
 
 /* 1 when every element lies in [lo, hi] (lo itself excluded when lo_open),
  * hi finite: NaN and the infinities fail too. A typed loop without
- * branches (element by element through falcon_load it cost 2% of a
- * recurrent call); the loop below names the first element that fails.
- * GCC vectorizes the float loop at the baseline ISA (SSE2); the double
- * one stays scalar there (measured 4.7 GB/s, under 2 ns a value), which
- * fp64 runs pay for beta and alpha (one a step) and the gains (n a step). */
+ * branches, which GCC vectorizes (the float one at the baseline ISA; the
+ * figures: docs/performance.md, "Measurements behind the library's
+ * choices"); the loop below names the first element that fails. */
 #define IN_RANGE_BODY(R)                                                                      \
     const R *x = p;                                                                           \
     const R l = (R)lo, h = (R)hi;                                                             \

@@ -7,13 +7,9 @@
  * or more (glibc's largest mmap threshold) is unmapped, and smaller ones,
  * freed at the end of a call, leave a free top of the heap above the trim
  * threshold, which free returns too. The next call then faults every page
- * in again: about 0.25 us a page on bare metal, about 15 us in the virtual
- * machines measured (Zen 5, 2026). There a call of one step for 8 heads of
- * n = m = 64 took 0.44 ms, nearly all of it faulting the same 400 KiB in
- * again (0.05 ms with nothing returned), and the masked-parallel form of
- * T = 4096 (about 300 MB of system, W and products for n = m = 128) spent
- * 0.82 s a call on faults against 0.14 s of arithmetic for one head. So
- * a freed block of at least falcon_work_keep_min bytes (16 KiB) goes to a
+ * in again, which in a virtual machine costs short calls most of their
+ * time (docs/performance.md, "Measurements behind the library's
+ * choices"). So a freed block of at least falcon_work_keep_min bytes (16 KiB) goes to a
  * slot instead, and the next request it fits takes it back, its pages
  * still mapped.
  *
