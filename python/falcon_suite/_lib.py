@@ -16,13 +16,22 @@ class FalconError(RuntimeError):
     """A libfalcon call returned a non-zero status.
 
     `status` is the falcon_status number, `status_name` its name
-    (e.g. "FALCON_E_RANGE"), and the message is falcon_last_error().
+    (e.g. "FALCON_E_RANGE"), and the message is falcon_last_error(). The
+    library's structured error (falcon_last_error_info) is there too, for a
+    program that acts on it: `input` (e.g. "k", "config.eps", a file's
+    path), `rule` (a stable id, e.g. "beta-range"), `index` (the flat
+    element), `t` (the step) and `head`; "" or -1 when not known.
     """
 
-    def __init__(self, message, status=None, status_name=None):
+    def __init__(self, message, status=None, status_name=None, input="", rule="", index=-1, t=-1, head=-1):
         super().__init__(message)
         self.status = status
         self.status_name = status_name
+        self.input = input
+        self.rule = rule
+        self.index = index
+        self.t = t
+        self.head = head
 
 
 c_int64 = ctypes.c_int64
@@ -64,6 +73,19 @@ class Inputs(ctypes.Structure):
         ("beta", c_void_p),
         ("alpha", c_void_p),
         ("gain", c_void_p),
+    ]
+
+
+class ErrorInfo(ctypes.Structure):
+    """falcon_error_info (include/falcon.h)."""
+    _fields_ = [
+        ("status", c_int),
+        ("input", ctypes.c_char_p),
+        ("rule", ctypes.c_char_p),
+        ("index", c_int64),
+        ("t", c_int64),
+        ("head", c_int64),
+        ("message", ctypes.c_char_p),
     ]
 
 
@@ -199,6 +221,8 @@ def _declare(L):
     L.falcon_outputs_abort.restype = None
     L.falcon_last_error.argtypes = []
     L.falcon_last_error.restype = ctypes.c_char_p
+    L.falcon_last_error_info.argtypes = []
+    L.falcon_last_error_info.restype = ctypes.POINTER(ErrorInfo)
     L.falcon_status_name.argtypes = [c_int]
     L.falcon_status_name.restype = ctypes.c_char_p
     L.falcon_backend_available.argtypes = [c_int]
@@ -287,7 +311,10 @@ def check_status(status, what=""):
     name = L.falcon_status_name(status)
     name = name.decode() if name else str(status)
     msg = last_error() or name
-    raise FalconError("%s%s" % (what + ": " if what else "", msg), status, name)
+    info = L.falcon_last_error_info().contents
+    text = lambda b: b.decode("utf-8", "replace") if b else ""
+    raise FalconError("%s%s" % (what + ": " if what else "", msg), status, name,
+                      input=text(info.input), rule=text(info.rule), index=info.index, t=info.t, head=info.head)
 
 
 def as_int(name, value, lo, hi):

@@ -155,6 +155,8 @@ def test_bad_input_raises_with_the_library_message():
         falcon_suite.run(d["q"], d["k"], d["v"], d["beta"] * 0 + 3.0, variant="falcon1")
     except falcon_suite.FalconError as e:
         assert "beta" in str(e) and e.status != 0, str(e)
+        # the library's structured error, as fields: the input, the rule, the first element, its step and head
+        assert (e.input, e.rule, e.index, e.t, e.head) == ("beta", "beta-range", 0, 0, 0), vars(e)
     else:
         raise AssertionError("beta = 3 was accepted")
 
