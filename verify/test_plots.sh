@@ -159,6 +159,31 @@ DAT
     if draw_compare png && [ -s g/bench-compare.png ] && [ ! -s g/png.err ]; then
         ok "compare figure without a common case: drawn, saying so"
     else bad "compare figure without a common case" "$(head -5 g/png.err)"; fi
+    # The N-machine figure (plots/bench-machines.gp): the rows that every
+    # file has, each labelled by its own name; a row absent from a file has
+    # no position (nan), and its label must not land on another row.
+    cat > g/machines.dat <<'DAT'
+# falcon compare: 3 machines (medians of tokens/s; NaN = absent or failed)
+# machines 3
+# machine 1 A: cpu a (a.json)
+# machine 2 B: cpu b (b.json)
+# machine 3 C: cpu c (c.json)
+# 1:index 2:case 3..5:tok_per_s of each machine 6..7:ratio to A of B.. 8:index among the cases every file has (nan: not in every file)
+0 recurrent/falcon1/scalar/fp32/T:64/n:16/m:16/heads:1/threads:1/real_time 1000 2000 500 2 0.5 0
+1 ukernel/update_read/avx2/fp32/m:64/n:64/k:1/r:2/only_in_A 1000 nan nan nan nan nan
+2 chunk/falcon1/avx2/fp32/T:64/n:16/m:16/C:16/heads:1/threads:1/real_time 500 250 1000 0.5 2 1
+3 parallel/falcon1/scalar/fp32/T:64/n:16/m:16/heads:1/threads:1/not_in_C 300 600 nan 2 nan nan
+# geomean_cases 2
+# geomean 2 1
+# geomean 3 1
+DAT
+    if (cd "$ROOT" && gnuplot -e "out='$WORK/g'; fmt='svg'; file='$WORK/g/machines.dat'" plots/bench-machines.gp) 2> g/m.err &&
+       [ ! -s g/m.err ] &&
+       grep -qF '>recurrent/falcon1/scalar/fp32/T:64/n:16/m:16/heads:1/threads:1<' g/bench-machines.svg &&
+       grep -qF '>chunk/falcon1/avx2/fp32/T:64/n:16/m:16/C:16/heads:1/threads:1<' g/bench-machines.svg &&
+       ! grep -q 'only_in_A\|not_in_C' g/bench-machines.svg
+    then ok "N-machine figure: labelled by the cases every file has alone, no gnuplot warning"
+    else bad "N-machine figure" "$(head -3 g/m.err) $(grep -o '>[a-z]*/[^<]*<' g/bench-machines.svg 2>/dev/null | tr '\n' ' ')"; fi
 else
     echo "skip compare figure: no gnuplot (Debian: gnuplot-nox)"
 fi
