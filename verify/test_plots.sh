@@ -187,4 +187,29 @@ DAT
 else
     echo "skip compare figure: no gnuplot (Debian: gnuplot-nox)"
 fi
+# Every picture of the report (verify/tools/report.sh) has a line under it
+# that says what to look for. A fixture folder holds every figure (empty
+# files) and the least data that lets each section reach its pictures.
+mkdir -p rep/bench rep/stability rep/learning
+echo '# cases' > rep/bench/cases.dat
+echo 'tf32 falcon1 none avx2 chunk 1000 1 0 1 1 0 1' > rep/stability/fits.dat
+echo 'fp32 falcon1 mild avx2 chunk 1000 2000 1 1 1 0 0 yes' > rep/stability/beyond.dat
+: > rep/stability/refcheck.dat
+echo '# tuned' > rep/learning/tuned.dat
+: > rep/compare.dat
+: > rep/compare-machines.dat
+figures="bench-throughput-T bench-peak-n bench-chunk bench-compare bench-machines stability-beyond stability-formats
+         learning-tuned learning-alignment learning-plasticity learning-forgetting learning-rehearsal"
+for p in fp32 fp64; do figures="$figures stability-$p stability-decay-$p stability-backends-$p"; done
+for f in $figures; do : > "rep/$f.png"; done
+nfig=$(echo $figures | wc -w)
+# captions: "images captioned uncaptioned", an image's caption being the
+# next non-empty line, starting "*Look for:*" and saying something
+rc=0; sh "$ROOT/verify/tools/report.sh" rep 0 > report.out 2>&1 || rc=$?
+captions=$(awk '/^!\[/ { if (want) bad++; want = 1; n++; next }
+                want && NF { if (/^\*Look for:\* [^ ]/) ok++; else bad++; want = 0 }
+                END { if (want) bad++; print n + 0, ok + 0, bad + 0 }' rep/report.md 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$captions" = "$nfig $nfig 0" ] && ! grep -qv '^wrote ' report.out; then
+    ok "report: each of its $nfig pictures has a 'Look for:' line under it"
+else bad "report captions" "status $rc; images, captioned, not: $captions (of $nfig figures); $(head -3 report.out)"; fi
 test_end
