@@ -21,8 +21,10 @@ generated() {
     echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores, revision $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
 }
 
-img() { # img FILE CAPTION
-    if [ -f "$dir/$1" ]; then printf '![%s](%s)\n\n' "$2" "$1"; else printf '_(%s: not drawn)_\n\n' "$1"; fi
+# img FILE TITLE LOOK_FOR: the picture, and under it one line that says what
+# to look for in it (docs/report.md, "The pictures"); a note where it is missing.
+img() {
+    if [ -f "$dir/$1" ]; then printf '![%s](%s)\n\n*Look for:* %s\n\n' "$2" "$1" "$3"; else printf '_(%s: not drawn)_\n\n' "$1"; fi
 }
 
 gate_section() {
@@ -394,9 +396,12 @@ bench_section() {
     scaling_table "$cases"
     best=$(awk '!/^#/ && $12 > b { b = $12; n = $1 " " $2 " " $3 " " $4 " T=" $5 " n=" $6 " heads=" $10 " threads=" $11 } END { if (b) printf "%.4g tokens/s (%s)", b, n }' "$cases")
     [ -n "$best" ] && echo "Fastest case in the run: $best." && echo
-    img bench-throughput-T.png "Throughput vs T"
-    img bench-peak-n.png "Fraction of peak vs n"
-    img bench-chunk.png "Chunk-size sweep"
+    img bench-throughput-T.png "Throughput vs T" \
+        "flat lines: the recurrent and chunk forms do the same work per token at any T, so a line that falls as T grows is a cost that grows with the sequence; then the gaps between backends and forms at T = 4096."
+    img bench-peak-n.png "Fraction of peak vs n" \
+        "fractions that rise with n (more arithmetic per value loaded), the chunk form (dashed: matrix products) above the recurrent one (solid), and the chunk points against the black BLAS-achievable line where there is one: above it, the chunk form runs its products faster than OpenBLAS runs them alone."
+    img bench-chunk.png "Chunk-size sweep" \
+        "the dotted default C (auto) at or near the top of its curve; the title gives the best C and the default's throughput against it (the goal: at least 0.90 of the best's)."
     if [ -f "$dir/bench-compare.png" ]; then
         echo "Hardware comparison: $(sed -n 's/^# falcon compare: //p' "$dir/compare.dat" 2>/dev/null | head -1)."
         sed -n 's/^geometric mean/Geometric mean/p' "$dir/compare.txt" 2>/dev/null | sed 's/$/./'
@@ -405,7 +410,8 @@ bench_section() {
         echo
         sed -n 's/^warning: /**Warning:** /p' "$dir/compare.txt" 2>/dev/null
         echo
-        img bench-compare.png "Hardware comparison"
+        img bench-compare.png "Hardware comparison" \
+            "points on the diagonal and bars at 1 are cases as fast on both; a form (colour) or a backend's rows all off to one side say what differs between the machines better than the geometric mean (dashed) alone. Only the cases both files measured are drawn."
     fi
     if [ -f "$dir/bench-machines.png" ]; then
         echo "Hardware comparison of $(sed -n 's/^# machines //p' "$dir/compare-machines.dat" 2>/dev/null) machines:"
@@ -416,7 +422,8 @@ bench_section() {
         echo
         sed -n 's/^warning: /**Warning:** /p' "$dir/compare-machines.txt" 2>/dev/null
         echo
-        img bench-machines.png "Hardware comparison, N machines"
+        img bench-machines.png "Hardware comparison, N machines" \
+            "each machine's points close to its dashed geometric mean (one speed-up for every case) or spread by case (the machines differ in what they are fast at); the black line is A (1 = as fast as A)."
     fi
 }
 
@@ -449,9 +456,12 @@ stability_section() {
         "$dir/stability/refcheck.dat" | sort
     echo
     for p in fp32 fp64; do
-        img "stability-$p.png" "Error vs T, $p, with fitted power laws extrapolated to 10^9"
-        img "stability-decay-$p.png" "Error by decay regime, $p"
-        img "stability-backends-$p.png" "Every backend and form, $p"
+        img "stability-$p.png" "Error vs T, $p, with fitted power laws extrapolated to 10^9" \
+            "slopes p of 0 (flat: Falcon-1, and any decay) or 1/2 (random-walk rounding: Falcon-1A without decay, whose memory only accumulates; its chunk curve starts flatter, so read its slope from the last decade); a steeper slope means errors compound. The dash-dotted lines are the gate's thresholds: a flat curve stays well under them, a growing one crosses them at some T, and its broken fit line shows where before 10^9."
+        img "stability-decay-$p.png" "Error by decay regime, $p" \
+            "flat curves in every regime with decay (forgetting bounds the error) and no regime far above the others: extreme and mix decay to the smallest normal number, and a jump there would mean the near-resets lose accuracy; only none (no decay) may grow, for Falcon-1A. The chunk form (dashed) within a small factor of the recurrent one (solid)."
+        img "stability-backends-$p.png" "Every backend and form, $p" \
+            "the backends of one form (one line style) on top of each other or close: they round in different orders, not to different accuracy, so one apart from the others points at its kernel. The parallel form (dotted) stops at a short T, and its error grows within its block."
     done
     formats_section "$fits"
     beyond_section
@@ -479,7 +489,8 @@ formats_section() {
              printf "| %s | %s | %.3g | %.2f | %.3g | %.2f | %.2g | %.3g | %.2f | %.2g |\n", a[1], a[2], o[k, "fp32"], p[k, "fp32"],
                  o[k, "tf32"], p[k, "tf32"], o[k, "tf32"] * 2^-11, o[k, "bf16"], p[k, "bf16"], o[k, "bf16"] * 2^-8 } }' "$fits"
     echo
-    img stability-formats.png "fp64, fp32, tf32 and bf16 operands, chunk form, every decay regime"
+    img stability-formats.png "fp64, fp32, tf32 and bf16 operands, chunk form, every decay regime" \
+        "in each column the curves a small multiple of that format's u (dotted) and under its gate threshold (dash-dotted), flat in T in every regime: each step down the ladder costs about the ratio of the two formats' u, and no more."
 }
 
 # Measured past the fit's range: the study's own (profiles deep, huge) or
@@ -498,7 +509,8 @@ beyond_section() {
         echo "|---|---|---|---|---|---|---|---|---|---|---|"
         awk '!/^#/ { printf "| %s | %s | %s | %s | %s | %.0f | %.3g | %.3g | %.3f | %.3f | %s |\n", $1, $2, $3, $4, $5, $7, $8, $9, $11, $12, $13 }' "$bd"
         echo
-        img "$sd-beyond.png" "Past the fit's range ($sd/)"
+        img "$sd-beyond.png" "Past the fit's range ($sd/)" \
+            "the open points (measured past the fit's range, right of the dotted line) on their broken fit line: within a factor 2 at the last one the key says p held; points that bend above the line mean the extrapolation to 10^9 is low."
     done
 }
 
@@ -517,11 +529,16 @@ learning_section() {
     echo "|---|---|---|---|---|---|---|---|"
     awk '!/^#/ { printf "| %s | %s | %s | %s | %s | %s | %.3g | %.3g |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$tuned"
     echo
-    img learning-tuned.png "Tuned variants, prefix vs same alignment"
-    img learning-alignment.png "Temporal alignment"
-    img learning-plasticity.png "Plasticity (beta)"
-    img learning-forgetting.png "Forgetting (alpha)"
-    img learning-rehearsal.png "Rehearsal (window W)"
+    img learning-tuned.png "Tuned variants, prefix vs same alignment" \
+        "on the left (prefix alignment), the curves that reach the noise floor (dotted) and stay there past T0, and those that climb after it (the inner-product 'a' variants without decay: their memory only accumulates); on the right (same-step alignment), every curve at about 1 or above: that pairing cannot learn this relation."
+    img learning-alignment.png "Temporal alignment" \
+        "the solid (prefix) curves below the dashed (same-step) ones at the same parameters: the gap is what the alignment alone buys; same-step stays at about 1, no better than predicting 0."
+    img learning-plasticity.png "Plasticity (beta)" \
+        "the step size beta whose curve gets closest to the noise floor (dotted) and stays there past T0; a beta too small learns slowly (high on the left), one too large sits above 1 or climbs with T."
+    img learning-forgetting.png "Forgetting (alpha)" \
+        "the largest alpha that stays flat: a smaller one forgets too fast and settles higher; alpha = 1 (no decay) holds for Falcon-1, whose update corrects its residual, and climbs for Falcon-1A, whose memory only accumulates."
+    img learning-rehearsal.png "Rehearsal (window W)" \
+        "how far apart the windows' curves are: close together, rehearsal changes little on this stream (why: below)."
     echo "Rehearsal changes little for Falcon-3A: the normaliser sums the whole window, so each example is"
     echo "written on W steps with about 1/W of the weight each, the same total as W = 1 spread over W steps."
     echo "Falcon-3's curves move a little more (each rewrite corrects the residual the previous write left),"
