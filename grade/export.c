@@ -476,7 +476,7 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
         {"profile", 'p', 1}, {"variant", 'v', 1}, {"form", 'f', 1}, {"align", 'a', 1}, {"phi", 'P', 1},
         {"decay", 'd', 1}, {"precision", 'u', 1}, {"layout", 'l', 1}, {"scale", 's', 1}, {"quiet", 'q', 0},
         {"help", 'h', 0}, {NULL, 0, 0}};
-    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0};
+    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0, 0};
     *help = 0;
     opt_scan sc;
     opt_begin(&sc, argc, argv, "falcon cases export", defs, OPT_POSITIONALS);
@@ -589,6 +589,7 @@ int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *
     int rc = list ? 0 : cli_error("out of memory");
     *written = *skipped = 0;
     for (int i = 0; i < ncase && !rc; i++) {
+        if (o->progress) fprintf(stderr, "\rcases export: configuration %d of %d, %d cases written", i + 1, ncase, *written);
         if (stop_signal) {
             rc = cli_error("cases export: interrupted by signal %d: '%s' was not written", (int)stop_signal, o->dir);
             break;
@@ -616,6 +617,7 @@ int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *
         if (made >= 0) case_data_free(&k);
     }
     free(cases);
+    if (o->progress) fputc('\n', stderr);
     if (!rc && *written == 0) rc = cli_error("cases export: no case matches the filters");
     if (!rc) {
         json_t *index = json_object();
@@ -659,6 +661,7 @@ int falcon_grade_export_main(int argc, char **argv)
         return rc;
     }
     int written = 0, skipped = 0;
+    o.progress = !o.quiet && isatty(STDERR_FILENO); /* the full set takes minutes */
     set_sink *sink = sink_open(tmp, 0, "");
     rc = sink ? grade_export_write(&o, sink, &written, &skipped) : cli_error("out of memory");
     if (!rc) rc = sink_sync(sink);

@@ -25,6 +25,7 @@ typedef struct export_opts {
     grade_layout layout;
     double scale;         /* 0: the layout's default */
     int quiet;
+    int progress;         /* a "case i of N" line on stderr (a terminal) */
 } export_opts;
 
 typedef struct set_sink set_sink;

@@ -83,7 +83,7 @@ void grade_export_command(const export_opts *o, char *buf, size_t size)
  * not a value the export takes. */
 static int from_record(json_t *r, export_opts *o)
 {
-    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 1};
+    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 1, 0};
     const char *profile = json_string_value(json_object_get(r, "profile"));
     const char *precision = json_string_value(json_object_get(r, "precision"));
     const char *layout_name = json_string_value(json_object_get(r, "layout"));

@@ -49,6 +49,16 @@ if command -v strace >/dev/null; then
     else bad "export syncs" "fsync $nsync, syncfs ${nsyncfs:-0}: $(cat syncs.txt 2>/dev/null)"; fi
     rm -rf cs-sync syncs.txt
 else echo "     export syncs not counted: no strace"; fi
+# On a terminal the export says how far it is (the full set takes minutes);
+# into a pipe or file, nothing but its closing line. (script: util-linux.)
+if command -v script >/dev/null; then
+    script -qfec "'$FALCON' cases export cs-tty" /dev/null 2>&1 | tr '\r' '\n' > tty.txt || true
+    "$FALCON" cases export cs-pipe > pipe.txt 2>&1 || true
+    if grep -q 'configuration 65 of 65, 19[0-9] cases written' tty.txt && ! grep -q 'configuration' pipe.txt &&
+       [ "$(wc -l < pipe.txt)" -eq 1 ]; then ok "export shows its progress on a terminal only"
+    else bad "export progress" "tty: $(grep -c configuration tty.txt) lines; pipe: $(head -c 200 pipe.txt)"; fi
+    rm -rf cs-tty cs-pipe tty.txt pipe.txt
+else echo "     export progress not checked: no script"; fi
 # Case names carry the profile: a name means one case in every set.
 if ls cs | grep -v '^index.json$' | grep -qv '^q[0-9]\{4\}-'; then bad "quick names" "$(ls cs | grep -v '^q' | head -3)"
 else ok "the quick profile's cases are named q0001-..."; fi
