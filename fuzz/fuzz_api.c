@@ -127,8 +127,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.align = (falcon_align)(fuzz_u8(&b) % 3);
     cfg.phi = (falcon_phi)(fuzz_u8(&b) % 5);
     cfg.form = (falcon_form)(fuzz_u8(&b) % 4);
-    /* Every backend of the enum, and the values just outside it. */
-    cfg.backend = (falcon_backend)(fuzz_u8(&b) % (FALCON_BACKEND_COUNT + 2) - 1);
+    /* Every backend of the enum, the test-only one after it (the value
+     * FALCON_BACKEND_COUNT, which the library accepts), and the values just
+     * outside them: -1 and COUNT + 1. */
+    cfg.backend = (falcon_backend)(fuzz_u8(&b) % (FALCON_BACKEND_COUNT + 3) - 1);
     /* fp32, fp64, tf32, bf16, and the value just outside */
     cfg.precision = (falcon_precision)(fuzz_u8(&b) % 5);
     const uint8_t eps_mode = fuzz_u8(&b) % 4;
