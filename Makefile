@@ -185,6 +185,7 @@ check: deps
 	bash verify/mutants.sh --edits-only
 	$(MAKE) -j$(JOBS) $(CHECK_BUILD)
 	bash verify/test_shlib.sh $(BUILD)
+	bash verify/test_structure.sh $(BUILD)
 	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	$(MAKE) -k -j$(SCRIPT_JOBS) --output-sync=target --no-print-directory test test-cli test-usage test-rules test-stream \
 	  test-outputs test-check test-plots test-python test-twins test-readme test-study fuzz-replay test-scaling
