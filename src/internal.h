@@ -23,10 +23,9 @@
  * to the registry or the enums' name tables for a message. */
 typedef struct falcon_plan {
     falcon_config cfg0;                    /* as the caller gave it */
-    falcon_config cfg;                     /* chunk and threads resolved */
+    falcon_config cfg;                     /* chunk and threads (OpenMP's default for 0) resolved */
     falcon_backend backend;                /* auto resolved */
     const struct falcon_backend_info *row; /* its registry row */
-    int threads;                           /* = cfg.threads */
     int available;                         /* the backend can run here */
     const char *variant, *form, *precision; /* names, for messages */
     const char *backend_asked, *backend_name; /* the backend asked for; the one resolved */

@@ -6,7 +6,7 @@ void falcon_plan_resolve(const falcon_config *cfg, const falcon_inputs *in, falc
 {
     plan->cfg0 = *cfg;
     plan->cfg = *cfg;
-    plan->threads = plan->cfg.threads = falcon_threads(cfg);
+    plan->cfg.threads = falcon_threads(cfg);
     /* The widths may be bad yet (the shapes are checked after): the chunk
      * model takes any, and a bad call never runs. */
     if (in) plan->cfg.chunk = falcon_chunk_of(cfg->chunk, in->n, in->m, cfg->window);

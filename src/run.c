@@ -149,7 +149,7 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
      * FALCON_E_OVERFLOW; a whole-call backend's results are scanned here.
      * Either way the scans name the first bad element. */
     int64_t bad;
-    const int threads = plan.threads;
+    const int threads = plan.cfg.threads;
     const int drivers_saw = s == FALCON_E_OVERFLOW && !be->run, scan = (!s && be->run) || drivers_saw;
     if (scan && !all_finite(out, cfg->precision, in->B * in->T * in->H * in->m, threads, &bad))
         s = blame_out(falcon_fail(FALCON_E_OVERFLOW,

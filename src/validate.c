@@ -73,7 +73,7 @@ static falcon_status check_tensor(const falcon_plan *plan, const falcon_inputs *
     char at[96];
     const falcon_config *cfg = &plan->cfg;
     const int64_t rows = in->B * in->T * in->H;
-    const int threads = plan->threads;
+    const int threads = plan->cfg.threads;
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
         return FALCON_OK;
     const int64_t count = rows * width;
