@@ -204,6 +204,39 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *state, void *out, int64_t t0);
 
 /*
+ * Gradients of one call (docs/math.md section 12). For the call
+ * falcon_run(cfg, in, state, out), with cotangents dO of its reads and dS_T
+ * of its end memory, the gradients of L = <O, dO> + <S_T, dS_T> with
+ * respect to every input and to the carried state. Tensors are in the
+ * inputs' [B][T][H][D] layout and element type; the state's gradients are
+ * double, in the state's layout.
+ */
+typedef struct falcon_grads {
+    void *dq, *dk;     /* [B][T][H][n] */
+    void *dv;          /* [B][T][H][m] */
+    void *dbeta;       /* [B][T][H] */
+    void *dalpha;      /* [B][T][H]: required when in->alpha is given, else NULL */
+    void *dgain;       /* [B][T][H][n]: required for Falcon-2/2A, else NULL */
+    double *dS0;       /* [heads][m][n], or NULL: not wanted */
+    double *dprev_key; /* [heads][n] (0 for a head without one), or NULL */
+    double *dhist_k;   /* [heads][window - 1][n] (0 past a head's history), or NULL */
+    double *dhist_v;   /* [heads][window - 1][m], or NULL */
+} falcon_grads;
+
+/*
+ * dO: [B][T][H][m] in the run's element type, or NULL for 0; dS_T:
+ * [heads][m][n] double, or NULL for 0; state: the carried state the call
+ * starts from (NULL: a fresh one); it is read, never changed. Validation is
+ * falcon_run's plus the cotangents (finite, and dS_T within the run's
+ * precision) and the gradient buffers (present exactly as above): all of it
+ * before anything is written. FALCON_E_OVERFLOW: a gradient was not finite
+ * (the gradient buffers' contents are then unspecified).
+ */
+falcon_status falcon_backward(const falcon_config *cfg, const falcon_inputs *in,
+                              const falcon_state *state, const void *dO, const double *dS_T,
+                              const falcon_grads *grads);
+
+/*
  * Steps per block of the masked-parallel form for window W: 4096 / W (at
  * least 1), so that its explicit T x T-like matrices stay bounded. A longer
  * call runs block after block with the state carried, which is why a stream

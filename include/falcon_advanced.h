@@ -56,7 +56,18 @@ typedef falcon_status (*falcon_reference_run)(const falcon_config *cfg, const fa
  * Thread-safe, but a run in progress keeps the function it started with. */
 void falcon_backend_attach_reference(falcon_reference_run run);
 
-/* In libfalcon-ref: attach its MPFR reference to this process's libfalcon.
+/* The reference's backward pass (falcon_backward on the mpfr backend): a
+ * validated call, as falcon_reference_run receives one, with the
+ * cotangents; it writes every gradient buffer grads names, in the run's
+ * precision (the state's gradients in double). */
+typedef falcon_status (*falcon_reference_grad)(const falcon_config *cfg, const falcon_inputs *in,
+                                               const falcon_state_view *state, const void *dO,
+                                               const double *dS_T, const falcon_grads *grads);
+/* Attach (or detach, with NULL) the reference's backward pass. */
+void falcon_backend_attach_reference_grad(falcon_reference_grad grad);
+
+/* In libfalcon-ref: attach its MPFR reference (forward and backward) to
+ * this process's libfalcon.
  * Loading libfalcon-ref.so does it; a program linking libfalcon-ref.a
  * statically calls it (or links reference/attach-at-start.o). */
 void falcon_reference_attach(void);

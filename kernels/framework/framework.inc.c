@@ -61,5 +61,11 @@ falcon_status FW(fw_recurrent)(const RS(falcon_head) *heads, int64_t count);
 #else
 #define FW_ISA_NAME "baseline"
 #endif
-const RS(falcon_drivers) FW(falcon_fw) = {FW_ISA_NAME, FW(fw_recurrent), FW(falcon_blocked)};
+const RS(falcon_drivers) FW(falcon_fw) = {
+    .isa = FW_ISA_NAME,
+    .recurrent = FW(fw_recurrent),
+    .blocked = FW(falcon_blocked),
+    .backward_recurrent = NULL, /* not yet */
+    .backward_blocked = NULL,
+};
 #endif

@@ -46,6 +46,21 @@
                             /* (src/backends.c says where)                  */       \
         const falcon_work_memory *work; /* the drivers' work memory */                \
     } falcon_head_##SFX;                                                               \
+    /* One head's backward problem: the forward problem (f.out unused;    */            \
+    /* the pass starts from f.S_in, or f.S when that is NULL, and writes  */            \
+    /* no memory), its cotangents and its gradients. Rows as the inputs'. */            \
+    typedef struct falcon_grad_head_##SFX {                                            \
+        falcon_head_##SFX f;                                                           \
+        const R *dO;          /* [T] rows at stride f.ldo, or NULL: 0 */               \
+        const double *dS_T;   /* [m][n], or NULL: 0 */                                 \
+        R *dq, *dk, *dgain;   /* stride f.ldk; dgain NULL unless f.gain */             \
+        R *dv;                /* stride f.ldv */                                       \
+        R *dbeta, *dalpha;    /* stride f.lds; dalpha NULL unless f.alpha */           \
+        double *dS0;          /* [m][n], or NULL: not wanted */                        \
+        double *dprev_key;    /* [n], or NULL: not wanted (0 without f.prev_key) */    \
+        double *dhist_k;      /* [f.window - 1][n], or NULL (0 past f.hist_len) */     \
+        double *dhist_v;      /* [f.window - 1][m], or NULL */                         \
+    } falcon_grad_head_##SFX;                                                          \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
     /* (falcon_fw_<isa>_<prec>, paired with its kernels in src/backends.c). */       \
@@ -60,6 +75,11 @@
         /* T a block of each in turn; the masked-parallel form is the same   */        \
         /* equations with one block over the whole call.                     */        \
         falcon_status (*blocked)(const falcon_head_##SFX *heads, int64_t count, int64_t L); \
+        /* Backward passes (docs/math.md section 12) of one head: the       */        \
+        /* recurrent form's reverse sweep, and the blocked forms' adjoint   */        \
+        /* (blocks of L steps). NULL: the build has none (UNAVAILABLE).     */        \
+        falcon_status (*backward_recurrent)(const falcon_grad_head_##SFX *g);          \
+        falcon_status (*backward_blocked)(const falcon_grad_head_##SFX *g, int64_t L); \
     } falcon_drivers_##SFX;                                                            \
     extern const falcon_drivers_##SFX falcon_fw_##SFX;
 
