@@ -169,6 +169,11 @@ void falcon_set_tile_bytes(int64_t bytes);
  * (src/whole-call.c), over the working copy of the state. */
 falcon_status falcon_mpfr_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);
+/* The attached reference's backward pass (falcon_advanced.h), on a view
+ * of the caller's state: UNAVAILABLE when none is attached. */
+falcon_status falcon_mpfr_backward(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state *state, const void *dO, const double *dS_T,
+                                   const falcon_grads *grads);
 int falcon_mpfr_available(void);
 falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);
