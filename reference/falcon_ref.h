@@ -26,6 +26,17 @@ typedef struct falcon_ref_head {
     int64_t hist_len;       /* <= window - 1 */
 } falcon_ref_head;
 
+/* The same head with MPFR inputs (any precision; the reference reads them
+ * rounded to its own), for inputs that are not doubles: a finite-difference
+ * test perturbs them by far less than a double's unit. NULL as above; S0
+ * may be NULL (zero). Vectors are plain mpfr_t * (see ref_common.h). */
+typedef struct falcon_ref_head_mp {
+    int64_t T, n, m;
+    mpfr_t *q, *k, *v, *beta, *alpha, *gain;
+    mpfr_t *S0, *prev_key, *hist_k, *hist_v;
+    int64_t hist_len;
+} falcon_ref_head_mp;
+
 typedef struct falcon_ref_opts {
     falcon_variant variant;
     falcon_align align;
@@ -43,6 +54,10 @@ falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref
                                       mpfr_t *out, mpfr_t *S);
 falcon_status falcon_ref_chunk_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                   mpfr_t *out, mpfr_t *S);
+
+/* falcon_ref_recurrent_mp over mpfr inputs. */
+falcon_status falcon_ref_recurrent_mp_in(const falcon_ref_opts *o, const falcon_ref_head_mp *h,
+                                         mpfr_t *out, mpfr_t *S);
 
 /* The same, rounded to double (round-to-nearest). out [T][m], S [m][n]. */
 falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_head *h,
@@ -76,5 +91,42 @@ double falcon_ref_reads_cond(const falcon_ref_reads *r);
 /* falcon_ref_recurrent, also adding this head's reads to `reads`. */
 falcon_status falcon_ref_recurrent_reads(const falcon_ref_opts *o, const falcon_ref_head *h,
                                          double *out, double *S, falcon_ref_reads *reads);
+
+/*
+ * The backward pass (docs/math.md section 12): the gradients of
+ * L = SUM_t dO_t . o_t + <S_T, dS_T> for the recurrent form of one head,
+ * a reverse sweep at o->bits with the states recomputed from checkpoints
+ * (docs/math.md 12.2). Shapes: dq, dk, dgain [T][n]; dv [T][m]; dbeta, dalpha
+ * [T]; dS0 [m][n]; dprev_key [n]; dhist_k [hist_len][n]; dhist_v
+ * [hist_len][m]. dalpha is used only when h->alpha is given, dgain only for
+ * Falcon-2/2A, dprev_key only when h->prev_key is given; any other NULL
+ * pointer is a gradient not wanted.
+ */
+typedef struct falcon_ref_grads {
+    double *dq, *dk, *dv, *dbeta, *dalpha, *dgain, *dS0, *dprev_key, *dhist_k, *dhist_v;
+} falcon_ref_grads;
+typedef struct falcon_ref_grads_mp {
+    mpfr_t *dq, *dk, *dv, *dbeta, *dalpha, *dgain, *dS0, *dprev_key, *dhist_k, *dhist_v;
+} falcon_ref_grads_mp;
+
+/* dO [T][m] and dS_T [m][n], NULL for 0. Every gradient is computed at
+ * o->bits and rounded once into g (round-to-nearest); g_abs (may be NULL)
+ * receives the absolute sweep of docs/math.md 12.3, rounded up. Returns
+ * FALCON_OK or FALCON_E_NOMEM. */
+falcon_status falcon_ref_backward(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                  const double *dO, const double *dS_T,
+                                  const falcon_ref_grads *g, const falcon_ref_grads *g_abs);
+/* The same at full precision into caller-initialised mpfr arrays (rounded
+ * into their precision); `absolute` nonzero runs the absolute sweep.
+ * `checkpoint`: steps between the memories the forward sweep keeps, < 1 for
+ * ceil(sqrt(T)) (what falcon_ref_backward uses); the results do not depend
+ * on it, only the memory, O((T / c + c) m n), does. */
+falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                     const double *dO, const double *dS_T,
+                                     const falcon_ref_grads_mp *g, int absolute, int64_t checkpoint);
+
+/* kappa_X = ||X_abs||_F / ||X||_F of one gradient tensor (docs/math.md
+ * 12.3), at least 1, and 1 when both norms are 0; +inf when only X's is 0. */
+double falcon_ref_grad_cond(const double *x, const double *x_abs, size_t count);
 
 #endif

@@ -79,13 +79,15 @@ static void chunk_factor(mpfr_ptr f, chunk_buf *k, int64_t i, int64_t j)
 /* Log-decays, terms (example, direction) and step sizes of the chunk. */
 static void chunk_terms(fref_ctx *c, chunk_buf *k, int64_t t0, int64_t L)
 {
-    const double *alpha = c->h->alpha;
+    mpfr_t *alpha = c->h.alpha;
     int64_t p = 0, lo;
     mpfr_set_zero(k->b[0], 1);
     for (int64_t j = 0; j < L; j++) {
         int64_t t = t0 + j, cnt = fref_window(c, t, &lo);
-        mpfr_set_d(k->b[j + 1], alpha ? alpha[t] : 1.0, MPFR_RNDN);
-        mpfr_log(k->b[j + 1], k->b[j + 1], MPFR_RNDN);
+        if (alpha)
+            mpfr_log(k->b[j + 1], alpha[t], MPFR_RNDN);
+        else
+            mpfr_set_zero(k->b[j + 1], 1);
         mpfr_add(k->b[j + 1], k->b[j + 1], k->b[j], MPFR_RNDN);
         k->first[j] = p;
         if (cnt > 0)
@@ -124,15 +126,15 @@ static void chunk_solve(fref_ctx *c, chunk_buf *k, int64_t L)
         chunk_factor(f, k, j + 1, 0); /* e^{b_j} on S_0 */
         for (int64_t p = k->first[j]; p < k->first[j + 1]; p++) {
             mpfr_t *rp = k->r + p * m;
-            const double *y = c->y[k->ex[p]];
+            mpfr_t *y = c->y[k->ex[p]];
             if (c->regression)
                 fref_matvec(rp, k->S, c->x + k->ex[p] * n, m, n);
             for (int64_t a = 0; a < m; a++) {
                 if (c->regression) {
                     mpfr_mul(rp[a], rp[a], f, MPFR_RNDN);
-                    mpfr_d_sub(rp[a], y[a], rp[a], MPFR_RNDN);
+                    mpfr_sub(rp[a], y[a], rp[a], MPFR_RNDN);
                 } else {
-                    mpfr_set_d(rp[a], y[a], MPFR_RNDN);
+                    mpfr_set(rp[a], y[a], MPFR_RNDN);
                 }
             }
             for (int64_t jp = 0; c->regression && jp < j; jp++)
@@ -202,7 +204,7 @@ falcon_status falcon_ref_chunk_mp(const falcon_ref_opts *o, const falcon_ref_hea
     int64_t C = o->chunk >= 1 ? o->chunk : (c.T > 0 ? c.T : 1);
     st = chunk_buf_alloc(&k, &c, C);
     if (st == FALCON_OK) {
-        fref_load(k.S, h->S0, (size_t)(c.m * c.n));
+        fref_load_S0(&c, k.S);
         for (int64_t t0 = 0; t0 < c.T; t0 += C) {
             int64_t L = c.T - t0 < C ? c.T - t0 : C;
             chunk_terms(&c, &k, t0, L);

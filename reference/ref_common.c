@@ -61,31 +61,33 @@ void fref_store(mpfr_t *dst, mpfr_t *src, size_t count)
 }
 
 /* dst[n] = phi(raw[n]) at the context's precision. */
-static void fref_phi(fref_ctx *c, mpfr_t *dst, const double *raw)
+static void fref_phi(fref_ctx *c, mpfr_t *dst, mpfr_t *raw)
 {
     int64_t n = c->n;
     for (int64_t i = 0; i < n; i++) {
-        double r = raw[i];
         switch (c->phi) {
         case FALCON_PHI_RELU:
-            mpfr_set_d(dst[i], r > 0 ? r : 0.0, MPFR_RNDN);
+            if (mpfr_sgn(raw[i]) > 0)
+                mpfr_set(dst[i], raw[i], MPFR_RNDN);
+            else
+                mpfr_set_zero(dst[i], 1);
             break;
         case FALCON_PHI_ELU1:
-            mpfr_set_d(dst[i], r, MPFR_RNDN);
-            if (r > 0)
-                mpfr_add_ui(dst[i], dst[i], 1, MPFR_RNDN);
+            if (mpfr_sgn(raw[i]) > 0)
+                mpfr_add_ui(dst[i], raw[i], 1, MPFR_RNDN);
             else
-                mpfr_exp(dst[i], dst[i], MPFR_RNDN);
+                mpfr_exp(dst[i], raw[i], MPFR_RNDN);
             break;
         default: /* identity, and l2norm before its scaling */
-            mpfr_set_d(dst[i], r, MPFR_RNDN);
+            mpfr_set(dst[i], raw[i], MPFR_RNDN);
             break;
         }
     }
     if (c->phi != FALCON_PHI_L2NORM)
         return;
-    /* Squares of doubles cannot underflow MPFR's exponent range, so the norm
-     * is zero exactly when the vector is. */
+    /* Squares of doubles (or of values of a similar range) cannot
+     * underflow MPFR's exponent range, so the norm is zero exactly when the
+     * vector is. */
     mpfr_ptr s = c->tmp[0];
     mpfr_set_zero(s, 1);
     fref_dot_acc(s, dst, dst, n);
@@ -100,9 +102,9 @@ static void fref_phi(fref_ctx *c, mpfr_t *dst, const double *raw)
 }
 
 /* The raw key of step t's example (t >= shift). */
-static const double *fref_step_key(const fref_ctx *c, int64_t t, falcon_align align)
+static mpfr_t *fref_step_key(const fref_ctx *c, int64_t t, falcon_align align)
 {
-    const falcon_ref_head *h = c->h;
+    const falcon_ref_head_mp *h = &c->h;
     if (align == FALCON_ALIGN_SAME)
         return h->k + t * c->n;
     return t == 0 ? h->prev_key : h->k + (t - 1) * c->n;
@@ -110,7 +112,7 @@ static const double *fref_step_key(const fref_ctx *c, int64_t t, falcon_align al
 
 static void fref_fill_examples(fref_ctx *c, falcon_align align)
 {
-    const falcon_ref_head *h = c->h;
+    const falcon_ref_head_mp *h = &c->h;
     int64_t e = 0;
     for (int64_t i = 0; i < h->hist_len; i++, e++) {
         fref_phi(c, c->x + e * c->n, h->hist_k + i * c->n);
@@ -124,11 +126,44 @@ static void fref_fill_examples(fref_ctx *c, falcon_align align)
         fref_phi(c, c->q + t * c->n, h->q + t * c->n);
 }
 
-falcon_status fref_ctx_init(fref_ctx *c, const falcon_ref_opts *o, const falcon_ref_head *h)
+/* Carve `count` values off *next, exact copies of src (zeros for NULL). */
+static mpfr_t *take(mpfr_t **next, const double *src, int64_t count)
+{
+    mpfr_t *v = *next;
+    fref_load(v, src, (size_t)count);
+    *next += count;
+    return v;
+}
+
+/* h's doubles as mpfr values in one allocation owned by the context. */
+static falcon_status fref_convert(fref_ctx *c, const falcon_ref_head *h, mpfr_prec_t prec)
+{
+    const int64_t T = h->T, n = h->n, m = h->m, hl = h->hist_len;
+    size_t count = (size_t)(3 * T * n + T * m + 2 * T + m * n + n + hl * (n + m));
+    c->owned = fref_vec_alloc(count, prec);
+    if (!c->owned)
+        return FALCON_E_NOMEM;
+    mpfr_t *next = c->owned;
+    falcon_ref_head_mp *d = &c->h;
+    *d = (falcon_ref_head_mp){.T = T, .n = n, .m = m, .hist_len = hl};
+    d->q = take(&next, h->q, T * n);
+    d->k = take(&next, h->k, T * n);
+    d->v = take(&next, h->v, T * m);
+    d->beta = take(&next, h->beta, T);
+    d->S0 = take(&next, h->S0, m * n);
+    d->hist_k = take(&next, h->hist_k, hl * n);
+    d->hist_v = take(&next, h->hist_v, hl * m);
+    d->alpha = h->alpha ? take(&next, h->alpha, T) : NULL;
+    d->gain = h->gain ? take(&next, h->gain, T * n) : NULL;
+    d->prev_key = h->prev_key ? take(&next, h->prev_key, n) : NULL;
+    return FALCON_OK;
+}
+
+/* Everything but the inputs, which c->h holds already. */
+static falcon_status fref_ctx_setup(fref_ctx *c, const falcon_ref_opts *o)
 {
     falcon_variant v = o->variant;
-    memset(c, 0, sizeof *c);
-    c->h = h;
+    const falcon_ref_head_mp *h = &c->h;
     c->prec = o->bits;
     c->T = h->T;
     c->n = h->n;
@@ -155,12 +190,37 @@ falcon_status fref_ctx_init(fref_ctx *c, const falcon_ref_opts *o, const falcon_
     return FALCON_OK;
 }
 
+falcon_status fref_ctx_init_mp(fref_ctx *c, const falcon_ref_opts *o, const falcon_ref_head_mp *h)
+{
+    memset(c, 0, sizeof *c);
+    c->h = *h;
+    return fref_ctx_setup(c, o);
+}
+
+falcon_status fref_ctx_init(fref_ctx *c, const falcon_ref_opts *o, const falcon_ref_head *h)
+{
+    memset(c, 0, sizeof *c);
+    /* Doubles are exact at any precision the reference runs at (>= 53). */
+    falcon_status st = fref_convert(c, h, o->bits > 53 ? o->bits : 53);
+    return st != FALCON_OK ? st : fref_ctx_setup(c, o);
+}
+
+void fref_load_S0(const fref_ctx *c, mpfr_t *S)
+{
+    size_t count = (size_t)(c->m * c->n);
+    if (c->h.S0)
+        fref_store(S, c->h.S0, count);
+    else
+        fref_load(S, NULL, count);
+}
+
 void fref_ctx_free(fref_ctx *c)
 {
     fref_vec_free(c->x);
     free((void *)c->y);
     fref_vec_free(c->q);
     fref_vec_free(c->tmp);
+    fref_vec_free(c->owned);
     memset(c, 0, sizeof *c);
 }
 
@@ -169,7 +229,7 @@ int64_t fref_window(const fref_ctx *c, int64_t t, int64_t *lo)
     *lo = 0;
     if (t < c->shift)
         return 0;
-    int64_t e = c->h->hist_len + t - c->shift; /* step t's own example */
+    int64_t e = c->h.hist_len + t - c->shift; /* step t's own example */
     *lo = e - c->W + 1 > 0 ? e - c->W + 1 : 0;
     return e - *lo + 1;
 }
@@ -177,19 +237,19 @@ int64_t fref_window(const fref_ctx *c, int64_t t, int64_t *lo)
 void fref_step_terms(fref_ctx *c, int64_t t, int64_t lo, int64_t cnt, mpfr_t *z, mpfr_ptr eta)
 {
     int64_t n = c->n;
-    const double *g = c->has_gain ? c->h->gain + t * n : NULL;
+    mpfr_t *g = c->has_gain ? c->h.gain + t * n : NULL;
     mpfr_set_d(eta, c->eps, MPFR_RNDN);
     for (int64_t l = 0; l < cnt; l++) {
         mpfr_t *x = c->x + (lo + l) * n, *zl = z + l * n;
         for (int64_t i = 0; i < n; i++) {
             if (g)
-                mpfr_mul_d(zl[i], x[i], g[i], MPFR_RNDN);
+                mpfr_mul(zl[i], x[i], g[i], MPFR_RNDN);
             else
                 mpfr_set(zl[i], x[i], MPFR_RNDN);
         }
         fref_dot_acc(eta, x, zl, n);
     }
-    mpfr_d_div(eta, c->h->beta[t], eta, MPFR_RNDN);
+    mpfr_div(eta, c->h.beta[t], eta, MPFR_RNDN);
 }
 
 falcon_status fref_run_double(fref_mp_fn fn, const falcon_ref_opts *o,

@@ -15,11 +15,14 @@
 
 #define FREF_NTMP 4 /* scratch scalars in a context */
 
-/* One call's view of the inputs, with phi applied in MPFR. Examples are
+/* One call's view of the inputs, held as MPFR values (the caller's, from
+ * a falcon_ref_head_mp, or exact conversions of a falcon_ref_head's
+ * doubles), with phi applied in MPFR. Examples are
  * numbered 0..nex-1: the carried ones first (oldest first), then one per
  * step from step `shift` on, so every window is a contiguous range. */
 typedef struct fref_ctx {
-    const falcon_ref_head *h;
+    falcon_ref_head_mp h; /* the inputs (S0 NULL: zero) */
+    mpfr_t *owned;        /* the converted doubles (NULL for mpfr inputs) */
     mpfr_prec_t prec;
     int64_t T, n, m;
     int64_t W;          /* effective window: 1 unless Falcon-3/3A */
@@ -30,7 +33,7 @@ typedef struct fref_ctx {
     int64_t shift;      /* 1 when step 0 has no example (prefix, no previous key) */
     int64_t nex;        /* number of examples */
     mpfr_t *x;          /* [nex][n] phi(key) of every example */
-    const double **y;   /* [nex] the example's target row, exact doubles */
+    mpfr_t **y;         /* [nex] the example's target row (into h.v or h.hist_v) */
     mpfr_t *q;          /* [T][n] phi(q_t) */
     mpfr_t *tmp;        /* FREF_NTMP scratch scalars */
 } fref_ctx;
@@ -42,6 +45,8 @@ mpfr_t *fref_vec_alloc(size_t count, mpfr_prec_t prec);
 void fref_vec_free(mpfr_t *v);
 
 falcon_status fref_ctx_init(fref_ctx *c, const falcon_ref_opts *o, const falcon_ref_head *h);
+/* The same over mpfr inputs, which the context reads in place. */
+falcon_status fref_ctx_init_mp(fref_ctx *c, const falcon_ref_opts *o, const falcon_ref_head_mp *h);
 void fref_ctx_free(fref_ctx *c);
 
 /* Window E_t of step t: examples lo .. lo+count-1; count 0 when step t has
@@ -63,6 +68,13 @@ void fref_matvec(mpfr_t *y, mpfr_t *S, mpfr_t *x, int64_t m, int64_t n);
 void fref_load(mpfr_t *dst, const double *src, size_t count);
 /* dst[i] = src[i] rounded to nearest into dst's precision. */
 void fref_store(mpfr_t *dst, mpfr_t *src, size_t count);
+
+/* One recurrent step on S (S_{t-1} in, S_t out): the decay, then the write
+ * over the window (docs/math.md section 1). z [W][n] and r [W][m] are
+ * scratch for the window's directions and scaled residuals. */
+void fref_step(fref_ctx *c, mpfr_t *S, mpfr_t *z, mpfr_t *r, int64_t t);
+/* S[m][n] = the carried memory S0 (zero when the head has none). */
+void fref_load_S0(const fref_ctx *c, mpfr_t *S);
 
 /* Run an _mp form at the opts' precision and round its results to double.
  * `reads` (may be NULL) is passed through to the form: the read sums of

@@ -38,34 +38,42 @@ static falcon_status rec_buf_alloc(rec_buf *b, const fref_ctx *c)
 }
 
 /* The write of step t on the already decayed memory Sbar. */
-static void rec_write(fref_ctx *c, rec_buf *b, int64_t t)
+static void rec_write(fref_ctx *c, mpfr_t *S, mpfr_t *z, mpfr_t *r, int64_t t)
 {
     int64_t n = c->n, m = c->m, lo;
     int64_t cnt = fref_window(c, t, &lo);
     if (cnt == 0)
         return; /* no example: S_t = Sbar */
     mpfr_ptr eta = c->tmp[1];
-    fref_step_terms(c, t, lo, cnt, b->z, eta);
+    fref_step_terms(c, t, lo, cnt, z, eta);
     /* Every residual is taken against Sbar, before any of the window's
      * writes land, so all of them are formed first. */
     for (int64_t l = 0; l < cnt; l++) {
-        mpfr_t *rl = b->r + l * m;
-        const double *y = c->y[lo + l];
+        mpfr_t *rl = r + l * m, *y = c->y[lo + l];
         if (c->regression)
-            fref_matvec(rl, b->S, c->x + (lo + l) * n, m, n);
+            fref_matvec(rl, S, c->x + (lo + l) * n, m, n);
         for (int64_t a = 0; a < m; a++) {
             if (c->regression)
-                mpfr_d_sub(rl[a], y[a], rl[a], MPFR_RNDN);
+                mpfr_sub(rl[a], y[a], rl[a], MPFR_RNDN);
             else
-                mpfr_set_d(rl[a], y[a], MPFR_RNDN);
+                mpfr_set(rl[a], y[a], MPFR_RNDN);
             mpfr_mul(rl[a], rl[a], eta, MPFR_RNDN);
         }
     }
     for (int64_t l = 0; l < cnt; l++)
         for (int64_t a = 0; a < m; a++)
             for (int64_t i = 0; i < n; i++)
-                mpfr_fma(b->S[a * n + i], b->r[l * m + a], b->z[l * n + i],
-                         b->S[a * n + i], MPFR_RNDN);
+                mpfr_fma(S[a * n + i], r[l * m + a], z[l * n + i], S[a * n + i], MPFR_RNDN);
+}
+
+void fref_step(fref_ctx *c, mpfr_t *S, mpfr_t *z, mpfr_t *r, int64_t t)
+{
+    if (c->h.alpha) { /* forgetting first: Sbar = alpha_t S_{t-1} */
+        int64_t mn = c->m * c->n;
+        for (int64_t i = 0; i < mn; i++)
+            mpfr_mul(S[i], S[i], c->h.alpha[t], MPFR_RNDN);
+    }
+    rec_write(c, S, z, r, t);
 }
 
 /* The read's condition: sums[0] += SUM_a (SUM_j |S_aj| |phi(q_t)_j|)^2 and
@@ -90,16 +98,9 @@ static void rec_read_sums(fref_ctx *c, rec_buf *b, int64_t t)
 
 static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
 {
-    int64_t n = c->n, m = c->m, mn = m * n;
-    const double *alpha = c->h->alpha;
-    mpfr_ptr a_t = c->tmp[2]; /* alpha_t converted once, not per element */
+    int64_t n = c->n, m = c->m;
     for (int64_t t = 0; t < c->T; t++) {
-        if (alpha) { /* forgetting first: Sbar = alpha_t S_{t-1} */
-            mpfr_set_d(a_t, alpha[t], MPFR_RNDN);
-            for (int64_t i = 0; i < mn; i++)
-                mpfr_mul(b->S[i], b->S[i], a_t, MPFR_RNDN);
-        }
-        rec_write(c, b, t);
+        fref_step(c, b->S, b->z, b->r, t);
         fref_matvec(b->o, b->S, c->q + t * n, m, n); /* read after write */
         fref_store(out + t * m, b->o, (size_t)m);
         if (b->reads)
@@ -107,24 +108,36 @@ static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
     }
 }
 
+/* The form over an initialised context, which it frees. */
+static falcon_status recurrent_ctx(fref_ctx *c, mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+{
+    rec_buf b = {0};
+    b.reads = reads;
+    falcon_status st = rec_buf_alloc(&b, c);
+    if (st == FALCON_OK) {
+        fref_load_S0(c, b.S);
+        rec_run(c, &b, out);
+        fref_store(S, b.S, (size_t)(c->m * c->n));
+        rec_buf_free(&b);
+    }
+    fref_ctx_free(c);
+    return st;
+}
+
 static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                   mpfr_t *out, mpfr_t *S, mpfr_t *reads)
 {
     fref_ctx c;
-    rec_buf b = {0};
-    b.reads = reads;
     falcon_status st = fref_ctx_init(&c, o, h);
-    if (st != FALCON_OK)
-        return st;
-    st = rec_buf_alloc(&b, &c);
-    if (st == FALCON_OK) {
-        fref_load(b.S, h->S0, (size_t)(c.m * c.n));
-        rec_run(&c, &b, out);
-        fref_store(S, b.S, (size_t)(c.m * c.n));
-        rec_buf_free(&b);
-    }
-    fref_ctx_free(&c);
-    return st;
+    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, reads);
+}
+
+falcon_status falcon_ref_recurrent_mp_in(const falcon_ref_opts *o, const falcon_ref_head_mp *h,
+                                         mpfr_t *out, mpfr_t *S)
+{
+    fref_ctx c;
+    falcon_status st = fref_ctx_init_mp(&c, o, h);
+    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, NULL);
 }
 
 falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
