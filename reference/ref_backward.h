@@ -1,0 +1,32 @@
+/*
+ * Internal to the backward pass of the MPFR reference (ref_backward.c, the
+ * reverse sweep; ref_backward_api.c, its allocation and entry points).
+ */
+#ifndef FALCON_REF_BACKWARD_H
+#define FALCON_REF_BACKWARD_H
+
+#include "ref_common.h"
+
+typedef struct bwd_sweep {
+    fref_ctx c;
+    int absolute;        /* the absolute sweep of docs/math.md 12.3 */
+    int64_t seg;         /* steps between checkpoints */
+    const double *dO;    /* [T][m] or NULL (zero) */
+    const falcon_ref_grads_mp *g;
+    mpfr_t *ck;          /* [ceil(T / seg)][m][n] S before steps 0, seg, 2 seg, ... */
+    mpfr_t *st;          /* [seg + 1][m][n] a segment's states; the forward sweep's memory */
+    mpfr_t *G, *dSbar;   /* [m][n] adjoints of S_t and of the decayed memory */
+    mpfr_t *z, *e, *a;   /* [W][n] directions, [W][m] residuals, [W][m] G z then de */
+    mpfr_t *du, *vn;     /* [n] the read's adjoint; [n] scratch */
+    mpfr_t *dx, *dy;     /* [nex][n], [nex][m] the examples' adjoints, summed over windows */
+    mpfr_t *s;           /* bwd_scalar_count() scalars */
+} bwd_sweep;
+
+size_t bwd_scalar_count(void);
+void bwd_scalars_init(bwd_sweep *b);
+/* Both sweeps; then dS0 is written, and every per-step gradient. */
+void bwd_sweep_run(bwd_sweep *b, const double *dS_T);
+/* dk, dv, dprev_key, dhist_k, dhist_v from the examples' adjoints. */
+void bwd_examples_out(bwd_sweep *b, falcon_align align);
+
+#endif
