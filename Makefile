@@ -98,7 +98,7 @@ GATE_INC := -Igate $(REF_INC)
 GRADE_SRC := $(wildcard grade/*.c)
 GRADE_OBJ := $(GRADE_SRC:%.c=$(BUILD)/obj/%.o)
 GRADE_SHLIB := $(BUILD)/libfalcon-grade.so
-TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c
+TEST_SRC := $(wildcard verify/test-*.c) verify/golden-data.c verify/golden-grad-data.c
 # bench/flops.c: the benchmark's count of a call, tested beside the kernels.
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(GATE_OBJ) $(BUILD)/obj/bench/flops.o
 $(GATE_OBJ) $(GRADE_OBJ) $(CLI_OBJ) $(TEST_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
@@ -195,17 +195,22 @@ check: deps
 # verify/golden-data.c is generated from verify/data/falcon-golden.json and
 # committed, so a build needs no Python: `make golden` writes it again after
 # the JSON (or the script) changed; `make golden-check` fails when the
-# committed file is not what the script writes.
+# committed file is not what the script writes. The same for the gradients'
+# verify/golden-grad-data.c from verify/data/falcon-grad-golden.json.
 GOLDEN_GEN := verify/tools/golden_to_c.py
+GOLDEN_GRAD_GEN := verify/tools/golden_grad_to_c.py
 golden:
 	python3 $(GOLDEN_GEN)
+	python3 $(GOLDEN_GRAD_GEN)
 
 golden-check:
 	@if ! command -v python3 >/dev/null 2>&1; then echo "golden-check: skipped (no python3)"; exit 0; fi; \
-	tmp=$$(mktemp); python3 $(GOLDEN_GEN) $$tmp >/dev/null || { rm -f $$tmp; exit 1; }; \
-	if cmp -s $$tmp verify/golden-data.c; then rm -f $$tmp; echo "golden-check: verify/golden-data.c is up to date"; \
-	else diff $$tmp verify/golden-data.c | head -5; rm -f $$tmp; \
-	  echo "golden-check: verify/golden-data.c differs from what $(GOLDEN_GEN) writes (make golden)" >&2; exit 1; fi
+	for pair in $(GOLDEN_GEN):verify/golden-data.c $(GOLDEN_GRAD_GEN):verify/golden-grad-data.c; do \
+	gen=$${pair%%:*}; out=$${pair#*:}; \
+	tmp=$$(mktemp); python3 $$gen $$tmp >/dev/null || { rm -f $$tmp; exit 1; }; \
+	if cmp -s $$tmp $$out; then rm -f $$tmp; echo "golden-check: $$out is up to date"; \
+	else diff $$tmp $$out | head -5; rm -f $$tmp; \
+	  echo "golden-check: $$out differs from what $$gen writes (make golden)" >&2; exit 1; fi; done
 
 # Seeded bugs that the gate must catch (a few minutes; see verify/mutants.sh).
 mutants: deps
