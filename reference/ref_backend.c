@@ -8,6 +8,7 @@
 #include <omp.h>
 #include "falcon_advanced.h"
 #include "falcon_ref.h"
+#include "ref_backward.h"
 
 static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
                               const falcon_state_view *view, double *memory, void *out, int64_t hh)
@@ -72,4 +73,8 @@ static falcon_status reference_run(const falcon_config *cfg, const falcon_inputs
     return result;
 }
 
-void falcon_reference_attach(void) { falcon_backend_attach_reference(reference_run); }
+void falcon_reference_attach(void)
+{
+    falcon_backend_attach_reference(reference_run);
+    falcon_backend_attach_reference_grad(fref_reference_grad);
+}

@@ -6,6 +6,7 @@
 #define FALCON_REF_BACKWARD_H
 
 #include "ref_common.h"
+#include "falcon_advanced.h"
 
 typedef struct bwd_sweep {
     fref_ctx c;
@@ -28,5 +29,11 @@ void bwd_scalars_init(bwd_sweep *b);
 void bwd_sweep_run(bwd_sweep *b, const double *dS_T);
 /* dk, dv, dprev_key, dhist_k, dhist_v from the examples' adjoints. */
 void bwd_examples_out(bwd_sweep *b, falcon_align align);
+
+/* The mpfr backend's backward door (falcon_reference_grad, ref_backend_grad.c),
+ * attached by falcon_reference_attach. */
+falcon_status fref_reference_grad(const falcon_config *cfg, const falcon_inputs *in,
+                                  const falcon_state_view *state, const void *dO, const double *dS_T,
+                                  const falcon_grads *grads);
 
 #endif

@@ -21,6 +21,7 @@
 #include <string.h>
 #include "falcon_ref.h"
 #include "golden-grad.h"
+#include "../src/internal.h"
 
 #define FD_BITS 512
 #define FD_LOG2_H (-133)
@@ -356,4 +357,94 @@ Test(grad_reference, golden_gradients)
     }
     printf("grad_reference: %d golden cases, %d tensors: worst relative difference %.3g (<= %.0e)\n",
            golden_grad_case_count, tensors_checked, worst, GOLDEN_TOL);
+}
+
+/* The mpfr backend's backward door (falcon_reference_attach attaches it):
+ * per head, the same numbers as falcon_ref_backward on that head's gathered
+ * inputs, scattered into the [B][T][H][D] layout in the run's precision and
+ * the state's gradients in double; a fresh state's dprev_key and history
+ * gradients are 0. B = H = 2, Falcon-3 (W = 3) with decay, prefix. */
+static void door_case(falcon_precision prec, int warm)
+{
+    enum { B = 2, H = 2, T = 5, N = 3, M = 2, W = 3, HEADS = B * H };
+    const size_t es = prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
+    double raw[(3 * N + M + 2) * B * T * H + M * B * T * H];
+    rng_state = 99;
+    fill(raw, (int64_t)(sizeof raw / sizeof raw[0]), 0, 0, 1);
+    char *in_buf = calloc(sizeof raw / sizeof raw[0], es), *g_buf = calloc((3 * N + M + 2) * B * T * H, es);
+    for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) {
+        double x = i >= (size_t)((3 * N + M) * B * T * H) && i < (size_t)((3 * N + M + 2) * B * T * H)
+                       ? 0.5 + 0.25 * fabs(raw[i]) : raw[i]; /* beta and alpha in (0.5, 1] */
+        if (prec == FALCON_FP64) ((double *)in_buf)[i] = x;
+        else ((float *)in_buf)[i] = (float)x;
+    }
+    const int64_t BTH = B * T * H;
+    char *q = in_buf, *k = q + es * BTH * N, *gain = k + es * BTH * N, *v = gain + es * BTH * N;
+    char *beta = v + es * BTH * M, *alpha = beta + es * BTH, *dO = alpha + es * BTH;
+    falcon_inputs in = {.B = B, .T = T, .H = H, .n = N, .m = M, .q = q, .k = k, .v = v, .beta = beta, .alpha = alpha};
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.variant = FALCON_3, cfg.window = W, cfg.precision = prec, cfg.backend = FALCON_BACKEND_MPFR;
+    falcon_state *st;
+    cr_assert(falcon_state_create(HEADS, N, M, W, &st) == FALCON_OK);
+    if (warm) cr_assert(falcon_run(&cfg, &in, st, g_buf) == FALCON_OK, "%s", falcon_last_error());
+    double dS_T[HEADS * M * N], dS0[HEADS * M * N], dprev[HEADS * N], dhk[HEADS * (W - 1) * N];
+    double dhv[HEADS * (W - 1) * M];
+    fill(dS_T, HEADS * M * N, 0, 0, 1);
+    char *dq = g_buf, *dk = dq + es * BTH * N, *dv = dk + es * BTH * N, *dbeta = dv + es * BTH * M;
+    char *dalpha = dbeta + es * BTH;
+    falcon_grads g = {dq, dk, dv, dbeta, dalpha, NULL, dS0, dprev, dhk, dhv};
+    cr_assert(falcon_mpfr_backward(&cfg, &in, st, dO, dS_T, &g) == FALCON_OK, "%s", falcon_last_error());
+    const falcon_state_view view = falcon_state_get_view(st);
+    double *hb = malloc(sizeof(double) * falcon_ref_head_doubles(&in)), dOh[T * M];
+    int mismatches = 0;
+    for (int64_t hh = 0; hh < HEADS; hh++) {
+        falcon_ref_head rh;
+        falcon_ref_head_gather(&in, prec, &view, hh, hb, &rh);
+        const int64_t b = hh / H, h = hh % H;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t a = 0; a < M; a++) {
+                const int64_t at = ((b * T + t) * H + h) * M + a;
+                dOh[t * M + a] = prec == FALCON_FP64 ? ((double *)dO)[at] : ((float *)dO)[at];
+            }
+        double r[T * N * 2 + T * M + 2 * T + M * N + N + (W - 1) * (N + M)];
+        double *rq = r, *rk = rq + T * N, *rv = rk + T * N, *rb = rv + T * M, *ra = rb + T, *rS = ra + T;
+        double *rp = rS + M * N, *rhk = rp + N, *rhv = rhk + (W - 1) * N;
+        memset(r, 0, sizeof r);
+        falcon_ref_grads want = {rq, rk, rv, rb, ra, NULL, rS, rp, rhk, rhv};
+        const falcon_ref_opts ro = {.variant = FALCON_3, .align = cfg.align, .phi = cfg.phi,
+                                    .eps = prec == FALCON_FP64 ? cfg.eps : (double)(float)cfg.eps,
+                                    .window = W, .chunk = T, .bits = cfg.mpfr_bits};
+        cr_assert(falcon_ref_backward(&ro, &rh, dOh, dS_T + hh * M * N, &want, NULL) == FALCON_OK);
+        const struct { const char *dst; const double *src; int64_t width; } rows[] = {
+            {dq, rq, N}, {dk, rk, N}, {dv, rv, M}, {dbeta, rb, 1}, {dalpha, ra, 1}};
+        for (size_t f = 0; f < sizeof rows / sizeof rows[0]; f++)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t i = 0; i < rows[f].width; i++) {
+                    const int64_t at = ((b * T + t) * H + h) * rows[f].width + i;
+                    const double want_v = prec == FALCON_FP64 ? rows[f].src[t * rows[f].width + i]
+                                                              : (double)(float)rows[f].src[t * rows[f].width + i];
+                    const double got = prec == FALCON_FP64 ? ((double *)rows[f].dst)[at] : ((float *)rows[f].dst)[at];
+                    mismatches += got != want_v;
+                }
+        for (int64_t i = 0; i < M * N; i++) mismatches += dS0[hh * M * N + i] != rS[i];
+        for (int64_t i = 0; i < N; i++) mismatches += dprev[hh * N + i] != (warm ? rp[i] : 0.0);
+        for (int64_t i = 0; i < (W - 1) * N; i++) mismatches += dhk[hh * (W - 1) * N + i] != (warm ? rhk[i] : 0.0);
+        for (int64_t i = 0; i < (W - 1) * M; i++) mismatches += dhv[hh * (W - 1) * M + i] != (warm ? rhv[i] : 0.0);
+        if (warm) cr_expect(rh.prev_key && rh.hist_len == W - 1, "the warm-up run left a previous key and history");
+    }
+    cr_expect(mismatches == 0, "%s warm=%d: %d gradient elements differ from the reference's",
+              falcon_precision_name(prec), warm, mismatches);
+    free(hb);
+    free(in_buf);
+    free(g_buf);
+    falcon_state_free(st);
+}
+
+Test(grad_reference, backend_door)
+{
+    for (int warm = 0; warm < 2; warm++) {
+        door_case(FALCON_FP64, warm);
+        door_case(FALCON_FP32, warm);
+    }
 }
