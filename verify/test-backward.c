@@ -57,7 +57,7 @@ typedef struct bcase {
     falcon_variant v;
     falcon_align a;
     falcon_phi phi;
-    int decay;        /* 0 none, 1 random in [0.5, 0.95], 2 the smallest normal at every 3rd step */
+    int decay;        /* 0 none, 1 random in [0.5, 0.95]; 2 (3): also float's (double's) smallest normal at every 3rd step */
     int64_t B, T, H, n, m, W;
     double key_scale; /* keys' magnitude */
     double beta;      /* < 0: random in [0.2, 1.5] (inner product: [0.2, 0.5]) */
@@ -96,8 +96,8 @@ static void bw_make(const bcase *c, bdata *d, falcon_backend be)
     d->v = bw_fill(&s, rows * c->m, 0.1, 1, 1);
     d->beta = bw_fill(&s, rows, c->beta < 0 ? 0.2 : c->beta, c->beta < 0 ? (reg ? 1.5 : 0.5) : c->beta, 0);
     d->alpha = c->decay ? bw_fill(&s, rows, 0.5, 0.95, 0) : NULL;
-    for (int64_t i = 0; c->decay == 2 && i < rows; i++)
-        if ((i / (c->B * c->H)) % 3 == 1) d->alpha[i] = DBL_MIN;
+    for (int64_t i = 0; c->decay >= 2 && i < rows; i++)
+        if ((i / (c->B * c->H)) % 3 == 1) d->alpha[i] = c->decay == 2 ? FLT_MIN : DBL_MIN;
     d->gain = falcon_variant_has_gain(c->v) ? bw_fill(&s, rows * c->n, 0.5, 1.5, 0) : NULL;
     d->dO = bw_fill(&s, rows * c->m, 0, 1, 1);
     d->dS = bw_fill(&s, heads * c->m * c->n, 0, 1, 1);
@@ -328,4 +328,127 @@ Test(backward, finite_differences_fp64)
         printf("backward fd %s: %d cases, largest relative disagreement %.3g\n", falcon_backend_name(list[b]), cases,
                worst);
     }
+}
+
+/* ---- precisions, backends, threads, checkpoints ---- */
+
+/* ||a - b||_F / ||b||_F (absolute when b = 0). */
+static double bw_relerr(const double *a, const double *b, int64_t count)
+{
+    long double num = 0, den = 0;
+    for (int64_t i = 0; i < count; i++) num += (long double)(a[i] - b[i]) * (a[i] - b[i]), den += (long double)b[i] * b[i];
+    return den > 0 ? (double)sqrtl(num / den) : (double)sqrtl(num);
+}
+
+/* d's inputs, cotangents and state rounded to float, so that an fp32 and
+ * an fp64 backward see the same values. */
+static void bw_round_f32(bdata *d)
+{
+    double *const t[] = {d->q, d->k, d->v, d->beta, d->alpha, d->gain, d->dO, d->dS};
+    const int64_t rows = d->in.B * d->in.T * d->in.H, n = d->in.n, m = d->in.m, heads = d->in.B * d->in.H;
+    const int64_t cnt[] = {rows * n, rows * n, rows * m, rows, rows, rows * n, rows * m, heads * m * n};
+    for (int i = 0; i < 8; i++)
+        for (int64_t j = 0; t[i] && j < cnt[i]; j++) t[i][j] = (float)t[i][j];
+    falcon_state *st = d->st;
+    for (int64_t j = 0; j < heads * m * n; j++) st->S[j] = (float)st->S[j];
+    for (int64_t j = 0; j < heads * n; j++) st->prev_key[j] = (float)st->prev_key[j];
+    for (int64_t j = 0; j < heads * st->keep * n; j++) st->hist_k[j] = (float)st->hist_k[j];
+    for (int64_t j = 0; j < heads * st->keep * m; j++) st->hist_v[j] = (float)st->hist_v[j];
+}
+
+/* The largest normwise error of a's tensors against b's. */
+static double bw_worst(const bgrads *a, const bgrads *b, const char *what, double limit)
+{
+    double worst = 0;
+    for (int i = 0; i < G_COUNT; i++) {
+        const double e = bw_relerr(a->t[i], b->t[i], a->count[i]);
+        cr_expect(e <= limit, "%s: %s differs by %.3g (limit %.3g)", what, bw_names[i], e, limit);
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+/*
+ * fp32 against fp64 on the same (float) values. Each gradient is a sum of
+ * terms of a reverse sweep of T steps; as for the forward's memory
+ * (gate/THRESHOLDS.md), the fp32 error is K (2 + sqrt(depth)) u times the
+ * gradient's condition number (docs/math.md 12.3), here with depth T = 9
+ * plus the first segment's and well-conditioned inputs (regression steps
+ * with beta <= 1.5 are non-expansive; the inner-product ones add). The
+ * limit, 32 u, is K = 6 at depth 13 (both segments); the measured worst
+ * over these 48 cases a backend is 6.7 to 7.6 u (printed).
+ */
+Test(backward, fp32_against_fp64)
+{
+    falcon_backend list[8];
+    const int nb = bw_backends(list);
+    const double u = 0x1p-24;
+    for (int b = 0; b < nb; b++) {
+        double worst = 0;
+        for (int v = FALCON_1; v <= FALCON_3A; v++)
+            for (int a = 0; a < 2; a++)
+                for (int phi = 0; phi < 4; phi++) {
+                    const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1;
+                    const bcase c = {(falcon_variant)v, (falcon_align)a, (falcon_phi)phi, 1, 2, 9, 2, 7, 5, W,
+                                     1, -1, 9700u + (uint64_t)(100 * v + 10 * a + phi)};
+                    char what[160];
+                    bdata d;
+                    bgrads g32, g64;
+                    bw_make(&c, &d, list[b]);
+                    bw_round_f32(&d);
+                    bw_describe(&c, list[b], what, sizeof what);
+                    cr_assert(bw_grads(&d, FALCON_FP32, list[b], 1, &g32) == FALCON_OK, "%s: %s", what, falcon_last_error());
+                    cr_assert(bw_grads(&d, FALCON_FP64, list[b], 1, &g64) == FALCON_OK, "%s: %s", what, falcon_last_error());
+                    const double w = bw_worst(&g32, &g64, what, 32 * u);
+                    worst = w > worst ? w : worst;
+                    bgrads_free(&g32), bgrads_free(&g64), bw_free(&d);
+                }
+        printf("backward fp32 vs fp64 %s: largest error %.2f u (2^-24)\n", falcon_backend_name(list[b]), worst / u);
+    }
+}
+
+/* Bitwise equality of two gradient sets. */
+static void bw_same_bits(const bgrads *a, const bgrads *b, const char *what)
+{
+    for (int i = 0; i < G_COUNT; i++)
+        cr_expect(memcmp(a->t[i], b->t[i], sizeof(double) * (size_t)a->count[i]) == 0, "%s: %s differs", what,
+                  bw_names[i]);
+}
+
+/* Backends agree to rounding (fp64: each backend's sums in its own order,
+ * 2^10 u of fp64 against errors of a few u); each is bitwise the same for
+ * 1 and 3 threads and for checkpoints every 1, 4 or about sqrt(T) steps
+ * (the states a segment recomputes are the sweep's own, bit for bit). */
+Test(backward, backends_threads_checkpoints)
+{
+    falcon_backend list[8];
+    const int nb = bw_backends(list);
+    for (int v = FALCON_1; v <= FALCON_3A; v++)
+        for (int p = 0; p < 2; p++) {
+            const falcon_precision prec = p ? FALCON_FP64 : FALCON_FP32;
+            const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 4 : 1;
+            const bcase c = {(falcon_variant)v, FALCON_ALIGN_PREFIX, (falcon_phi)(v % 4), 1, 2, 23, 2, 9, 7, W, 1, -1,
+                             9900u + (uint64_t)v};
+            bgrads first, g;
+            bdata d;
+            char what[200];
+            bw_make(&c, &d, FALCON_BACKEND_SCALAR);
+            if (!p) bw_round_f32(&d);
+            cr_assert(bw_grads(&d, prec, FALCON_BACKEND_SCALAR, 1, &first) == FALCON_OK, "%s", falcon_last_error());
+            for (int b = 0; b < nb; b++) {
+                bw_describe(&c, list[b], what, sizeof what);
+                cr_assert(bw_grads(&d, prec, list[b], 1, &g) == FALCON_OK);
+                bw_worst(&g, &first, what, p ? 0x1p-43 : 0x1p-14);
+                for (int k = 0; k < 3; k++) {
+                    bgrads h;
+                    falcon_set_backward_checkpoint(k == 0 ? 0 : k == 1 ? 1 : 4);
+                    cr_assert(bw_grads(&d, prec, list[b], k == 0 ? 3 : 1, &h) == FALCON_OK);
+                    falcon_set_backward_checkpoint(0);
+                    bw_same_bits(&h, &g, what);
+                    bgrads_free(&h);
+                }
+                bgrads_free(&g);
+            }
+            bgrads_free(&first), bw_free(&d);
+        }
 }
