@@ -452,3 +452,117 @@ Test(backward, backends_threads_checkpoints)
             bgrads_free(&first), bw_free(&d);
         }
 }
+
+/* ---- validation: every rule, nothing written ---- */
+
+#define BW_SENTINEL 12345.0
+
+/* Buffers for every gradient of a B = 1, H = 2, T = 3, n = 4, m = 3,
+ * W = 3 call, filled with the sentinel. */
+typedef struct bbufs {
+    double t[G_COUNT][64];
+} bbufs;
+
+static falcon_grads bw_sentinel(bbufs *b)
+{
+    for (int i = 0; i < G_COUNT; i++)
+        for (int j = 0; j < 64; j++) b->t[i][j] = BW_SENTINEL;
+    return (falcon_grads){b->t[G_Q], b->t[G_K], b->t[G_V], b->t[G_BETA], b->t[G_ALPHA], b->t[G_GAIN],
+                          b->t[G_S0], b->t[G_PREV], b->t[G_HK], b->t[G_HV]};
+}
+
+static void bw_untouched(const bbufs *b, const char *what)
+{
+    for (int i = 0; i < G_COUNT; i++)
+        for (int j = 0; j < 64; j++)
+            cr_assert(b->t[i][j] == BW_SENTINEL, "%s: %s[%d] was written", what, bw_names[i], j);
+}
+
+/* One refused call: its status, input and rule, and nothing written. */
+static void bw_refused(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *st, const void *dO,
+                       const double *dS, const falcon_grads *g, const bbufs *b, falcon_status want,
+                       const char *input, const char *rule)
+{
+    const falcon_status s = falcon_backward(cfg, in, st, dO, dS, g);
+    const falcon_error_info *e = falcon_last_error_info();
+    cr_expect(s == want, "%s/%s: status %s, expected %s (%s)", input, rule, falcon_status_name(s),
+              falcon_status_name(want), falcon_last_error());
+    cr_expect(strcmp(e->input, input) == 0 && strcmp(e->rule, rule) == 0, "expected %s/%s, got %s/%s (%s)", input,
+              rule, e->input, e->rule, falcon_last_error());
+    bw_untouched(b, input);
+}
+
+Test(backward, validation)
+{
+    double q[24], k[24], v[18], beta[6], alpha[6], dO[18], dS[24], gain[24];
+    for (int i = 0; i < 24; i++) q[i] = 0.1 * (i % 5) - 0.2, k[i] = 0.05 * (i % 7) - 0.1, dS[i] = 0.01 * i, gain[i] = 1;
+    for (int i = 0; i < 18; i++) v[i] = 0.1 * (i % 4), dO[i] = 0.2 - 0.01 * i;
+    for (int i = 0; i < 6; i++) beta[i] = 0.5, alpha[i] = 0.9;
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.precision = FALCON_FP64, cfg.variant = FALCON_3, cfg.window = 3, cfg.backend = FALCON_BACKEND_SCALAR;
+    falcon_inputs in = {1, 3, 2, 4, 3, q, k, v, beta, alpha, NULL};
+    bbufs b;
+    falcon_grads g = bw_sentinel(&b);
+    dO[7] = NAN;
+    bw_refused(&cfg, &in, NULL, dO, dS, &g, &b, FALCON_E_NONFINITE, "dO", "finite");
+    dO[7] = 0.1, dS[5] = INFINITY;
+    bw_refused(&cfg, &in, NULL, dO, dS, &g, &b, FALCON_E_NONFINITE, "dS_T", "finite");
+    dS[5] = 1e39, cfg.precision = FALCON_FP32;
+    float qf[24], kf[24], vf[18], bf[6], af[6], dOf[18];
+    for (int i = 0; i < 24; i++) qf[i] = (float)q[i], kf[i] = (float)k[i];
+    for (int i = 0; i < 18; i++) vf[i] = (float)v[i], dOf[i] = (float)dO[i];
+    for (int i = 0; i < 6; i++) bf[i] = (float)beta[i], af[i] = (float)alpha[i];
+    const falcon_inputs in32 = {1, 3, 2, 4, 3, qf, kf, vf, bf, af, NULL};
+    bw_refused(&cfg, &in32, NULL, dOf, dS, &g, &b, FALCON_E_RANGE, "dS_T", "state-fit");
+    dS[5] = 0.05, cfg.precision = FALCON_FP64;
+    bw_refused(&cfg, &in, NULL, dO, dS, NULL, &b, FALCON_E_ARGUMENT, "grads", "null");
+    const char *names[] = {"dq", "dk", "dv", "dbeta"};
+    for (int i = 0; i < 4; i++) {
+        falcon_grads h = g;
+        void **slot[] = {&h.dq, &h.dk, &h.dv, &h.dbeta};
+        *slot[i] = NULL;
+        bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_ARGUMENT, names[i], "null");
+    }
+    falcon_grads h = g;
+    h.dalpha = NULL;
+    bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_ARGUMENT, "dalpha", "grad-required");
+    in.alpha = NULL;
+    bw_refused(&cfg, &in, NULL, dO, dS, &g, &b, FALCON_E_ARGUMENT, "dalpha", "grad-unexpected");
+    h = g, h.dalpha = NULL;
+    bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_ARGUMENT, "dgain", "grad-unexpected");
+    cfg.variant = FALCON_2, cfg.window = 1, in.gain = gain, h.dgain = NULL;
+    bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_ARGUMENT, "dgain", "grad-required");
+    cfg.variant = FALCON_3, cfg.window = 3, in.gain = NULL, beta[4] = 2.5; /* falcon_run's own rules too */
+    bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_RANGE, "beta", "beta-range");
+    beta[4] = 0.5;
+    falcon_state *st;
+    cr_assert(falcon_state_create(2, 4, 3, 2, &st) == FALCON_OK);
+    bw_refused(&cfg, &in, st, dO, dS, &h, &b, FALCON_E_SHAPE, "state", "state-window");
+    falcon_state_free(st);
+    if (!falcon_backend_available(FALCON_BACKEND_CUDA)) {
+        cfg.backend = FALCON_BACKEND_CUDA;
+        bw_refused(&cfg, &in, NULL, dO, dS, &h, &b, FALCON_E_UNAVAILABLE, "config.backend", "backend-unavailable");
+    }
+}
+
+/* T = 0: L = <S_0, dS_T>, so dS0 = dS_T and the rest of the state's
+ * gradients are 0; the step tensors (empty) are not written. */
+Test(backward, no_steps)
+{
+    double dS[24];
+    for (int i = 0; i < 24; i++) dS[i] = 0.5 - 0.03 * i;
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.precision = FALCON_FP64, cfg.variant = FALCON_3, cfg.window = 3;
+    const falcon_inputs in = {1, 0, 2, 4, 3, NULL, NULL, NULL, NULL, NULL, NULL};
+    bbufs b;
+    falcon_grads g = bw_sentinel(&b);
+    g.dalpha = g.dgain = NULL;
+    cr_assert(falcon_backward(&cfg, &in, NULL, NULL, dS, &g) == FALCON_OK, "%s", falcon_last_error());
+    for (int i = 0; i < 24; i++) cr_expect(b.t[G_S0][i] == dS[i]);
+    for (int i = 0; i < 2 * 4; i++) cr_expect(b.t[G_PREV][i] == 0);
+    for (int i = 0; i < 2 * 2 * 4; i++) cr_expect(b.t[G_HK][i] == 0);
+    for (int i = 0; i < 2 * 2 * 3; i++) cr_expect(b.t[G_HV][i] == 0);
+    for (int i = G_Q; i <= G_GAIN; i++) cr_expect(b.t[i][0] == BW_SENTINEL, "%s written", bw_names[i]);
+}
