@@ -566,3 +566,98 @@ Test(backward, no_steps)
     for (int i = 0; i < 2 * 2 * 3; i++) cr_expect(b.t[G_HV][i] == 0);
     for (int i = G_Q; i <= G_GAIN; i++) cr_expect(b.t[i][0] == BW_SENTINEL, "%s written", bw_names[i]);
 }
+
+/* ---- edges ---- */
+
+/* All gradients finite. */
+static void bw_all_finite(const bgrads *g, const char *what)
+{
+    for (int i = 0; i < G_COUNT; i++)
+        for (int64_t j = 0; j < g->count[i]; j++)
+            cr_assert(isfinite(g->t[i][j]), "%s: %s[%lld] = %g", what, bw_names[i], (long long)j, g->t[i][j]);
+}
+
+/* beta = 0: the step writes nothing, but dbeta = D nu is the derivative,
+ * not 0 / 0 and not 0. The gradients are smooth in beta, so at beta = 0
+ * they equal those at beta = 1e-9 to about 1e-9 times their size (here
+ * of order 1; some, as dv, are themselves O(beta): the error is taken
+ * against max(||g||, 1); the limit 1e-6 leaves room for the derivatives'
+ * size); the others are checked against finite differences at beta = 0
+ * itself. */
+Test(backward, beta_zero)
+{
+    const falcon_variant vs[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_3A};
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 2; a++) {
+            const int64_t W = falcon_variant_has_window(vs[i]) ? 3 : 1;
+            bcase c = {vs[i], (falcon_align)a, FALCON_PHI_ELU1, 1, 2, 9, 2, 7, 5, W, 1, 0, 9300u + (uint64_t)(10 * i + a)};
+            char what[160];
+            bdata d0, d1;
+            bgrads g0, g1;
+            bw_make(&c, &d0, FALCON_BACKEND_SCALAR);
+            c.beta = 1e-9;
+            bw_make(&c, &d1, FALCON_BACKEND_SCALAR);
+            bw_describe(&c, FALCON_BACKEND_SCALAR, what, sizeof what);
+            cr_assert(bw_grads(&d0, FALCON_FP64, FALCON_BACKEND_SCALAR, 1, &g0) == FALCON_OK, "%s", falcon_last_error());
+            cr_assert(bw_grads(&d1, FALCON_FP64, FALCON_BACKEND_SCALAR, 1, &g1) == FALCON_OK, "%s", falcon_last_error());
+            bw_all_finite(&g0, what);
+            for (int t = 0; t < G_COUNT; t++) { /* gradients of size 1, some of them O(beta) */
+                long double num = 0, den = 1;
+                for (int64_t j = 0; j < g0.count[t]; j++)
+                    num += powl(g0.t[t][j] - g1.t[t][j], 2), den += powl(g1.t[t][j], 2);
+                cr_expect(sqrtl(num / den) <= 1e-6, "%s: %s differs by %.3Lg", what, bw_names[t], sqrtl(num / den));
+            }
+            double nz = 0;
+            for (int64_t j = 0; j < g0.count[G_BETA]; j++) nz += fabs(g0.t[G_BETA][j]);
+            cr_expect(nz > 0, "%s: dbeta is 0 everywhere", what);
+            bw_check_fd(&d0, &g0, 77u, what);
+            bgrads_free(&g0), bgrads_free(&g1), bw_free(&d0), bw_free(&d1);
+        }
+}
+
+/* One edge case: fp64 against finite differences (directions relative to
+ * the values, so keys of 1e30 move by 1e24), fp32 finite and within
+ * `limit` of fp64 on the same values. */
+static void bw_edge(const bcase *c, double limit)
+{
+    char what[160];
+    bdata d;
+    bgrads g64, g32;
+    bw_make(c, &d, FALCON_BACKEND_SCALAR);
+    if (limit > 0) bw_round_f32(&d);
+    bw_describe(c, FALCON_BACKEND_SCALAR, what, sizeof what);
+    cr_assert(bw_grads(&d, FALCON_FP64, FALCON_BACKEND_SCALAR, 1, &g64) == FALCON_OK, "%s: %s", what, falcon_last_error());
+    bw_all_finite(&g64, what);
+    bw_check_fd(&d, &g64, 99u, what);
+    if (limit > 0) {
+        cr_assert(bw_grads(&d, FALCON_FP32, FALCON_BACKEND_SCALAR, 1, &g32) == FALCON_OK, "%s: %s", what,
+                  falcon_last_error());
+        bw_all_finite(&g32, what);
+        const double w = bw_worst(&g32, &g64, what, limit);
+        printf("backward edge %s: fp32 %.2f u\n", what, w / 0x1p-24);
+        bgrads_free(&g32);
+    }
+    bgrads_free(&g64), bw_free(&d);
+}
+
+/* alpha at the smallest normal number (float's, in both precisions, and
+ * double's in fp64) and l2norm keys of 1e-30 and 1e30: the exact
+ * gradients are finite and of ordinary size (dk about 1e30 and 1e-30 times
+ * dx), and so must be the computed ones; fp32 within the 32 u of
+ * fp32_against_fp64. */
+Test(backward, edges)
+{
+    for (int v = FALCON_1; v <= FALCON_3A; v += 2)
+        for (int a = 0; a < 2; a++) {
+            const int64_t W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1;
+            const uint64_t seed = 9500u + (uint64_t)(10 * v + a);
+            bcase c = {(falcon_variant)v, (falcon_align)a, FALCON_PHI_L2NORM, 2, 2, 9, 2, 7, 5, W, 1, -1, seed};
+            bw_edge(&c, 32 * 0x1p-24);
+            c.decay = 3;
+            bw_edge(&c, 0);
+            c.decay = 1, c.key_scale = 1e-30;
+            bw_edge(&c, 32 * 0x1p-24);
+            c.key_scale = 1e30;
+            bw_edge(&c, 32 * 0x1p-24);
+        }
+}
