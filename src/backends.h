@@ -75,6 +75,16 @@ falcon_status falcon_run_cpu_f32(const falcon_config *cfg, const falcon_inputs *
 falcon_status falcon_run_cpu_f64(const falcon_config *cfg, const falcon_inputs *in, falcon_state *st,
                                  const double *S_in, void *out, const falcon_cpu_f64 *cpu);
 
+/* falcon_backward's CPU path in one precision: every head through the
+ * drivers' backward for the form (src/backward_cpu.inc.c, built for both
+ * precisions by src/backward-cpu.c). */
+falcon_status falcon_backward_cpu_f32(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *st,
+                                      const void *dO, const double *dS_T, const falcon_grads *gr,
+                                      const falcon_cpu_f32 *cpu);
+falcon_status falcon_backward_cpu_f64(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *st,
+                                      const void *dO, const double *dS_T, const falcon_grads *gr,
+                                      const falcon_cpu_f64 *cpu);
+
 /* The row of backend b; NULL for a value that names no backend. */
 const falcon_backend_info *falcon_backend_info_of(falcon_backend b);
 /* The kernels and drivers a CPU backend runs on this machine. */

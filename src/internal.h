@@ -175,6 +175,16 @@ falcon_status falcon_mpfr_backward(const falcon_config *cfg, const falcon_inputs
                                    const falcon_state *state, const void *dO, const double *dS_T,
                                    const falcon_grads *grads);
 int falcon_mpfr_available(void);
+/* falcon_backward's own checks (backward-validate.c): the cotangents and
+ * the gradient buffers, after falcon_validate_plan. */
+falcon_status falcon_backward_validate(const falcon_plan *plan, const falcon_inputs *in, const void *dO,
+                                       const double *dS_T, const falcon_grads *grads);
+/* backward.c: the recurrent backward's checkpoint spacing in steps
+ * (docs/math.md 12.2; 0: about sqrt(T), the default). It changes no
+ * result beyond rounding; falcon_set_backward_checkpoint fixes it for
+ * tests (0: the default again). */
+int64_t falcon_backward_checkpoint(void);
+void falcon_set_backward_checkpoint(int64_t steps);
 falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);
 /* The CUDA backend itself (kernels/cuda/cuda_host.c, or src/stubs/cuda.c):

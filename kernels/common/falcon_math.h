@@ -359,6 +359,61 @@ FALCON_HD void falcon_featurize_f64(int phi, const double *FALCON_RESTRICT in, d
 }
 #undef FALCON_FEATURIZE_BODY
 
+/* ---- feature maps' Jacobians (docs/math.md section 12.1) ----
+ * out = J_phi(x)^T d for the raw vector x[n] and an adjoint d[n] (out
+ * differs from both): identity d; relu d where x > 0, else 0 (0 at the
+ * kink); elu1 d where x > 0, else exp(x) d; l2norm (d - p (p . d)) / ||x||
+ * with p = x / ||x||, and 0 for x = 0. The l2norm norm is taken as
+ * featurize takes it, scaled by the largest magnitude a (||x|| = a r, r =
+ * ||x / a||), and the division by it is made as / r, then / a: neither
+ * ||x|| itself nor a subnormal rounding of it is ever formed, so keys of
+ * 1e-30 or 1e30 (1e-300, 1e300 in fp64) give the finite gradients the
+ * exact ones are. Shared by every backend, as featurize is. */
+#define FALCON_PHI_VJP_BODY(R, EXP, SQRT, FABS)                             \
+    if (phi == FALCON_MATH_PHI_IDENTITY) {                                  \
+        for (int64_t i = 0; i < n; i++) out[i] = d[i];                      \
+        return;                                                             \
+    }                                                                       \
+    if (phi == FALCON_MATH_PHI_RELU) {                                      \
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? d[i] : (R)0;    \
+        return;                                                             \
+    }                                                                       \
+    if (phi == FALCON_MATH_PHI_ELU1) {                                      \
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? d[i] : EXP(x[i]) * d[i]; \
+        return;                                                             \
+    }                                                                       \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const R a = FABS(x[i]);                                             \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0) {                                                        \
+        for (int64_t i = 0; i < n; i++) out[i] = 0;                         \
+        return;                                                             \
+    }                                                                       \
+    R ss = 0;                                                               \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const R s = x[i] / amax;                                            \
+        ss += s * s;                                                        \
+    }                                                                       \
+    const R r = SQRT(ss);                                                   \
+    R pd = 0;                                                               \
+    for (int64_t i = 0; i < n; i++) pd += (x[i] / amax / r) * d[i];        \
+    for (int64_t i = 0; i < n; i++) out[i] = (d[i] - (x[i] / amax / r) * pd) / r / amax;
+
+FALCON_HD void falcon_phi_vjp_f32(int phi, const float *FALCON_RESTRICT x, const float *FALCON_RESTRICT d,
+                                  float *FALCON_RESTRICT out, int64_t n)
+{
+    FALCON_PHI_VJP_BODY(float, expf, sqrtf, fabsf)
+}
+
+FALCON_HD void falcon_phi_vjp_f64(int phi, const double *FALCON_RESTRICT x, const double *FALCON_RESTRICT d,
+                                  double *FALCON_RESTRICT out, int64_t n)
+{
+    FALCON_PHI_VJP_BODY(double, exp, sqrt, fabs)
+}
+#undef FALCON_PHI_VJP_BODY
+
 /* ---- a block whose end state cancels its carried memory ----
  * A regression block's end state S_L = F S_0 + Z^T R holds S_0 twice; where
  * its steps project most of S_0 away the two terms cancel and S_L keeps

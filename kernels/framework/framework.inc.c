@@ -53,6 +53,7 @@ falcon_status FW(fw_recurrent)(const RS(falcon_head) *heads, int64_t count);
 #include "recurrent.inc.c"
 #else
 #include "blocked.inc.c"
+#include "backward-recurrent.inc.c"
 
 #ifdef FALCON_FW_ISA
 #define FW_STR_(x) #x
@@ -65,7 +66,7 @@ const RS(falcon_drivers) FW(falcon_fw) = {
     .isa = FW_ISA_NAME,
     .recurrent = FW(fw_recurrent),
     .blocked = FW(falcon_blocked),
-    .backward_recurrent = NULL, /* not yet */
+    .backward_recurrent = FW(fw_backward_recurrent),
     .backward_blocked = NULL,
 };
 #endif

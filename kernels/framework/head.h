@@ -60,6 +60,8 @@
         double *dprev_key;    /* [n], or NULL: not wanted (0 without f.prev_key) */    \
         double *dhist_k;      /* [f.window - 1][n], or NULL (0 past f.hist_len) */     \
         double *dhist_v;      /* [f.window - 1][m], or NULL */                         \
+        int64_t checkpoint;   /* recurrent: steps between the memories its sweep */   \
+                              /* keeps (docs/math.md 12.2); 0: about sqrt(T)   */   \
     } falcon_grad_head_##SFX;                                                          \
     /* The drivers of one build of the framework (framework.inc.c): the     */       \
     /* baseline build falcon_fw_<prec>, and one per SIMD backend's ISA      */       \
