@@ -47,6 +47,7 @@ typedef struct gate_grad_result {
     int64_t count[GG_COUNT];
     double *x[GG_COUNT];
     double cond[GG_COUNT];
+    double abs_norm[GG_COUNT]; /* reference only: ||X_abs||_F */
 } gate_grad_result;
 void gate_grad_result_free(gate_grad_result *r);
 
@@ -62,7 +63,9 @@ falcon_status gate_grad_reference(const gate_grad_case *g, const gate_data *d, c
                                   const falcon_state *state, gate_grad_result *r);
 
 /* err_u[t]: the normwise relative error of tensor t in units of roundoff
- * (0 where the tensor is absent). */
+ * (0 where the tensor is absent). Where the reference's X is exactly 0 but
+ * its terms are not (kappa_X infinite), the error is ||X|| / ||X_abs||
+ * instead: relative to the terms that cancelled, so never vacuous. */
 void gate_grad_compare(const gate_grad_result *r, const gate_grad_result *ref, falcon_precision prec,
                        double err_u[GG_COUNT]);
 /* The threshold of tensor t, in units of roundoff (gate/THRESHOLDS.md). */
