@@ -85,7 +85,7 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
 # The gate's engine (case table, reference runs, thresholds; gate/) is shared
 # by the Criterion tests and `falcon verify`; the tests are verify/test-*.c.
-GATE_SRC := gate/gate.c gate/gate-cases.c gate/gate-thresholds.c gate/gate-main.c
+GATE_SRC := gate/gate.c gate/gate-cases.c gate/gate-thresholds.c gate/gate-main.c gate/grad-gate.c gate/grad-cases.c
 GATE_OBJ := $(GATE_SRC:%.c=$(BUILD)/obj/%.o)
 # gate/ is on the include path of what runs the gate only (the engine, the
 # grading layer, the CLI, the tests; mk/study.mk and mk/cuda.mk add their

@@ -92,6 +92,39 @@ static const opt_spec specs[] = {
 };
 #define NUM_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
+/* `falcon grad`'s own options; its --out replaces the run's. */
+static const opt_spec grad_specs[] = {
+    {"dO", K_PATH, AT(dO), 1, "FILE", "cotangent of the reads, shaped as the reads: [T,m] or [B,T,H,m]", NULL, NULL},
+    {"dS", K_PATH, AT(dS), 0, "FILE", "cotangent of the final memory, [m,n] or [B,H,m,n] (default 0)", NULL, NULL},
+    {"out", K_PATH, AT(out), 1, "DIR", "directory of the gradients, one .npy per input: dq, dk, dv, dbeta, "
+     "dalpha (with --alpha), dgain (with --gain), dS0, and with --checkpoint-in dprev_key, dhist_k, dhist_v "
+     "(written together, or not at all)", NULL, NULL},
+};
+#define NUM_GRAD_SPECS ((int)(sizeof grad_specs / sizeof grad_specs[0]))
+
+/* The run's options `falcon grad` does not take: it reads whole arrays in
+ * the library's layout and writes gradients, not a state. */
+static int grad_skips(const opt_spec *s)
+{
+    static const char *const skipped[] = {"segment", "layout", "scale", "out", "state-out", "checkpoint-out",
+                                          "progress"};
+    for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; i++)
+        if (!strcmp(s->name, skipped[i])) return 1;
+    return 0;
+}
+
+/* The options of `cmd`, in help order, into tab; returns how many. */
+static int command_specs(cli_command cmd, const opt_spec **tab)
+{
+    int count = 0;
+    for (int i = 0; i < NUM_SPECS; i++)
+        if (cmd == CLI_CMD_RUN || !grad_skips(&specs[i])) tab[count++] = &specs[i];
+    if (cmd == CLI_CMD_GRAD)
+        for (int i = 0; i < NUM_GRAD_SPECS; i++) tab[count++] = &grad_specs[i];
+    return count;
+}
+#define MAX_SPECS (NUM_SPECS + NUM_GRAD_SPECS)
+
 static void *field(cli_run_args *a, const opt_spec *s) { return (char *)a + s->offset; }
 
 /* "{a,b,c}" from the library's names. */
@@ -130,17 +163,28 @@ static void wrap(FILE *f, const char *text, int col, int indent)
     fputc('\n', f);
 }
 
-void cli_print_run_help(FILE *f)
+void cli_print_run_help(FILE *f) { cli_print_help(f, CLI_CMD_RUN); }
+
+void cli_print_help(FILE *f, cli_command cmd)
 {
     char list[160], meta[200], help[400];
-    fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
-               "                  --out FILE [options]\n\n");
+    const opt_spec *tab[MAX_SPECS];
+    const int count = command_specs(cmd, tab);
+    if (cmd == CLI_CMD_RUN)
+        fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
+                   "                  --out FILE [options]\n\n");
+    else
+        fprintf(f, "usage: falcon grad --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
+                   "                   --dO FILE --out DIR [options]\n\n");
     wrap(f, "Inputs are .npy float16/float32/float64 files (little-endian), converted to the run's precision; q with 2 dimensions "
             "is one sequence, with 4 a [B,T,H,n] batch. Outputs are written only when the whole run "
             "succeeded.", 0, 0);
+    if (cmd == CLI_CMD_GRAD)
+        wrap(f, "falcon grad differentiates L = <O, dO> + <S_T, dS> (docs/math.md section 12): the gradients "
+                "of the run's inputs in its precision, the carried state's in float64.", 0, 0);
     fputc('\n', f);
-    for (int i = 0; i < NUM_SPECS; i++) {
-        const opt_spec *s = &specs[i];
+    for (int i = 0; i < count; i++) {
+        const opt_spec *s = tab[i];
         const int col = snprintf(meta, sizeof meta, "  --%s%s%s", s->name, s->meta || s->name_of ? " " : "",
                                  s->name_of ? choices(s, list, sizeof list) : s->meta ? s->meta : "");
         snprintf(help, sizeof help, "%s%s", s->help, s->required ? " (required)" : "");
@@ -238,35 +282,40 @@ static int set_value(cli_run_args *a, const opt_spec *s, const char *text)
     return 0;
 }
 
-/* The scanner's id of an option: its index in specs + 1. */
-static int spec_id(const char *name)
+/* The scanner's id of an option: its index in the command's table + 1. */
+static int spec_id(const opt_spec *const *tab, int count, const char *name)
 {
     int i = 0;
-    while (i < NUM_SPECS && strcmp(specs[i].name, name) != 0) i++;
+    while (i < count && strcmp(tab[i]->name, name) != 0) i++;
     return i + 1;
 }
 
-int cli_parse_run(int argc, char **argv, cli_run_args *a)
+int cli_parse_run(int argc, char **argv, cli_run_args *a) { return cli_parse_args(argc, argv, CLI_CMD_RUN, a); }
+
+int cli_parse_args(int argc, char **argv, cli_command cmd, cli_run_args *a)
 {
-    opt_def defs[NUM_SPECS + 1] = {{0}};
-    for (int i = 0; i < NUM_SPECS; i++) defs[i] = (opt_def){specs[i].name, i + 1, specs[i].kind != K_FLAG};
+    const opt_spec *tab[MAX_SPECS];
+    const int count = command_specs(cmd, tab);
+    opt_def defs[MAX_SPECS + 1] = {{0}};
+    for (int i = 0; i < count; i++) defs[i] = (opt_def){tab[i]->name, i + 1, tab[i]->kind != K_FLAG};
     opt_scan sc;
-    opt_begin(&sc, argc, argv, "falcon run", defs, OPT_ONCE);
+    opt_begin(&sc, argc, argv, cmd == CLI_CMD_RUN ? "falcon run" : "falcon grad", defs, OPT_ONCE);
     set_defaults(a);
     for (int id; (id = opt_next(&sc)) != OPT_END;)
-        if (id < 0 || set_value(a, &specs[id - 1], sc.value ? sc.value : "")) return CLI_FAIL;
+        if (id < 0 || set_value(a, tab[id - 1], sc.value ? sc.value : "")) return CLI_FAIL;
     if (a->help) return 0;
-    if (a->segment < 0 || (a->segment == 0 && opt_given(&sc, spec_id("segment"))))
+    if (a->segment < 0 || (a->segment == 0 && opt_given(&sc, spec_id(tab, count, "segment"))))
         return cli_error("--segment = %lld: must be >= 1 (steps per segment)", (long long)a->segment);
-    if (opt_given(&sc, spec_id("scale"))) {
+    if (opt_given(&sc, spec_id(tab, count, "scale"))) {
         if (a->layout != CLI_LAYOUT_FLA)
             return cli_error("--scale applies to --layout fla only (the reads of the other layouts are unscaled)");
         if (!(a->scale > 0) || !isfinite(a->scale))
             return cli_error("--scale = %g: must be finite and > 0", a->scale);
     }
-    for (int i = 0; i < NUM_SPECS; i++)
-        if (specs[i].required && !opt_given(&sc, i + 1))
-            return cli_error("missing required option --%s (see falcon run --help)", specs[i].name);
+    for (int i = 0; i < count; i++)
+        if (tab[i]->required && !opt_given(&sc, i + 1))
+            return cli_error("missing required option --%s (see %s --help)", tab[i]->name,
+                             cmd == CLI_CMD_RUN ? "falcon run" : "falcon grad");
     if (falcon_variant_has_gain((falcon_variant)a->variant) && !a->gain)
         return cli_error("--gain is required by %s: per-column gains shaped as q",
                          falcon_variant_name((falcon_variant)a->variant));

@@ -2,6 +2,7 @@
  * falcon: run a Falcon recurrence on .npy files, or run the accuracy gate.
  *
  *   falcon run --variant V --form F --q FILE ... --out FILE   (cli/run_cmd.c)
+ *   falcon grad --variant V --form F --q FILE ... --dO FILE --out DIR (cli/grad_cmd.c)
  *   falcon verify [gate options]                              (gate/gate-main.c)
  *   falcon compare A.json B.json [C.json ...] [--out FILE]    (bench/compare.c)
  *   falcon stability [study options]                          (study/stability.c)
@@ -25,6 +26,8 @@ static void print_usage(FILE *f)
 {
     fprintf(f, "usage: falcon run --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
                "                  --out FILE [options]\n"
+               "       falcon grad --variant V --form F --q FILE --k FILE --v FILE --beta FILE\n"
+               "                   --dO FILE --out DIR [options]\n"
                "       falcon verify [--profile quick|full] [--backend B] [--variant V]\n"
                "                     [--form F] [--precision P] [--json FILE] ...\n"
                "       falcon compare A.json B.json [C.json ...] [--out FILE]\n"
@@ -34,6 +37,8 @@ static void print_usage(FILE *f)
                "                    [--trust-set]\n"
                "       falcon --help | --version\n\n"
                "  run        run a Falcon recurrence on .npy inputs (options: falcon run --help)\n"
+               "  grad       the gradients of a run's inputs and carried state for given\n"
+               "             cotangents (options: falcon grad --help)\n"
                "  verify     the accuracy gate against the MPFR reference, as a table (quick\n"
                "             profile by default, --profile full: the whole case table)\n"
                "  compare    benchmark result files (falcon-bench JSON) case by case: two side\n"
@@ -58,6 +63,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
     if (!strcmp(cmd, "verify")) return falcon_gate_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "compare")) return falcon_compare_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "stability")) return falcon_stability_main(argc - 1, argv + 1);

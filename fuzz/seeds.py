@@ -100,6 +100,26 @@ def seeds_api():
     write("api", "defaults", bytes(20) + bytes(rng.randrange(200) for _ in range(400)))
 
 
+def seeds_backward():
+    # Layout (fuzz/call.h, fuzz_backward.c): variant, align, phi, form,
+    # backend (byte - 1: 1 = scalar), precision, eps mode, window, chunk,
+    # bits, threads, B, T, H, n, m (table indices), flags (bit 1: alpha;
+    # bits 2-3: state kind), the inputs' values per step (< 200: in range),
+    # then which cotangents are NULL, dO, dS_T, the gradient buffers' byte.
+    for v in range(6):
+        for prec in (0, 1):
+            for form in (0, 1, 2):
+                head = bytes([v, v % 2, v % 4 if form == 0 else 0, form, 2, prec, 0, 1, 2, 0, 1,
+                              0, 4, 0, 2, 2, 0b1010])
+                rng = random.Random(1000 * v + 10 * prec + form)
+                values = bytes(rng.randrange(200) for _ in range(70))
+                tail = bytes([0]) + bytes(rng.randrange(200) for _ in range(24)) + bytes([0xF0])
+                write("backward", f"v{v}_p{prec}_f{form}", head + values + tail)
+    rng = random.Random(20261207)
+    for i in range(6):
+        write("backward", f"random{i:02d}", bytes(rng.randrange(256) for _ in range(rng.choice([24, 120, 400]))))
+
+
 def seeds_checkpoint():
     # Layout (fuzz_checkpoint.c): H-1, n-1, m-1, W-1, manifest mode (5 =
     # intact), then per array a mode byte (0 = as expected) and one byte
@@ -130,3 +150,4 @@ if __name__ == "__main__":
     seeds_cli_args()
     seeds_api()
     seeds_checkpoint()
+    seeds_backward()

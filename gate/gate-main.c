@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "gate.h"
+#include "grad-gate.h"
 #include "../util/opts.h"
 #include "falcon_io.h"
 
@@ -36,7 +37,7 @@ static void usage(FILE *f)
     char list[160];
     fprintf(f, "usage: falcon verify [--profile quick|full] [--backend B] [--variant V]\n"
                "                     [--form F] [--precision P] [--seeds N] [--shape T,n,m]\n"
-               "                     [--json FILE] [--verbose]\n"
+               "                     [--json FILE] [--verbose] [--grad]\n"
                "Runs the gate's case table against the MPFR reference and prints, per backend,\n"
                "precision, form and variant, the largest errors in units of roundoff; exits 1\n"
                "if a case is over its threshold. The quick profile is the default; --profile\n"
@@ -50,7 +51,11 @@ static void usage(FILE *f)
                "                instead of the table: a measurement, e.g. 4096,64,64 (minutes:\n"
                "                MPFR is slow)\n"
                "  --json FILE   also write the table (and the skipped backends) as JSON\n"
-               "  --verbose     print every case, not only the failing ones\n",
+               "  --verbose     print every case, not only the failing ones\n"
+               "  --grad        the gradient gate instead: every gradient of the backward pass\n"
+               "                (falcon_backward) against the MPFR reverse sweep, fp32 and fp64;\n"
+               "                the columns are then the largest error of any gradient and of\n"
+               "                dS0; a form without a backward pass in this build is skipped\n",
             backend_choices(list, sizeof list));
 }
 
@@ -84,6 +89,7 @@ static void json_number(FILE *f, double x)
 /* The command's options; -1: no filter. */
 typedef struct gate_opts {
     int profile, seeds, verbose, only, only_variant, only_form, only_prec;
+    int grad; /* --grad: the gradient gate (grad-gate.h) */
     const char *json;
     long long shape[3]; /* --shape T,n,m; T = 0: the profile's table */
 } gate_opts;
@@ -100,7 +106,8 @@ static int parse_options(int argc, char **argv, gate_opts *o)
     char list[160];
     static const opt_def defs[] = {
         {"profile", 'p', 1}, {"backend", 'b', 1}, {"variant", 'v', 1}, {"form", 'f', 1}, {"precision", 'P', 1},
-        {"json", 'j', 1}, {"seeds", 's', 1}, {"shape", 'S', 1}, {"verbose", 'V', 0}, {"help", 'h', 0},
+        {"json", 'j', 1}, {"seeds", 's', 1}, {"shape", 'S', 1}, {"verbose", 'V', 0}, {"grad", 'g', 0},
+        {"help", 'h', 0},
         {NULL, 0, 0}};
     opt_scan sc;
     opt_begin(&sc, argc, argv, "falcon verify", defs, 0);
@@ -156,6 +163,9 @@ static int parse_options(int argc, char **argv, gate_opts *o)
         case 'V':
             o->verbose = 1;
             break;
+        case 'g':
+            o->grad = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -203,6 +213,89 @@ static void run_backends(const gate_opts *o, const gate_case *c, const gate_data
     }
 }
 
+/* One gradient case in precision p on every backend and form the options
+ * keep: each result into its cell (out_u: the worst gradient, state_u:
+ * dS0), a line for each failure. A form whose backward pass the build
+ * lacks (FALCON_E_UNAVAILABLE) is left out of the cells. */
+static void run_grad_backends(const gate_opts *o, const gate_grad_case *g, const gate_data *d,
+                              const gate_cotangents *ct, const falcon_state *st, const gate_grad_result *ref,
+                              falcon_precision p, const int *skipped, cell cells[NB][NP][NF][NV])
+{
+    for (int b = 0; b < gate_backend_count; b++) {
+        if (skipped[b] || !gate_backend_runs(gate_backends[b], p) || gate_backends[b] == FALCON_BACKEND_CUDA) continue;
+        for (int f = 0; f < NF; f++) {
+            if (o->only_form >= 0 && f != o->only_form) continue;
+            gate_grad_result r;
+            const falcon_status s = gate_grad_run(g, d, ct, (falcon_form)f, gate_backends[b], st, &r);
+            if (s == FALCON_E_UNAVAILABLE) continue;
+            double err[GG_COUNT], worst = 0, ratio = 0;
+            int worst_t = 0;
+            if (!s) gate_grad_compare(&r, ref, p, err);
+            for (int t = 0; t < GG_COUNT; t++) {
+                if (!ref->count[t]) continue;
+                const double e = s ? INFINITY : err[t];
+                const double q = e / gate_grad_threshold(&g->c, (falcon_form)f, p, t, ref->cond[t]);
+                if (!(q <= ratio)) ratio = q, worst_t = t;
+                if (!(e <= worst)) worst = e;
+            }
+            cell *x = &cells[b][p][f][g->c.variant];
+            x->cases++;
+            if (!(ratio <= 1)) x->failed++;
+            if (!(worst <= x->out_u)) x->out_u = worst;
+            if (!s && err[GG_DS0] > x->state_u) x->state_u = err[GG_DS0];
+            if (!(ratio <= x->worst_ratio)) x->worst_ratio = ratio;
+            if (o->verbose || !(ratio <= 1)) {
+                char desc[256];
+                gate_case_describe(&g->c, desc, sizeof desc);
+                printf("%-6s %s %-9s %s carried=%lld: worst %s at %.3g of its threshold%s%s%s\n",
+                       falcon_backend_name(gate_backends[b]), falcon_precision_name(p),
+                       falcon_form_name((falcon_form)f), desc, (long long)g->carried, gate_grad_name(worst_t), ratio,
+                       ratio <= 1 ? "" : "  FAIL", s ? ": " : "", s ? falcon_last_error() : "");
+            }
+            if (!s) gate_grad_result_free(&r);
+        }
+    }
+}
+
+/* The gradient table, each seed and precision (fp32, fp64) the options
+ * keep, into cells: 0, or 2 with a message. */
+static int run_grad_cases(const gate_opts *o, const int *skipped, cell cells[NB][NP][NF][NV])
+{
+    gate_grad_case *cases;
+    const int ncase = gate_grad_cases(o->profile, &cases);
+    if (ncase < 0) return cli_error("verify: out of memory for the gradient case table");
+    int rc = 0;
+    for (int s = 0; s < o->seeds && !rc; s++)
+        for (int ci = 0; ci < ncase && !rc; ci++) {
+            gate_grad_case g = cases[ci];
+            if (o->only_variant >= 0 && (int)g.c.variant != o->only_variant) continue;
+            g.c.seed += (uint64_t)s * 100003u;
+            for (int p = FALCON_FP32; p <= FALCON_FP64 && !rc; p++) {
+                if (o->only_prec >= 0 && p != o->only_prec) continue;
+                gate_data d;
+                gate_cotangents ct;
+                gate_grad_result ref;
+                falcon_state *st = NULL;
+                if (gate_data_make(&g.c, (falcon_precision)p, &d)) {
+                    rc = cli_error("verify: out of memory for a case's inputs");
+                    break;
+                }
+                if (gate_cotangents_make(&g.c, (falcon_precision)p, &ct) || gate_grad_state(&g, &d, &st) ||
+                    gate_grad_reference(&g, &d, &ct, st, &ref))
+                    rc = cli_error("verify: the reference of a gradient case failed: %s", falcon_last_error());
+                else {
+                    run_grad_backends(o, &g, &d, &ct, st, &ref, (falcon_precision)p, skipped, cells);
+                    gate_grad_result_free(&ref);
+                }
+                falcon_state_free(st);
+                gate_cotangents_free(&ct);
+                gate_data_free(&d);
+            }
+        }
+    free(cases);
+    return rc;
+}
+
 /* Every case of the table, each seed and precision the options keep, into
  * cells: 0, or 2 with a message (no memory, a reference that failed). */
 static int run_cases(const gate_opts *o, const gate_case *cases, int ncase, const int *skipped,
@@ -234,6 +327,18 @@ static int run_cases(const gate_opts *o, const gate_case *cases, int ncase, cons
             }
         }
     return 0;
+}
+
+/* The forward gate's table (or --shape's cases) into cells. */
+static int run_table(const gate_opts *o, const int *skipped, cell cells[NB][NP][NF][NV])
+{
+    gate_case *cases;
+    const long long *shape = o->shape;
+    int ncase = shape[0] ? gate_cases_shape(shape[0], shape[1], shape[2], &cases) : gate_cases(o->profile, &cases);
+    if (ncase < 0) return cli_error("verify: out of memory for the case table");
+    const int rc = run_cases(o, cases, ncase, skipped, cells);
+    free(cases);
+    return rc;
 }
 
 /* The --json report's head, written to the transaction's temporary (its
@@ -288,7 +393,8 @@ static int print_table(const gate_opts *o, const int *skipped, cell cells[NB][NP
 {
     int failed = 0, rows = 0;
     printf("\n%-12s %-5s %-10s %-9s %6s %12s %12s %10s  %s\n", "backend", "prec", "form", "variant",
-           "cases", "max out (u)", "max S (u)", "max/thr", "result");
+           "cases", o->grad ? "max grad (u)" : "max out (u)", o->grad ? "max dS0 (u)" : "max S (u)", "max/thr",
+           "result");
     for (int b = 0; b < gate_backend_count; b++) {
         const char *name = falcon_backend_name(gate_backends[b]);
         if (skipped[b]) {
@@ -319,8 +425,9 @@ static int print_table(const gate_opts *o, const int *skipped, cell cells[NB][NP
                 }
         }
     }
-    printf("\ngate (%s, %d seed%s): %s\n", o->shape[0] ? "--shape" : o->profile ? "full profile" : "quick profile",
-           o->seeds, o->seeds > 1 ? "s" : "", failed ? "FAILED" : "passed");
+    printf("\n%s (%s, %d seed%s): %s\n", o->grad ? "gradient gate" : "gate",
+           o->shape[0] ? "--shape" : o->profile ? "full profile" : "quick profile", o->seeds, o->seeds > 1 ? "s" : "",
+           failed ? "FAILED" : "passed");
     return failed;
 }
 
@@ -371,21 +478,12 @@ int falcon_gate_main(int argc, char **argv)
         falcon_outputs_abort(tx);
         return 2;
     }
-    gate_case *cases;
-    const long long *shape = o.shape;
-    int ncase = shape[0] ? gate_cases_shape(shape[0], shape[1], shape[2], &cases) : gate_cases(o.profile, &cases);
-    if (ncase < 0) {
-        fprintf(stderr, "falcon: error: verify: out of memory for the case table\n");
-        falcon_outputs_abort(tx);
-        return 2;
-    }
     static cell cells[NB][NP][NF][NV];
     memset(cells, 0, sizeof cells);
     int skipped[NB] = {0};
     for (int b = 0; b < gate_backend_count; b++)
         skipped[b] = (o.only >= 0 && (int)gate_backends[b] != o.only) || !falcon_backend_available(gate_backends[b]);
-    const int rc = run_cases(&o, cases, ncase, skipped, cells);
-    free(cases);
+    const int rc = o.grad ? run_grad_cases(&o, skipped, cells) : run_table(&o, skipped, cells);
     if (rc) {
         falcon_outputs_abort(tx);
         return rc;

@@ -3,6 +3,7 @@
 #   cli_args  `falcon run`'s argument parsing (cli/args.c), without running
 #   api       falcon_validate + falcon_run on tiny shapes from decoded bytes
 #   checkpoint falcon_checkpoint_load on a checkpoint directory decoded from the bytes
+#   backward  falcon_backward on tiny shapes: cotangents and gradient buffers too
 #
 #   make fuzz                       each harness FUZZ_SECONDS (60) s, with ASan
 #                                   and UBSan, into $(FUZZ_BUILD)/
@@ -22,7 +23,7 @@
 # Needs clang and its runtime libraries (Debian: clang, libclang-rt-14-dev;
 # `make deps` installs them).
 
-FUZZ_HARNESSES  ?= npy cli_args api checkpoint
+FUZZ_HARNESSES  ?= npy cli_args api checkpoint backward
 FUZZ_BUILD      ?= build-fuzz
 FUZZ_CC         ?= clang
 FUZZ_SECONDS    ?= 60
@@ -31,7 +32,7 @@ FUZZ_ARGS       ?=
 FUZZ_SEED       ?=
 FUZZ_FLAGS      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 
-FUZZ_ALL        := npy cli_args api checkpoint
+FUZZ_ALL        := npy cli_args api checkpoint backward
 FUZZ_REPLAY_BIN := $(FUZZ_ALL:%=$(BUILD)/fuzz/replay-%)
 FUZZ_BIN        := $(FUZZ_ALL:%=$(BUILD)/fuzz/fuzz-%)
 FUZZ_OBJ        := $(FUZZ_ALL:%=$(BUILD)/obj/fuzz/fuzz_%.o) $(BUILD)/obj/fuzz/replay.o

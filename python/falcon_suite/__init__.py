@@ -3,6 +3,7 @@
     import falcon_suite
     out, S = falcon_suite.run(q, k, v, beta, alpha, variant="falcon1", precision="fp32")
     ref, S_ref = falcon_suite.reference(q, k, v, beta, alpha, variant="falcon1")
+    g = falcon_suite.grad(q, k, v, beta, alpha, dO=dO, variant="falcon1")   # g["dq"], ...
     falcon_suite.export_cases("cases", profile="quick")
     ... run your kernel, falcon_suite.write_result("results", name, out, state) ...
     assert falcon_suite.check("cases", "results", precision="fp32").passed
@@ -23,6 +24,7 @@ except ImportError:
 
 from ._lib import FalconError, lib_path, library_paths  # noqa: E402
 from .api import State, reference, run  # noqa: E402
+from .grad import grad, torch_run  # noqa: E402
 from .cases import (  # noqa: E402
     CheckInputError, CheckResult, check, export_cases, load_case,
     load_checkpoint, write_manifest, write_result)
@@ -33,6 +35,6 @@ __version__ = "0.1.0"
 UNIT_ROUNDOFF = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -11,
                  "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
 
-__all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "reference",
+__all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "reference", "grad", "torch_run",
            "export_cases", "check", "load_case", "load_checkpoint", "write_result",
            "write_manifest", "lib_path", "library_paths", "UNIT_ROUNDOFF"]

@@ -207,60 +207,13 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
         raise ValueError("precision must be 'fp32', 'fp64', 'tf32' or 'bf16', not %r" % (precision,))
     dt = _DTYPES[precision]
     as_torch = _is_torch(q)  # tensors in, tensors out
-    q = as_numpy(q)
-    if q.ndim == 2:
-        batched = False
-        T, n = q.shape
-        B = H = 1
-    elif q.ndim == 4:
-        batched = True
-        B, T, H, n = q.shape
-    else:
-        raise ValueError("q must be [T,n] or [B,T,H,n], got shape %s" % (q.shape,))
-    lead = (B, T, H) if batched else (T,)
-    v = as_numpy(v)
-    if v.ndim != q.ndim or v.shape[:-1] != q.shape[:-1]:
-        raise ValueError("v has shape %s, expected %s + (m,)" % (v.shape, lead))
-    m = v.shape[-1]
-    q = _arr(q, dt, "q")
-    k = _arr(k, dt, "k", q.shape)
-    v = _arr(v, dt, "v")
-    beta = _arr(beta, dt, "beta", lead)
-    alpha = _arr(alpha, dt, "alpha", lead)
-    gain = _arr(gain, dt, "gain", q.shape)
+    sh, (q, k, v, beta, alpha, gain) = call_arrays(dt, q, k, v, beta, alpha, gain)
+    batched, lead, (B, T, H, n, m) = sh.batched, sh.lead, sh.dims
 
-    cfg = _lib.Config()
-    L.falcon_config_default(ctypes.byref(cfg))
-    cfg.variant = _lib.parse_enum("variant", variant)
-    cfg.form = _lib.parse_enum("form", form)
-    cfg.backend = _lib.parse_enum("backend", backend)
-    cfg.precision = _lib.parse_enum("precision", precision)
-    cfg.align = _lib.parse_enum("align", align)
-    cfg.phi = _lib.parse_enum("phi", phi)
-    cfg.eps = float(eps)
-    # exact integers that fit their C fields; the library checks the ranges
-    cfg.window = _lib.as_int("window", window, -2**63, 2**63 - 1)
-    # "auto": the library picks (falcon_chunk_auto)
-    cfg.chunk = 0 if isinstance(chunk, str) and chunk == "auto" else _lib.as_int("chunk", chunk, 1, 2**63 - 1)
-    cfg.threads = _lib.as_int("threads", threads, -2**31, 2**31 - 1)
-    cfg.mpfr_bits = _lib.as_int("mpfr_bits", mpfr_bits, -2**31, 2**31 - 1)
-
+    cfg = make_config(variant=variant, form=form, backend=backend, precision=precision, align=align,
+                      phi=phi, eps=eps, window=window, chunk=chunk, threads=threads, mpfr_bits=mpfr_bits)
     inp = _lib.Inputs(B, T, H, n, m, _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(alpha), _ptr(gain))
-
-    own = None
-    if state is None or not isinstance(state, State):
-        S0 = None
-        if state is not None:  # [m,n] or [B,H,m,n], nothing else (a transposed S is not reinterpreted)
-            S0 = _arr(state, np.float64, "state")
-            want = (B, H, m, n) if batched else (m, n)
-            if S0.shape != want:
-                raise ValueError("state has shape %s, expected %s" % (S0.shape, want))
-        own = State(B * H, n, m, max(cfg.window, 1))
-        if S0 is not None:
-            own.memory = S0.reshape((B * H, m, n))
-        st = own
-    else:
-        st = state
+    st, own = _state_for(state, cfg, B, H, n, m, batched)
     out = np.empty(lead + (m,), dtype=dt)
     try:
         status = L.falcon_run(ctypes.byref(cfg), ctypes.byref(inp), st._h,
@@ -275,6 +228,74 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
         import torch
         return torch.from_numpy(out), torch.from_numpy(S)
     return out, S
+
+
+class Shapes:
+    """What q and v say: batched, lead ((B,T,H) or (T,)) and dims (B,T,H,n,m)."""
+
+    def __init__(self, q, v):
+        if q.ndim == 2:
+            self.batched = False
+            T, n = q.shape
+            B = H = 1
+        elif q.ndim == 4:
+            self.batched = True
+            B, T, H, n = q.shape
+        else:
+            raise ValueError("q must be [T,n] or [B,T,H,n], got shape %s" % (q.shape,))
+        self.lead = (B, T, H) if self.batched else (T,)
+        if v.ndim != q.ndim or v.shape[:-1] != q.shape[:-1]:
+            raise ValueError("v has shape %s, expected %s + (m,)" % (v.shape, self.lead))
+        self.dims = (B, T, H, n, v.shape[-1])
+
+
+def call_arrays(dt, q, k, v, beta, alpha, gain):
+    """(Shapes, the six inputs as contiguous arrays of dt; None stays None)."""
+    q, v = as_numpy(q), as_numpy(v)
+    sh = Shapes(q, v)
+    q = _arr(q, dt, "q")
+    return sh, (q, _arr(k, dt, "k", q.shape), _arr(v, dt, "v"), _arr(beta, dt, "beta", sh.lead),
+                _arr(alpha, dt, "alpha", sh.lead), _arr(gain, dt, "gain", q.shape))
+
+
+def make_config(*, variant, form, backend, precision, align, phi, eps, window, chunk, threads, mpfr_bits):
+    """The falcon_config of run()'s keyword arguments."""
+    cfg = _lib.Config()
+    _lib.lib().falcon_config_default(ctypes.byref(cfg))
+    cfg.variant = _lib.parse_enum("variant", variant)
+    cfg.form = _lib.parse_enum("form", form)
+    cfg.backend = _lib.parse_enum("backend", backend)
+    cfg.precision = _lib.parse_enum("precision", precision)
+    cfg.align = _lib.parse_enum("align", align)
+    cfg.phi = _lib.parse_enum("phi", phi)
+    cfg.eps = float(eps)
+    # exact integers that fit their C fields; the library checks the ranges
+    cfg.window = _lib.as_int("window", window, -2**63, 2**63 - 1)
+    # "auto": the library picks (falcon_chunk_auto)
+    cfg.chunk = 0 if isinstance(chunk, str) and chunk == "auto" else _lib.as_int("chunk", chunk, 1, 2**63 - 1)
+    cfg.threads = _lib.as_int("threads", threads, -2**31, 2**31 - 1)
+    cfg.mpfr_bits = _lib.as_int("mpfr_bits", mpfr_bits, -2**31, 2**31 - 1)
+    return cfg
+
+
+def _state_for(state, cfg, B, H, n, m, batched):
+    """(the State to run on, the one to close after or None): the caller's
+    State, or a new one holding the memory array `state` (or a fresh one)."""
+    own = None
+    if state is None or not isinstance(state, State):
+        S0 = None
+        if state is not None:  # [m,n] or [B,H,m,n], nothing else (a transposed S is not reinterpreted)
+            S0 = _arr(state, np.float64, "state")
+            want = (B, H, m, n) if batched else (m, n)
+            if S0.shape != want:
+                raise ValueError("state has shape %s, expected %s" % (S0.shape, want))
+        own = State(B * H, n, m, max(cfg.window, 1))
+        if S0 is not None:
+            own.memory = S0.reshape((B * H, m, n))
+        st = own
+    else:
+        st = state
+    return st, own
 
 
 def reference(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",

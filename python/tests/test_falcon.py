@@ -514,6 +514,69 @@ def test_torch_chunk_example_passes():
     assert result.passed, result.summary()
 
 
+# ---- grad() and torch_run() ----
+
+def _loss(out, S, dO, dS):
+    return float(np.sum(out.astype(np.float64) * dO) + np.sum(S * dS))
+
+
+def test_grad_matches_the_reference_and_finite_differences():
+    """grad() in fp64 equals the MPFR backend's gradients to a few units of
+    roundoff, and its directional derivative matches central differences of
+    run() (a seeded bug in any gradient moves one of the two)."""
+    rng = np.random.default_rng(31)
+    d = inputs(rng, (2, 7, 2), 4, 3, gain=True)
+    dO = rng.standard_normal((2, 7, 2, 3))
+    dS = rng.standard_normal((2, 2, 3, 4))
+    kw = dict(variant="falcon2", precision="fp64", align="same")
+    g = falcon_suite.grad(**d, dO=dO, dS=dS, **kw)
+    ref = falcon_suite.grad(**d, dO=dO, dS=dS, backend="mpfr", **kw)
+    for name in ("dq", "dk", "dv", "dbeta", "dalpha", "dgain", "dS0"):
+        err = np.linalg.norm(g[name] - ref[name]) / max(np.linalg.norm(ref[name]), 1e-300)
+        assert err < 1e-12, (name, err)
+    h = 1e-6
+    for name in ("q", "k", "v", "beta", "alpha", "gain"):
+        direction = rng.standard_normal(d[name].shape) * (0.1 if name in ("beta", "alpha") else 1)
+        plus, minus = dict(d), dict(d)
+        plus[name] = d[name] + h * direction
+        minus[name] = d[name] - h * direction
+        fd = (_loss(*falcon_suite.run(**plus, **kw), dO, dS) - _loss(*falcon_suite.run(**minus, **kw), dO, dS)) / (2 * h)
+        an = float(np.sum(g["d" + name] * direction))
+        assert abs(fd - an) <= 1e-6 * max(1.0, abs(an)), (name, fd, an)
+
+
+def test_grad_refuses_bad_cotangents():
+    """A NaN in dO is refused with the library's structured error, naming dO."""
+    d = inputs(np.random.default_rng(5), (6,), 3, 2)
+    dO = np.zeros((6, 2))
+    dO[3, 1] = np.nan
+    try:
+        falcon_suite.grad(**d, dO=dO, variant="falcon1")
+    except falcon_suite.FalconError as e:
+        assert e.input == "dO" and e.rule == "finite", (e.input, e.rule, str(e))
+    else:
+        raise AssertionError("a NaN cotangent was accepted")
+
+
+def test_torch_backward_runs_through_the_library():
+    """torch_run's backward() fills every input's .grad with grad()'s values."""
+    try:
+        import torch
+    except ImportError:
+        skip("torch not installed")
+    d = inputs(np.random.default_rng(8), (9,), 4, 3)
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in d.items() if v is not None}
+    S0 = torch.zeros((3, 4), dtype=torch.float64, requires_grad=True)
+    out, S = falcon_suite.torch_run(t["q"], t["k"], t["v"], t["beta"], t["alpha"], None, S0,
+                                    variant="falcon1", precision="fp64")
+    dO, dS = torch.ones_like(out), torch.full_like(S, 0.5)
+    (out * dO).sum().add((S * dS).sum()).backward()
+    g = falcon_suite.grad(**d, dO=dO.numpy(), dS=dS.numpy(), variant="falcon1", precision="fp64")
+    for name in ("q", "k", "v", "beta", "alpha"):
+        assert np.array_equal(t[name].grad.numpy(), g["d" + name]), name
+    assert np.array_equal(S0.grad.numpy(), g["dS0"])
+
+
 def _main():
     """Without pytest: run every test_* function, print a pytest-like line."""
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
