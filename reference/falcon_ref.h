@@ -111,19 +111,22 @@ typedef struct falcon_ref_grads_mp {
 
 /* dO [T][m] and dS_T [m][n], NULL for 0. Every gradient is computed at
  * o->bits and rounded once into g (round-to-nearest); g_abs (may be NULL)
- * receives the absolute sweep of docs/math.md 12.3, rounded up. Returns
- * FALCON_OK or FALCON_E_NOMEM. */
+ * receives, in the same sweep, the magnitudes of docs/math.md 12.3 (the
+ * sum of |term| over the terms that form each gradient element, every
+ * operand the sweep's exact value), rounded up. Returns FALCON_OK or
+ * FALCON_E_NOMEM. */
 falcon_status falcon_ref_backward(const falcon_ref_opts *o, const falcon_ref_head *h,
                                   const double *dO, const double *dS_T,
                                   const falcon_ref_grads *g, const falcon_ref_grads *g_abs);
 /* The same at full precision into caller-initialised mpfr arrays (rounded
- * into their precision); `absolute` nonzero runs the absolute sweep.
+ * into their precision); g_mag (may be NULL) the magnitudes.
  * `checkpoint`: steps between the memories the forward sweep keeps, < 1 for
  * ceil(sqrt(T)) (what falcon_ref_backward uses); the results do not depend
  * on it, only the memory, O((T / c + c) m n), does. */
 falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                      const double *dO, const double *dS_T,
-                                     const falcon_ref_grads_mp *g, int absolute, int64_t checkpoint);
+                                     const falcon_ref_grads_mp *g, const falcon_ref_grads_mp *g_mag,
+                                     int64_t checkpoint);
 
 /* kappa_X = ||X_abs||_F / ||X||_F of one gradient tensor (docs/math.md
  * 12.3), at least 1, and 1 when both norms are 0; +inf when only X's is 0. */

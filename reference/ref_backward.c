@@ -1,27 +1,22 @@
 /*
  * MPFR reference, backward pass: the reverse step of docs/math.md 12.1 over
  * the recurrent form, with the states recomputed from checkpoints (12.2),
- * and the absolute sweep of 12.3 (every input, state and adjoint by its
- * magnitude, every difference by a sum) by the same code: `term` is the
- * only place a product is added, and in the absolute sweep it adds the
- * product's magnitude whatever the sign it would have had.
+ * and, when asked, the magnitudes of 12.3: beside each gradient it adds the
+ * magnitudes of the terms that form it, every operand the sweep's own exact
+ * (signed) value, in b->ga.
  */
 #include "ref_backward.h"
 
 #include <math.h>
 #include <string.h>
 
-enum { S_ETA, S_N, S_DETA, S_DN, S_DO, S_ONE, S_ACC, S_TERM, S_NORM, S_COUNT };
+enum { S_ETA, S_N, S_DETA, S_DN, S_DO, S_ONE, S_ACC, S_TERM, S_NORM, S_MAG, S_W, S_COUNT };
 
-/* acc += x y, or acc -= x y when `neg`; the absolute sweep adds |x y|. */
+/* acc += x y, or acc -= x y when `neg`. */
 static void term(bwd_sweep *b, mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y, int neg)
 {
-    if (b->absolute) {
-        mpfr_ptr t = b->s[S_TERM];
-        mpfr_mul(t, x, y, MPFR_RNDN);
-        mpfr_abs(t, t, MPFR_RNDN);
-        mpfr_add(acc, acc, t, MPFR_RNDN);
-    } else if (neg) {
+    (void)b;
+    if (neg) {
         mpfr_fms(acc, x, y, acc, MPFR_RNDN);
         mpfr_neg(acc, acc, MPFR_RNDN);
     } else {
@@ -29,13 +24,20 @@ static void term(bwd_sweep *b, mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y, int n
     }
 }
 
-/* dst = src, or |src| in the absolute sweep. */
+/* acc += |x y| (a magnitude of 12.3). */
+static void mag(bwd_sweep *b, mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y)
+{
+    mpfr_ptr t = b->s[S_TERM];
+    mpfr_mul(t, x, y, MPFR_RNDN);
+    mpfr_abs(t, t, MPFR_RNDN);
+    mpfr_add(acc, acc, t, MPFR_RNDN);
+}
+
+/* dst = src. */
 static void value(const bwd_sweep *b, mpfr_ptr dst, mpfr_srcptr src)
 {
-    if (b->absolute)
-        mpfr_abs(dst, src, MPFR_RNDN);
-    else
-        mpfr_set(dst, src, MPFR_RNDN);
+    (void)b;
+    mpfr_set(dst, src, MPFR_RNDN);
 }
 
 static void zeros(mpfr_t *v, int64_t count)
@@ -44,8 +46,7 @@ static void zeros(mpfr_t *v, int64_t count)
         mpfr_set_zero(v[i], 1);
 }
 
-/* dst[n] = J_phi(raw)^T d (docs/math.md 12.1's table), with fx = phi(raw);
- * the absolute sweep replaces l2norm's I - p p^T by I + |p| |p|^T. */
+/* dst[n] = J_phi(raw)^T d (docs/math.md 12.1's table), with fx = phi(raw). */
 static void phi_transpose(bwd_sweep *b, mpfr_t *dst, mpfr_t *raw, mpfr_t *fx, mpfr_t *d)
 {
     const int64_t n = b->c.n;
@@ -79,6 +80,33 @@ static void phi_transpose(bwd_sweep *b, mpfr_t *dst, mpfr_t *raw, mpfr_t *fx, mp
     }
 }
 
+/* The magnitudes of phi_transpose's terms: |J|^T |d| element by element,
+ * l2norm's (|d| + |p| (|p| . |d|)) / ||x|| (its I - p p^T's terms). */
+static void phi_transpose_mag(bwd_sweep *b, mpfr_t *dst, mpfr_t *raw, mpfr_t *fx, mpfr_t *d)
+{
+    const int64_t n = b->c.n;
+    if (b->c.phi == FALCON_PHI_L2NORM) {
+        mpfr_ptr norm = b->s[S_NORM], pd = b->s[S_ACC];
+        mpfr_set_zero(norm, 1);
+        fref_dot_acc(norm, raw, raw, n);
+        if (mpfr_zero_p(norm)) {
+            zeros(dst, n);
+            return;
+        }
+        mpfr_sqrt(norm, norm, MPFR_RNDN);
+        mpfr_set_zero(pd, 1);
+        for (int64_t i = 0; i < n; i++) mag(b, pd, fx[i], d[i]);
+        for (int64_t i = 0; i < n; i++) {
+            mpfr_abs(dst[i], d[i], MPFR_RNDN);
+            mag(b, dst[i], fx[i], pd);
+            mpfr_div(dst[i], dst[i], norm, MPFR_RNDN);
+        }
+        return;
+    }
+    phi_transpose(b, dst, raw, fx, d);
+    for (int64_t i = 0; i < n; i++) mpfr_abs(dst[i], dst[i], MPFR_RNDN);
+}
+
 /* Rounded once into the caller's arrays (NULL: not wanted). */
 static void put(mpfr_t *dst, mpfr_t *src, int64_t count)
 {
@@ -93,18 +121,28 @@ static void reverse_read(bwd_sweep *b, int64_t t, mpfr_t *S)
     mpfr_t *u = b->c.q + t * n;
     mpfr_ptr dO = b->s[S_DO];
     zeros(b->du, n);
+    if (b->ga) { /* G's terms so far: |G| (the later steps' sum), then |dO| |u|^T */
+        zeros(b->du_mag, n);
+        for (int64_t i = 0; i < m * n; i++) mpfr_abs(b->Gmag[i], b->G[i], MPFR_RNDN);
+    }
     for (int64_t a = 0; b->dO && a < m; a++) {
         mpfr_set_d(dO, b->dO[t * m + a], MPFR_RNDN); /* exact */
-        if (b->absolute)
-            mpfr_abs(dO, dO, MPFR_RNDN);
         for (int64_t j = 0; j < n; j++) {
             term(b, b->du[j], S[a * n + j], dO, 0);
             term(b, b->G[a * n + j], dO, u[j], 0);
+            if (b->ga) {
+                mag(b, b->du_mag[j], S[a * n + j], dO);
+                mag(b, b->Gmag[a * n + j], dO, u[j]);
+            }
         }
     }
     if (b->g->dq) {
         phi_transpose(b, b->vn, b->c.h.q + t * n, u, b->du);
         put(b->g->dq + t * n, b->vn, n);
+    }
+    if (b->ga && b->ga->dq) {
+        phi_transpose_mag(b, b->vn, b->c.h.q + t * n, u, b->du_mag);
+        put(b->ga->dq + t * n, b->vn, n);
     }
 }
 
@@ -140,7 +178,7 @@ static void write_key_adjoints(bwd_sweep *b, int64_t t, int64_t ex, int64_t l, m
 {
     const int64_t n = b->c.n, m = b->c.m;
     mpfr_t *e = b->e + l * m, *de = b->a + l * m, *z = b->z + l * n;
-    mpfr_t *x = b->c.x + ex * n, *dx = b->dx + ex * n, *dz = b->vn;
+    mpfr_t *x = b->c.x + ex * n, *dx = b->dx + ex * n, *dz = b->dz + l * n;
     mpfr_t *gain = b->c.has_gain ? b->c.h.gain + t * n : NULL;
     mpfr_ptr acc = b->s[S_ACC];
     for (int64_t j = 0; j < n; j++) {
@@ -169,6 +207,54 @@ static void write_key_adjoints(bwd_sweep *b, int64_t t, int64_t ex, int64_t l, m
     }
 }
 
+/* The magnitudes of the write's terms (12.3), from the step's exact
+ * values: dbeta's |e| . |G| |z| / N, each example's dy (eta |G| |z|), dz
+ * (eta |G|^T |e| + |dN| |x|) and dx (|alpha| |S|^T |de| + |dN| |z| + the
+ * direction's share), dgain's |x| |dz|, and dSbar's |de| |x|^T into Gmag. */
+static void write_magnitudes(bwd_sweep *b, int64_t t, int64_t lo, int64_t cnt, mpfr_t *S, mpfr_srcptr alpha)
+{
+    const int64_t n = b->c.n, m = b->c.m;
+    mpfr_ptr acc = b->s[S_ACC], dbeta = b->s[S_MAG], w = b->s[S_W];
+    mpfr_t *gain = b->c.has_gain ? b->c.h.gain + t * n : NULL, *dz = b->vn;
+    mpfr_set_zero(dbeta, 1);
+    for (int64_t l = 0; l < cnt; l++) {
+        mpfr_t *e = b->e + l * m, *de = b->a + l * m, *z = b->z + l * n, *x = b->c.x + (lo + l) * n;
+        mpfr_t *dx = b->dx_mag + (lo + l) * n, *dy = b->dy_mag + (lo + l) * m;
+        for (int64_t r = 0; r < m; r++) {
+            mpfr_set_zero(acc, 1);
+            for (int64_t j = 0; j < n; j++) mag(b, acc, b->G[r * n + j], z[j]);
+            mag(b, dbeta, e[r], acc);
+            mpfr_mul(acc, acc, b->s[S_ETA], MPFR_RNDN);
+            mpfr_add(dy[r], dy[r], acc, MPFR_RNDN);
+            for (int64_t j = 0; b->c.regression && j < n; j++) mag(b, b->Gmag[r * n + j], de[r], x[j]);
+        }
+        for (int64_t j = 0; j < n; j++) {
+            mpfr_set_zero(dz[j], 1);
+            for (int64_t r = 0; r < m; r++) mag(b, dz[j], b->G[r * n + j], e[r]);
+            mpfr_mul(dz[j], dz[j], b->s[S_ETA], MPFR_RNDN);
+            mpfr_abs(dz[j], dz[j], MPFR_RNDN);
+            mag(b, dz[j], b->s[S_DN], x[j]);
+            for (int64_t r = 0; b->c.regression && r < m; r++) {
+                mpfr_mul(w, S[r * n + j], alpha, MPFR_RNDN);
+                mag(b, dx[j], w, de[r]);
+            }
+            mag(b, dx[j], b->s[S_DN], z[j]);
+            if (gain) {
+                mag(b, dx[j], gain[j], dz[j]);
+                if (b->ga->dgain) {
+                    mpfr_set_zero(acc, 1);
+                    mag(b, acc, x[j], dz[j]);
+                    mpfr_set(b->ga->dgain[t * n + j], acc, MPFR_RNDN);
+                }
+            } else {
+                mpfr_add(dx[j], dx[j], dz[j], MPFR_RNDN);
+            }
+        }
+    }
+    if (b->ga->dbeta)
+        mpfr_div(b->ga->dbeta[t], dbeta, b->s[S_N], MPFR_RNDN);
+}
+
 /* Step 2, the write S_t = Sbar + eta SUM_l e_l z_l^T: every adjoint of
  * 12.1's table; leaves dSbar in b->dSbar. */
 static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
@@ -192,8 +278,7 @@ static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
         mpfr_div(b->g->dbeta[t], deta, N, MPFR_RNDN);
     mpfr_mul(dN, deta, eta, MPFR_RNDN); /* dN = -deta eta / N */
     mpfr_div(dN, dN, N, MPFR_RNDN);
-    if (!b->absolute)
-        mpfr_neg(dN, dN, MPFR_RNDN);
+    mpfr_neg(dN, dN, MPFR_RNDN);
     for (int64_t l = 0; l < cnt; l++) {
         mpfr_t *de = b->a + l * m, *x = b->c.x + (lo + l) * n, *dy = b->dy + (lo + l) * m;
         for (int64_t r = 0; r < m; r++) {
@@ -205,6 +290,8 @@ static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
             for (int64_t j = 0; j < n; j++)
                 term(b, b->dSbar[r * n + j], de[r], x[j], 1);
     }
+    if (b->ga)
+        write_magnitudes(b, t, lo, cnt, S, alpha);
 }
 
 /* Step 3, the decay Sbar = alpha S_{t-1}: dalpha_t, and G becomes the
@@ -225,6 +312,17 @@ static void reverse_forget(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha
     }
     if (b->g->dalpha)
         mpfr_set(b->g->dalpha[t], acc, MPFR_RNDN);
+    if (!b->ga)
+        return;
+    /* dalpha's terms: dSbar's (in Gmag) times |S_{t-1}|; then the
+     * memory's adjoint's terms times alpha (dS0's, after step 1) */
+    mpfr_set_zero(acc, 1);
+    for (int64_t i = 0; i < mn; i++) {
+        mag(b, acc, b->Gmag[i], S[i]);
+        mpfr_mul(b->Gmag[i], b->Gmag[i], alpha, MPFR_RNDN);
+    }
+    if (b->ga->dalpha)
+        mpfr_set(b->ga->dalpha[t], acc, MPFR_RNDN);
 }
 
 /* One segment, steps t0 .. t0+L-1: its states recomputed from the
@@ -237,8 +335,6 @@ static void reverse_segment(bwd_sweep *b, int64_t t0, int64_t L, mpfr_t *checkpo
         fref_store(b->st + (i + 1) * mn, b->st + i * mn, (size_t)mn);
         fref_step(&b->c, b->st + (i + 1) * mn, b->z, b->e, t0 + i);
     }
-    for (int64_t i = 0; b->absolute && i < (L + 1) * mn; i++)
-        mpfr_abs(b->st[i], b->st[i], MPFR_RNDN);
     for (int64_t i = L - 1; i >= 0; i--) {
         int64_t t = t0 + i;
         mpfr_srcptr alpha = b->c.h.alpha ? b->c.h.alpha[t] : b->s[S_ONE];
@@ -261,16 +357,40 @@ void bwd_sweep_run(bwd_sweep *b, const double *dS_T)
         fref_step(&b->c, S, b->z, b->e, t);
     }
     fref_load(b->G, dS_T, (size_t)mn);
-    for (int64_t i = 0; b->absolute && i < mn; i++)
-        mpfr_abs(b->G[i], b->G[i], MPFR_RNDN);
+    for (int64_t i = 0; b->ga && i < mn; i++) /* T = 0: dS0 = dS_T, its own terms */
+        mpfr_abs(b->Gmag[i], b->G[i], MPFR_RNDN);
     for (int64_t t0 = (T - 1) / seg * seg; T > 0 && t0 >= 0; t0 -= seg)
         reverse_segment(b, t0, T - t0 < seg ? T - t0 : seg, b->ck + (t0 / seg) * mn);
     put(b->g->dS0, b->G, mn);
+    if (b->ga)
+        put(b->ga->dS0, b->Gmag, mn);
 }
 
 size_t bwd_scalar_count(void) { return S_COUNT; }
 
 void bwd_scalars_init(bwd_sweep *b) { mpfr_set_ui(b->s[S_ONE], 1, MPFR_RNDN); }
+
+/* Example e's magnitudes into the same places of b->ga. */
+static void examples_out_mag(bwd_sweep *b, int64_t e, mpfr_t *raw)
+{
+    const fref_ctx *c = &b->c;
+    const int64_t n = c->n, m = c->m, hl = c->h.hist_len;
+    const falcon_ref_grads_mp *g = b->ga;
+    mpfr_t *dk, *dv;
+    if (e < hl) {
+        dk = g->dhist_k ? g->dhist_k + e * n : NULL;
+        dv = g->dhist_v ? g->dhist_v + e * m : NULL;
+    } else {
+        int64_t t = e - hl + c->shift, kt = b->align_same ? t : t - 1;
+        dk = kt >= 0 ? (g->dk ? g->dk + kt * n : NULL) : g->dprev_key;
+        dv = g->dv ? g->dv + t * m : NULL;
+    }
+    if (dk) {
+        phi_transpose_mag(b, b->vn, raw, c->x + e * n, b->dx_mag + e * n);
+        put(dk, b->vn, n);
+    }
+    put(dv, b->dy_mag + e * m, m);
+}
 
 /* The example adjoints dx, dy handed to the raw keys and values they came
  * from: dk = J_phi(k)^T dx (docs/math.md 12.1, "Which key"). */
@@ -296,5 +416,7 @@ void bwd_examples_out(bwd_sweep *b, falcon_align align)
             put(dk, b->vn, n);
         }
         put(dv, b->dy + e * m, m);
+        if (b->ga)
+            examples_out_mag(b, e, raw);
     }
 }

@@ -10,16 +10,20 @@
 
 typedef struct bwd_sweep {
     fref_ctx c;
-    int absolute;        /* the absolute sweep of docs/math.md 12.3 */
     int64_t seg;         /* steps between checkpoints */
+    int align_same;      /* same alignment (else prefix) */
     const double *dO;    /* [T][m] or NULL (zero) */
     const falcon_ref_grads_mp *g;
+    const falcon_ref_grads_mp *ga; /* NULL, or the terms' magnitudes (docs/math.md 12.3) */
     mpfr_t *ck;          /* [ceil(T / seg)][m][n] S before steps 0, seg, 2 seg, ... */
     mpfr_t *st;          /* [seg + 1][m][n] a segment's states; the forward sweep's memory */
     mpfr_t *G, *dSbar;   /* [m][n] adjoints of S_t and of the decayed memory */
     mpfr_t *z, *e, *a;   /* [W][n] directions, [W][m] residuals, [W][m] G z then de */
     mpfr_t *du, *vn;     /* [n] the read's adjoint; [n] scratch */
     mpfr_t *dx, *dy;     /* [nex][n], [nex][m] the examples' adjoints, summed over windows */
+    mpfr_t *dz;          /* [W][n] the step's direction adjoints */
+    /* with ga: the magnitudes of the terms of G (then dSbar), du, dx, dy */
+    mpfr_t *Gmag, *du_mag, *dx_mag, *dy_mag;
     mpfr_t *s;           /* bwd_scalar_count() scalars */
 } bwd_sweep;
 

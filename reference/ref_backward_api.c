@@ -32,7 +32,8 @@ static grad_sizes sizes_of(const falcon_ref_opts *o, const falcon_ref_head *h)
 
 static void free_sweep(bwd_sweep *b)
 {
-    mpfr_t *all[] = {b->ck, b->st, b->G, b->dSbar, b->z, b->e, b->a, b->du, b->vn, b->dx, b->dy, b->s};
+    mpfr_t *all[] = {b->ck, b->st, b->G, b->dSbar, b->z, b->e, b->a, b->du, b->vn, b->dx, b->dy, b->s,
+                     b->dz, b->Gmag, b->du_mag, b->dx_mag, b->dy_mag};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         fref_vec_free(all[i]);
     fref_ctx_free(&b->c);
@@ -66,27 +67,46 @@ static falcon_status alloc_sweep(bwd_sweep *b, int64_t checkpoint)
     b->dx = fref_vec_alloc((size_t)(c->nex * n), p);
     b->dy = fref_vec_alloc((size_t)(c->nex * m), p);
     b->s = fref_vec_alloc(bwd_scalar_count(), p);
+    b->dz = fref_vec_alloc((size_t)(w * n), p);
     if (!b->ck || !b->st || !b->G || !b->dSbar || !b->z || !b->e || !b->a || !b->du || !b->vn ||
-        !b->dx || !b->dy || !b->s)
+        !b->dx || !b->dy || !b->s || !b->dz)
         return FALCON_E_NOMEM;
+    if (b->ga) {
+        b->Gmag = fref_vec_alloc((size_t)mn, p);
+        b->du_mag = fref_vec_alloc((size_t)n, p);
+        b->dx_mag = fref_vec_alloc((size_t)(c->nex * n), p);
+        b->dy_mag = fref_vec_alloc((size_t)(c->nex * m), p);
+        if (!b->Gmag || !b->du_mag || !b->dx_mag || !b->dy_mag)
+            return FALCON_E_NOMEM;
+    }
     bwd_scalars_init(b);
     return FALCON_OK;
 }
 
-falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
-                                     const double *dO, const double *dS_T,
-                                     const falcon_ref_grads_mp *g, int absolute, int64_t checkpoint)
+/* The wanted gradients of g that apply, zeroed. */
+static falcon_ref_grads_mp used_of(const grad_sizes *sz, const falcon_ref_grads_mp *g)
 {
-    const grad_sizes sz = sizes_of(o, h);
-    falcon_ref_grads_mp used = {0}; /* the wanted gradients that apply, zeroed */
+    falcon_ref_grads_mp used = {0};
 #define FREF_USE(f)                                                      \
-    if (g->f && sz.f) {                                                  \
+    if (g->f && sz->f) {                                                 \
         used.f = g->f;                                                   \
-        for (int64_t i = 0; i < sz.f; i++) mpfr_set_zero(used.f[i], 1); \
+        for (int64_t i = 0; i < sz->f; i++) mpfr_set_zero(used.f[i], 1); \
     }
     FREF_GRADS(FREF_USE)
 #undef FREF_USE
-    bwd_sweep b = {.absolute = absolute != 0, .dO = dO, .g = &used};
+    return used;
+}
+
+falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                     const double *dO, const double *dS_T,
+                                     const falcon_ref_grads_mp *g, const falcon_ref_grads_mp *g_mag,
+                                     int64_t checkpoint)
+{
+    const grad_sizes sz = sizes_of(o, h);
+    const falcon_ref_grads_mp none = {0};
+    falcon_ref_grads_mp used = used_of(&sz, g ? g : &none), used_mag = used_of(&sz, g_mag ? g_mag : &none);
+    bwd_sweep b = {.dO = dO, .g = &used, .ga = g_mag ? &used_mag : NULL,
+                   .align_same = o->align == FALCON_ALIGN_SAME};
     falcon_status st = fref_ctx_init(&b.c, o, h);
     if (st != FALCON_OK)
         return st;
@@ -99,42 +119,48 @@ falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_
     return st;
 }
 
-/* One sweep at o->bits, rounded to double (rnd: nearest, or up for the
- * absolute sweep's magnitudes). */
-static falcon_status backward_double(const falcon_ref_opts *o, const falcon_ref_head *h,
-                                     const double *dO, const double *dS_T,
-                                     const falcon_ref_grads *d, int absolute)
+/* Carve mpfr arrays for the gradients d wants (next: the pool). */
+static falcon_ref_grads_mp carve(const grad_sizes *sz, const falcon_ref_grads *d, mpfr_t **next)
 {
-    const grad_sizes sz = sizes_of(o, h);
-    size_t total = 0;
-#define FREF_COUNT(f) total += d->f ? (size_t)sz.f : 0;
-    FREF_GRADS(FREF_COUNT)
-#undef FREF_COUNT
-    mpfr_t *all = fref_vec_alloc(total, o->bits), *next = all;
-    if (!all)
-        return FALCON_E_NOMEM;
     falcon_ref_grads_mp mp = {0};
-#define FREF_CARVE(f) if (d->f && sz.f) { mp.f = next; next += sz.f; }
+    if (!d) return mp;
+#define FREF_CARVE(f) if (d->f && sz->f) { mp.f = *next; *next += sz->f; }
     FREF_GRADS(FREF_CARVE)
 #undef FREF_CARVE
-    falcon_status st = falcon_ref_backward_mp(o, h, dO, dS_T, &mp, absolute, 0);
-    const mpfr_rnd_t rnd = absolute ? MPFR_RNDU : MPFR_RNDN;
-#define FREF_ROUND(f)                                                      \
-    for (int64_t i = 0; st == FALCON_OK && mp.f && i < sz.f; i++)          \
-        d->f[i] = mpfr_get_d(mp.f[i], rnd);
-    FREF_GRADS(FREF_ROUND)
-#undef FREF_ROUND
-    fref_vec_free(all);
-    return st;
+    return mp;
 }
 
+/* mp rounded into d (rnd: nearest, or up for the magnitudes). */
+static void round_out(const grad_sizes *sz, const falcon_ref_grads_mp *mp, const falcon_ref_grads *d, mpfr_rnd_t rnd)
+{
+    if (!d) return;
+#define FREF_ROUND(f)                                      \
+    for (int64_t i = 0; mp->f && i < sz->f; i++)           \
+        d->f[i] = mpfr_get_d(mp->f[i], rnd);
+    FREF_GRADS(FREF_ROUND)
+#undef FREF_ROUND
+}
+
+/* One sweep at o->bits for both, each rounded to double once. */
 falcon_status falcon_ref_backward(const falcon_ref_opts *o, const falcon_ref_head *h,
                                   const double *dO, const double *dS_T,
                                   const falcon_ref_grads *g, const falcon_ref_grads *g_abs)
 {
-    falcon_status st = g ? backward_double(o, h, dO, dS_T, g, 0) : FALCON_OK;
-    if (st == FALCON_OK && g_abs)
-        st = backward_double(o, h, dO, dS_T, g_abs, 1);
+    const grad_sizes sz = sizes_of(o, h);
+    size_t total = 0;
+#define FREF_COUNT(f) total += (g && g->f ? (size_t)sz.f : 0) + (g_abs && g_abs->f ? (size_t)sz.f : 0);
+    FREF_GRADS(FREF_COUNT)
+#undef FREF_COUNT
+    mpfr_t *all = fref_vec_alloc(total + 1, o->bits), *next = all;
+    if (!all)
+        return FALCON_E_NOMEM;
+    const falcon_ref_grads_mp mp = carve(&sz, g, &next), mp_abs = carve(&sz, g_abs, &next);
+    falcon_status st = falcon_ref_backward_mp(o, h, dO, dS_T, &mp, g_abs ? &mp_abs : NULL, 0);
+    if (st == FALCON_OK) {
+        round_out(&sz, &mp, g, MPFR_RNDN);
+        round_out(&sz, &mp_abs, g_abs, MPFR_RNDU);
+    }
+    fref_vec_free(all);
     return st;
 }
 

@@ -202,10 +202,10 @@ static void backward_into(const fd_case *c, tensor_list *t, int64_t checkpoint)
                              .dbeta = t->grad[IN_BETA], .dalpha = t->grad[IN_ALPHA], .dgain = t->grad[IN_GAIN],
                              .dS0 = t->grad[IN_S0], .dprev_key = t->grad[IN_PREV],
                              .dhist_k = t->grad[IN_HK], .dhist_v = t->grad[IN_HV]};
-    cr_assert(falcon_ref_backward_mp(&c->o, &c->h, c->dO, c->dS_T, &g, 0, checkpoint) == FALCON_OK);
+    cr_assert(falcon_ref_backward_mp(&c->o, &c->h, c->dO, c->dS_T, &g, NULL, checkpoint) == FALCON_OK);
 }
 
-/* |g| <= g_abs element by element (the absolute sweep bounds the terms'
+/* |g| <= g_abs element by element (the magnitudes bound the terms'
  * magnitudes), and kappa >= 1 for every tensor. */
 static void check_absolute(const fd_case *c, const tensor_list *t)
 {
