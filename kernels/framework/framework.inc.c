@@ -54,6 +54,7 @@ falcon_status FW(fw_recurrent)(const RS(falcon_head) *heads, int64_t count);
 #else
 #include "blocked.inc.c"
 #include "backward-recurrent.inc.c"
+#include "backward-blocked.inc.c"
 
 #ifdef FALCON_FW_ISA
 #define FW_STR_(x) #x
@@ -67,6 +68,6 @@ const RS(falcon_drivers) FW(falcon_fw) = {
     .recurrent = FW(fw_recurrent),
     .blocked = FW(falcon_blocked),
     .backward_recurrent = FW(fw_backward_recurrent),
-    .backward_blocked = NULL,
+    .backward_blocked = FW(falcon_backward_blocked),
 };
 #endif
