@@ -180,10 +180,11 @@ static int make_grads(grad_ctx *c)
 static int backward_error(const grad_ctx *c)
 {
     const falcon_error_info *e = falcon_last_error_info();
+    const char *file = NULL;
     for (int i = 0; i < NUM_G; i++)
-        if (c->paths[i] && !strcmp(e->input, g_names[i])) return cli_error("'%s': %s", c->paths[i], e->message);
-    if (c->a.dS && !strcmp(e->input, "dS_T")) return cli_error("'%s': %s", c->a.dS, e->message);
-    return cli_error("%s", e->message);
+        if (c->paths[i] && !strcmp(e->input, g_names[i])) file = c->paths[i];
+    if (c->a.dS && !strcmp(e->input, "dS_T")) file = c->a.dS;
+    return file ? cli_error("'%s': %s", file, e->message) : cli_error("%s", e->message);
 }
 
 static int run_backward(grad_ctx *c)

@@ -18,7 +18,7 @@ SCRIPT_JOBS ?= 3
 TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
-FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme
+FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme grad
 
 .PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
