@@ -41,7 +41,7 @@ sanitize-build: deps
 sanitize: sanitize-build
 	$(SANITIZE_ENV) STREAM_NO_LIMIT=1 STUDY_TMAX=5000 TEST_STUDY_MPI="none:the sanitized build has no MPI launcher" \
 	  $(MAKE) -k -j$(SCRIPT_JOBS) --output-sync=target --no-print-directory $(ASAN_MAKE_VARS) \
-	  sanitize-gate test-cli test-rules test-stream test-outputs test-check test-study fuzz-replay
+	  sanitize-gate test-cli test-rules test-stream test-outputs test-check test-study fuzz-replay test-grad
 	@echo "sanitize: clean (ASan + UBSan)"
 
 # The gate (run by sanitize, with its settings). Criterion reports a leak
