@@ -306,8 +306,10 @@ const char *falcon_last_error(void);
  * beta, alpha, gain; "inputs" for the struct), a size (T, B, H, n, m, t0,
  * "B x H", "B x T x H x max(n, m)"; heads, window for a state), a config
  * field (config.variant ... config.threads; "config" for the struct), out,
- * a state array (S, prev_key, hist_k, hist_v; "state" for the state), or
- * the path of a file (.npy reading, checkpoints).
+ * a state array (S, prev_key, hist_k, hist_v; "state" for the state), a
+ * cotangent or gradient buffer of falcon_backward (dO, dS_T; grads, dq, dk,
+ * dv, dbeta, dalpha, dgain), or the path of a file (.npy reading,
+ * checkpoints).
  *
  * rule: a stable id of the rule that failed. Inputs: finite, operand-range,
  * beta-range (regression), beta-ip-range (inner product), alpha-range,
@@ -316,7 +318,8 @@ const char *falcon_last_error(void);
  * t0-range. Config: unknown-enum, format-form, format-backend, eps-range,
  * window-range, window-falcon1, chunk-range, mpfr-bits, threads-range.
  * State: state-shape, state-window, state-fit (a value beyond the run's
- * precision), state-finite. Run: backend-unavailable, out-of-memory,
+ * precision; dS_T too), state-finite. Gradients: grad-required (a buffer
+ * the call needs is NULL), grad-unexpected (one it has no use for). Run: backend-unavailable, out-of-memory,
  * overflow. Files: io (cannot open, read or write), npy-format (a
  * malformed or unsupported header or data), npy-f32-fit (a float64 value
  * beyond float32), checkpoint-format, checkpoint-value. "" for the rest.
