@@ -107,8 +107,10 @@ static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
     }
 }
 
-static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
-                                  mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+/* The recurrence from h->S0, or from the memory in S when carried (S then
+ * holds S_{t0} on entry, at any precision, instead of h->S0). */
+static falcon_status recurrent_from(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                    mpfr_t *out, mpfr_t *S, mpfr_t *reads, int carried)
 {
     fref_ctx c;
     rec_buf b = {0};
@@ -118,7 +120,10 @@ static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_hea
         return st;
     st = rec_buf_alloc(&b, &c);
     if (st == FALCON_OK) {
-        fref_load(b.S, h->S0, (size_t)(c.m * c.n));
+        if (carried)
+            fref_store(b.S, S, (size_t)(c.m * c.n));
+        else
+            fref_load(b.S, h->S0, (size_t)(c.m * c.n));
         rec_run(&c, &b, out);
         fref_store(S, b.S, (size_t)(c.m * c.n));
         rec_buf_free(&b);
@@ -127,10 +132,22 @@ static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_hea
     return st;
 }
 
+static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                  mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+{
+    return recurrent_from(o, h, out, S, reads, 0);
+}
+
 falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                       mpfr_t *out, mpfr_t *S)
 {
     return recurrent_mp(o, h, out, S, NULL);
+}
+
+falcon_status falcon_ref_recurrent_mp_carry(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                            mpfr_t *out, mpfr_t *S)
+{
+    return recurrent_from(o, h, out, S, NULL, 1);
 }
 
 falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_head *h,

@@ -12,9 +12,10 @@
  * the cumulative output error and the state error are recorded.
  *
  * References: up to --tmpfr steps, the MPFR recurrence (reference/, 256
- * bits) rerun from a fresh state over the buffered prefix at each segment
- * end and read in long double (not through falcon_state, which would round
- * S to double at every segment: a floor at the fp64 level); beyond, the
+ * bits) carried from segment to segment in MPFR (its memory at 256 bits,
+ * falcon_ref_recurrent_mp_carry) and read in long double at each segment
+ * end (not through falcon_state, which would round S to double at every
+ * segment: a floor at the fp64 level); beyond, the
  * long-double recurrence of ldref.c, which runs alongside from step 1 and
  * is compared with MPFR on every length both cover.
  */
