@@ -254,6 +254,7 @@ int stab_run_stream(const params *P, stream *s, int idx, uint64_t seed)
     }
     fit_curves(P, s);
     ldref_free(&ld);
+    s->mpfr_steps = pre.steps;
     mpcarry_free(&pre, tmpfr * m, m * n);
     free(ldo), free(mpo), free(mpS);
     s->seconds = stab_seconds() - t0;
