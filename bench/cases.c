@@ -97,6 +97,7 @@ typedef struct bcase {
     int workers; /* threads that can work at once: min(threads, heads, CPUs) */
     int decay;   /* -1: the inputs' own mild decay; else a gate_decay regime (decay/ entries) */
     double flops, bytes, in_bytes;
+    int profiled; /* a repetition has taken its phase counters */
     char name[160];
 } bcase;
 
@@ -186,8 +187,11 @@ static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned
  * system's rows, the output rows); kernel_fraction, the phases that are
  * micro-kernel calls (products, solve, W R, end state). Each the median
  * of three untimed calls with the
- * phase clock on (one for calls over a quarter of a second), the call
- * timed by the same clock; with P threads over P times the call. The rest
+ * phase clock on (one for calls over a quarter of a second, in the first
+ * repetition only: such a call runs thousands of blocks, whose shares a
+ * second call repeats, and it would add a call to every repetition of the
+ * slowest cases), the call timed by the same clock; with P threads over P
+ * times the call. The rest
  * of a call is its validation, its setup and the state's load and store.
  * The clock's reads cost about 0.3% of a block. */
 static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out, double per_call)
@@ -274,7 +278,7 @@ static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi
 
 static void body(fb_state *st, void *user)
 {
-    const bcase *c = user;
+    bcase *c = user;
     char why[160];
     const fb_inputs *in = inputs_get(c, why, sizeof why);
     if (!in) {
@@ -324,8 +328,9 @@ static void body(fb_state *st, void *user)
     if (ok && nv > 0) {
         fb_state_set_counter(st, "validation_fraction", fb_median(v, (size_t)nv) / per_call, FB_DEFAULT);
     }
-    if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL))
-        phase_counters(st, c, &fi, in->out, per_call);
+    if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL) &&
+        (per_call <= 0.25 || !c->profiled))
+        phase_counters(st, c, &fi, in->out, per_call), c->profiled = 1;
     if (ok) paired_counter(st, c, &fi, in->out);
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;

@@ -54,6 +54,14 @@ falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref
                                       mpfr_t *out, mpfr_t *S);
 falcon_status falcon_ref_chunk_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                   mpfr_t *out, mpfr_t *S);
+/* The recurrent form continued from a high-precision memory: S holds the
+ * carried S_{t0} on entry (h->S0 is not read; the carried keys are still
+ * h->prev_key and h->hist_k/hist_v) and S_{t0+T} on return. Runs split at
+ * any step and chained this way give the one run's results exactly when S
+ * has the working precision (nothing is rounded between them): a long
+ * stream's reference costs O(T), where rerunning its prefix costs O(T^2). */
+falcon_status falcon_ref_recurrent_mp_carry(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                            mpfr_t *out, mpfr_t *S);
 
 /* falcon_ref_recurrent_mp over mpfr inputs. */
 falcon_status falcon_ref_recurrent_mp_in(const falcon_ref_opts *o, const falcon_ref_head_mp *h,

@@ -108,14 +108,19 @@ static void rec_run(fref_ctx *c, rec_buf *b, mpfr_t *out)
     }
 }
 
-/* The form over an initialised context, which it frees. */
-static falcon_status recurrent_ctx(fref_ctx *c, mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+/* The form over an initialised context, which it frees: from the state's
+ * memory (h->S0), or, when carried, from the memory in S (S_{t0} on entry,
+ * at any precision). */
+static falcon_status recurrent_ctx(fref_ctx *c, mpfr_t *out, mpfr_t *S, mpfr_t *reads, int carried)
 {
     rec_buf b = {0};
     b.reads = reads;
     falcon_status st = rec_buf_alloc(&b, c);
     if (st == FALCON_OK) {
-        fref_load_S0(c, b.S);
+        if (carried)
+            fref_store(b.S, S, (size_t)(c->m * c->n));
+        else
+            fref_load_S0(c, b.S);
         rec_run(c, &b, out);
         fref_store(S, b.S, (size_t)(c->m * c->n));
         rec_buf_free(&b);
@@ -124,12 +129,12 @@ static falcon_status recurrent_ctx(fref_ctx *c, mpfr_t *out, mpfr_t *S, mpfr_t *
     return st;
 }
 
-static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
-                                  mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+static falcon_status recurrent_from(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                    mpfr_t *out, mpfr_t *S, mpfr_t *reads, int carried)
 {
     fref_ctx c;
     falcon_status st = fref_ctx_init(&c, o, h);
-    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, reads);
+    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, reads, carried);
 }
 
 falcon_status falcon_ref_recurrent_mp_in(const falcon_ref_opts *o, const falcon_ref_head_mp *h,
@@ -137,13 +142,25 @@ falcon_status falcon_ref_recurrent_mp_in(const falcon_ref_opts *o, const falcon_
 {
     fref_ctx c;
     falcon_status st = fref_ctx_init_mp(&c, o, h);
-    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, NULL);
+    return st != FALCON_OK ? st : recurrent_ctx(&c, out, S, NULL, 0);
+}
+
+static falcon_status recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                  mpfr_t *out, mpfr_t *S, mpfr_t *reads)
+{
+    return recurrent_from(o, h, out, S, reads, 0);
 }
 
 falcon_status falcon_ref_recurrent_mp(const falcon_ref_opts *o, const falcon_ref_head *h,
                                       mpfr_t *out, mpfr_t *S)
 {
     return recurrent_mp(o, h, out, S, NULL);
+}
+
+falcon_status falcon_ref_recurrent_mp_carry(const falcon_ref_opts *o, const falcon_ref_head *h,
+                                            mpfr_t *out, mpfr_t *S)
+{
+    return recurrent_from(o, h, out, S, NULL, 1);
 }
 
 falcon_status falcon_ref_recurrent(const falcon_ref_opts *o, const falcon_ref_head *h,

@@ -79,7 +79,8 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
     study_json_str(f, P->build ? P->build : here);
     fprintf(f, ",\n  \"profile\": \"%s\", \"n\": %lld, \"m\": %lld, \"window\": %lld, \"chunk\": %lld,\n"
                "  \"eps\": %.9g, \"align\": \"prefix\", \"phi\": \"identity\", \"segment\": %lld,\n"
-               "  \"tmax\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, \"mpfr_bits\": 256, \"fit_tmax\": %lld,\n"
+               "  \"tmax\": %lld, \"tmax_other_backends\": %lld, \"tmax_parallel\": %lld, \"tmax_mpfr\": %lld, "
+               "\"mpfr_bits\": 256, \"fit_tmax\": %lld,\n"
                "  \"long_double_unit_roundoff\": %.6g, \"seconds\": %.1f,\n"
                "  \"references\": \"MPFR recurrence (256 bits) for T <= %lld; beyond, the long-double "
                "recurrence, itself checked against MPFR on T <= %lld (reference_check)\",\n"
@@ -92,7 +93,8 @@ static int write_json(const params *P, const stream *ss, int ns, double secs)
                "(regression) or [0, 1])\",\n"
                "  \"notes\": \"" PARALLEL_NOTE "\",\n  \"skipped\": [",
             P->profile, (long long)P->n, (long long)P->m, (long long)P->W, (long long)P->C, EPS,
-            (long long)P->seg, (long long)P->tmax, (long long)P->tmax_par, (long long)P->tmpfr, (long long)P->tfit,
+            (long long)P->seg, (long long)P->tmax, (long long)P->tmax_other, (long long)P->tmax_par, (long long)P->tmpfr,
+            (long long)P->tfit,
             (double)ldref_unit_roundoff(), secs, (long long)P->tmpfr, (long long)P->tmpfr);
     /* The backends this machine lacks (a kernel backend skipped is named, with why). */
     const char *sep = "";

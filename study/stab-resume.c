@@ -78,7 +78,7 @@ void stab_make_key(const params *P, int index, run_key *k)
     k->key_size = sizeof *k, k->stream_size = sizeof(stream), k->ld_size = sizeof(long double);
     snprintf(k->profile, sizeof k->profile, "%s", P->profile);
     k->n = P->n, k->m = P->m, k->W = P->W, k->C = P->C, k->tmax = P->tmax, k->tmax_par = P->tmax_par;
-    k->tmpfr = P->tmpfr, k->seg = P->seg, k->tfit = P->tfit;
+    k->tmpfr = P->tmpfr, k->seg = P->seg, k->tfit = P->tfit, k->tmax_other = P->tmax_other;
     k->only_backend = P->only_backend, k->skipmask = P->skipmask, k->nstream = P->nstream, k->index = index;
     k->formats = P->formats;
     for (int i = 0; i < P->nstream; i++)

@@ -24,69 +24,84 @@ static beyond_fit beyond_of(const double *T, const double *err, int npts, int nf
     return b;
 }
 
-/* The prefix the MPFR reference reruns (at most tmpfr steps). */
-typedef struct prefix {
-    int64_t len;
-    double *q, *k, *v, *beta, *alpha, *gain, *S0;
-    mpfr_t *out, *S;
-} prefix;
+/* The MPFR reference carried from segment to segment (up to tmpfr steps):
+ * its memory at 256 bits and the examples the next segment's first windows
+ * reach back to (the previous key, the last W - 1 examples), so that each
+ * segment continues from the previous one's state exactly, as one run over
+ * the whole prefix would: O(T) reference work, not a rerun per checkpoint. */
+typedef struct mpcarry {
+    int64_t len;          /* steps run so far */
+    int64_t hist_len;     /* carried examples, <= W - 1 */
+    double *prev, *hk, *hv; /* [n], [W - 1][n], [W - 1][m] */
+    mpfr_t *out, *S;      /* [cap][m] a segment's outputs, [m][n] the memory */
+    int64_t steps;        /* MPFR steps run (the work the study's test counts) */
+} mpcarry;
 
-static void prefix_free(prefix *p, int64_t cap_out, int64_t mn)
+static void mpcarry_free(mpcarry *p, int64_t cap_out, int64_t mn)
 {
     if (p->out)
         for (int64_t i = 0; i < cap_out; i++) mpfr_clear(p->out[i]);
     if (p->S)
         for (int64_t i = 0; i < mn; i++) mpfr_clear(p->S[i]);
-    free(p->q), free(p->k), free(p->v), free(p->beta), free(p->alpha), free(p->gain), free(p->S0);
-    free(p->out), free(p->S);
+    free(p->prev), free(p->hk), free(p->hv), free(p->out), free(p->S);
 }
 
-static int prefix_alloc(prefix *p, int64_t cap, int64_t n, int64_t m)
+static int mpcarry_alloc(mpcarry *p, int64_t cap, int64_t n, int64_t m, int64_t W)
 {
     memset(p, 0, sizeof *p);
-    p->q = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->k = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->gain = malloc(sizeof(double) * (size_t)(cap * n + 1));
-    p->v = malloc(sizeof(double) * (size_t)(cap * m + 1));
-    p->beta = malloc(sizeof(double) * (size_t)(cap + 1));
-    p->alpha = malloc(sizeof(double) * (size_t)(cap + 1));
-    p->S0 = calloc((size_t)(m * n), sizeof(double));
+    p->prev = malloc(sizeof(double) * (size_t)n);
+    p->hk = malloc(sizeof(double) * (size_t)(W * n));
+    p->hv = malloc(sizeof(double) * (size_t)(W * m));
     p->out = malloc(sizeof(mpfr_t) * (size_t)(cap * m + 1));
     p->S = malloc(sizeof(mpfr_t) * (size_t)(m * n));
-    if (!p->q || !p->k || !p->gain || !p->v || !p->beta || !p->alpha || !p->S0 || !p->out || !p->S) {
+    if (!p->prev || !p->hk || !p->hv || !p->out || !p->S) {
         free(p->out), free(p->S); /* nothing initialised yet */
         p->out = p->S = NULL;
-        prefix_free(p, 0, 0);
+        mpcarry_free(p, 0, 0);
         return -1;
     }
     for (int64_t i = 0; i < cap * m; i++) mpfr_init2(p->out[i], 256);
-    for (int64_t i = 0; i < m * n; i++) mpfr_init2(p->S[i], 256);
+    for (int64_t i = 0; i < m * n; i++) mpfr_init2(p->S[i], 256), mpfr_set_zero(p->S[i], 1);
     return 0;
 }
 
-static void append(double *dst, const double *src, int64_t at, int64_t rows, int64_t width)
+/* After a segment of L steps: its examples (prefix alignment: step t's is
+ * the key of step t - 1 with v_t) join the carried ones, of which the last
+ * W - 1 stay; its last key is the next segment's previous key. */
+static void mpcarry_advance(mpcarry *p, const falcon_inputs *seg, int64_t n, int64_t m, int64_t W)
 {
-    if (src) memcpy(dst + at * width, src, sizeof(double) * (size_t)(rows * width));
+    const double *k = seg->k, *v = seg->v;
+    for (int64_t t = p->len ? 0 : 1; t < seg->T && W > 1; t++) {
+        const double *key = t ? k + (t - 1) * n : p->prev;
+        if (p->hist_len == W - 1) { /* drop the oldest */
+            memmove(p->hk, p->hk + n, sizeof(double) * (size_t)((W - 2) * n));
+            memmove(p->hv, p->hv + m, sizeof(double) * (size_t)((W - 2) * m));
+            p->hist_len--;
+        }
+        memcpy(p->hk + p->hist_len * n, key, sizeof(double) * (size_t)n);
+        memcpy(p->hv + p->hist_len * m, v + t * m, sizeof(double) * (size_t)m);
+        p->hist_len++;
+    }
+    memcpy(p->prev, k + (seg->T - 1) * n, sizeof(double) * (size_t)n);
+    p->len += seg->T;
 }
 
-/* MPFR recurrence over the whole prefix from a fresh state: the outputs of
- * steps [from, len) and the final S, read in long double. */
-static falcon_status prefix_reference(prefix *p, const gate_case *c, const falcon_inputs *seg, int64_t from,
-                                      long double *out, long double *S)
+/* The MPFR recurrence over the segment seg, continued from the carried
+ * state: the segment's outputs and the final S, read in long double. */
+static falcon_status mpcarry_run(mpcarry *p, const gate_case *c, const falcon_inputs *seg, long double *out,
+                                 long double *S)
 {
     const int64_t n = c->n, m = c->m, L = seg->T;
-    append(p->q, seg->q, p->len, L, n), append(p->k, seg->k, p->len, L, n), append(p->v, seg->v, p->len, L, m);
-    append(p->beta, seg->beta, p->len, L, 1), append(p->alpha, seg->alpha, p->len, L, 1);
-    append(p->gain, seg->gain, p->len, L, n);
-    p->len += L;
-    falcon_ref_head h = {.T = p->len, .n = n, .m = m, .q = p->q, .k = p->k, .v = p->v, .beta = p->beta,
-                         .alpha = seg->alpha ? p->alpha : NULL, .gain = seg->gain ? p->gain : NULL,
-                         .S0 = p->S0, .prev_key = NULL, .hist_k = p->S0, .hist_v = p->S0, .hist_len = 0};
+    falcon_ref_head h = {.T = L, .n = n, .m = m, .q = seg->q, .k = seg->k, .v = seg->v, .beta = seg->beta,
+                         .alpha = seg->alpha, .gain = seg->gain, .S0 = NULL,
+                         .prev_key = p->len ? p->prev : NULL, .hist_k = p->hk, .hist_v = p->hv,
+                         .hist_len = p->hist_len};
     falcon_ref_opts o = {.variant = c->variant, .align = c->align, .phi = c->phi, .eps = c->eps,
-                         .window = c->window, .chunk = p->len, .bits = 256};
-    falcon_status s = falcon_ref_recurrent_mp(&o, &h, p->out, p->S);
-    for (int64_t i = from * m; !s && i < p->len * m; i++) out[i - from * m] = mpfr_get_ld(p->out[i], MPFR_RNDN);
+                         .window = c->window, .chunk = L, .bits = 256};
+    falcon_status s = falcon_ref_recurrent_mp_carry(&o, &h, p->out, p->S);
+    for (int64_t i = 0; !s && i < L * m; i++) out[i] = mpfr_get_ld(p->out[i], MPFR_RNDN);
     for (int64_t i = 0; !s && i < m * n; i++) S[i] = mpfr_get_ld(p->S[i], MPFR_RNDN);
+    if (!s) mpcarry_advance(p, seg, n, m, c->window), p->steps += L;
     return s;
 }
 
@@ -165,12 +180,12 @@ int stab_run_stream(const params *P, stream *s, int idx, uint64_t seed)
     const int ncp = study_grid(100, P->tmax, cp, MAXPTS);
     const int64_t tmpfr = P->tmpfr < P->tmax ? P->tmpfr : P->tmax;
     ldref ld;
-    prefix pre;
+    mpcarry pre;
     const int64_t maxseg = P->seg > tmpfr ? P->seg : tmpfr;
     long double *ldo = malloc(sizeof(long double) * (size_t)(maxseg * m));
     long double *mpo = malloc(sizeof(long double) * (size_t)(maxseg * m));
     long double *mpS = malloc(sizeof(long double) * (size_t)(m * n));
-    int rc = ldref_init(&ld, c.variant, c.align, n, m, W, EPS) | prefix_alloc(&pre, tmpfr, n, m);
+    int rc = ldref_init(&ld, c.variant, c.align, n, m, W, EPS) | mpcarry_alloc(&pre, tmpfr, n, m, W);
     rc |= !ldo || !mpo || !mpS;
     for (int i = 0; i < s->ncurve && !rc; i++) rc |= falcon_state_create(1, n, m, W, &s->c[i].st) != FALCON_OK;
     long double cnum = 0, cden = 0; /* long double vs MPFR, outputs */
@@ -189,7 +204,7 @@ int stab_run_stream(const params *P, stream *s, int idx, uint64_t seed)
     double saved_at = stab_seconds();
     for (; t < P->tmax && ci < ncp && !rc; seg++) {
         /* Segments end at checkpoints; beyond MPFR's range they are at most
-         * P->seg long (within it, MPFR reruns at every segment end: no splits). */
+         * P->seg long (within it, at most tmpfr: the carried MPFR outputs). */
         const int64_t end = cp[ci] <= tmpfr || cp[ci] < t + P->seg ? cp[ci] : t + P->seg;
         gate_data d;
         c.T = end - t;
@@ -202,7 +217,7 @@ int stab_run_stream(const params *P, stream *s, int idx, uint64_t seed)
         const long double *ro = ldo, *rS = ld.S;
         const int use_mpfr = end <= tmpfr;
         if (use_mpfr) {
-            if (prefix_reference(&pre, &c, &d.in64, t, mpo, mpS)) {
+            if (mpcarry_run(&pre, &c, &d.in64, mpo, mpS)) {
                 snprintf(s->c[0].error, sizeof s->c[0].error, "MPFR reference: %s", falcon_last_error());
                 s->failed = 1, rc = -1;
             }
@@ -239,7 +254,8 @@ int stab_run_stream(const params *P, stream *s, int idx, uint64_t seed)
     }
     fit_curves(P, s);
     ldref_free(&ld);
-    prefix_free(&pre, tmpfr * m, m * n);
+    s->mpfr_steps = pre.steps;
+    mpcarry_free(&pre, tmpfr * m, m * n);
     free(ldo), free(mpo), free(mpS);
     s->seconds = stab_seconds() - t0;
     s->cpu_seconds = cpu_now() - c0;

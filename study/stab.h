@@ -27,6 +27,11 @@ typedef struct params {
     const char *profile, *out;
     int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg;
     int64_t tfit;     /* the fits use the points T <= tfit; the later ones test the fit (beyond_fit) */
+    /* The curves of the backends other than the most capable one (auto's
+     * choice, or --backend's) stop at tmax_other: they answer whether the
+     * backends agree, which a decade less shows; the most capable one's
+     * curves, which the report's tables and fits read, run to tmax. */
+    int64_t tmax_other;
     int formats;      /* fp32 Falcon-1/3 streams also run the chunk form in tf32 and bf16 */
     int only_backend; /* -1: all */
     int nstream;      /* the streams, in output order */
@@ -35,6 +40,7 @@ typedef struct params {
     gate_decay sdecay[MAXSTREAM];
     int skipmask;     /* bit b: gate_backends[b] has no curves (stab_skip_reason) */
     int resume;       /* --resume: finished streams are read back, the others continue from their state */
+    int plan;         /* --plan: print the study's planned work and run nothing */
     double every;     /* seconds between two saves of a stream's state (--checkpoint-every) */
     const char *build; /* the build of the results reported: the shards' (merge); NULL: this one */
 } params;
@@ -76,13 +82,14 @@ typedef struct stream {
     /* long double reference vs MPFR, in units of long double's roundoff */
     double cT[MAXPTS], c_out[MAXPTS], c_S[MAXPTS];
     double seconds, cpu_seconds; /* wall and this thread's CPU time (of this process's part, when resumed) */
+    int64_t mpfr_steps;          /* the MPFR reference's steps (of this process's part): tmpfr, once each */
 } stream;
 
 typedef struct run_key {
     char magic[24];
     uint32_t key_size, stream_size, ld_size, pad;
     char profile[16];
-    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit;
+    int64_t n, m, W, C, tmax, tmax_par, tmpfr, seg, tfit, tmax_other;
     int32_t only_backend, skipmask, nstream, index, formats, pad2;
     int32_t list[MAXSTREAM][3];
     char build[512]; /* stab_build_identity */

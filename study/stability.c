@@ -12,9 +12,10 @@
  * the cumulative output error and the state error are recorded.
  *
  * References: up to --tmpfr steps, the MPFR recurrence (reference/, 256
- * bits) rerun from a fresh state over the buffered prefix at each segment
- * end and read in long double (not through falcon_state, which would round
- * S to double at every segment: a floor at the fp64 level); beyond, the
+ * bits) carried from segment to segment in MPFR (its memory at 256 bits,
+ * falcon_ref_recurrent_mp_carry) and read in long double at each segment
+ * end (not through falcon_state, which would round S to double at every
+ * segment: a floor at the fp64 level); beyond, the
  * long-double recurrence of ldref.c, which runs alongside from step 1 and
  * is compared with MPFR on every length both cover.
  */
@@ -57,6 +58,7 @@ static void profile_set(params *P, int which)
     P->tmax = which == PROFILE_QUICK ? 1000000 : which == PROFILE_FULL ? 10000000
             : which == PROFILE_HUGE  ? 1000000000 : 100000000;
     P->tmax_par = big ? 20000 : 2000;
+    P->tmax_other = 0; /* other_length */
     P->tmpfr = big ? 20000 : 2000;
     P->seg = 8192;
     /* huge and deep test the quick profile's fit: fitted to 10^6, measured beyond */
@@ -76,6 +78,17 @@ static void profile_set(params *P, int which)
         for (int v = 0; v < nvar; v++)
             for (int d = 0; d < 5; d++)
                 add_stream(P, (falcon_precision)p, which == PROFILE_FULL ? (falcon_variant)v : quick_var[v], decays[d]);
+}
+
+/* The quick profile's other backends stop a decade short of the most
+ * capable one (they take most of a stream's time: the scalar and emulated
+ * chunk forms), but never short of the MPFR range; the other profiles run
+ * every backend to tmax. */
+static int64_t other_length(const params *P, int which)
+{
+    if (which != PROFILE_QUICK) return P->tmax;
+    const int64_t floor = P->tmpfr < P->tmax ? P->tmpfr : P->tmax;
+    return P->tmax / 10 > floor ? P->tmax / 10 : floor;
 }
 
 /*
@@ -112,7 +125,7 @@ static void usage(FILE *f)
             "usage: falcon stability [--profile quick|full|huge|deep] [--out DIR] [--backend NAME]\n"
             "                        [--tmax T] [--tmpfr T] [--tmax-parallel T] [--n N] [--threads P]\n"
             "                        [--shard K/N] [--resume] [--checkpoint-every SECONDS]\n"
-            "                        [--chunk C] [--tfit T]\n"
+            "                        [--chunk C] [--tfit T] [--tmax-others T]\n"
             "       falcon-study stability [the same options: the same command]\n"
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
@@ -122,8 +135,9 @@ static void usage(FILE *f)
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
             "report/stability), and each finished stream to DIR/streams/.\n"
             "Profiles: quick: falcon1, falcon1a, falcon3 in fp32 and fp64, every decay regime, T to\n"
-            "  1e6 (parallel form to 2000); the fp32 falcon1 and falcon3 streams also run the chunk\n"
-            "  form in tf32 and bf16 (operands rounded as tensor cores do) on the most capable backend;\n"
+            "  1e6 on the most capable backend, 1e5 on the others (--tmax-others), parallel form to\n"
+            "  2000; the fp32 falcon1 and falcon3 streams also run the chunk form in tf32 and bf16\n"
+            "  (operands rounded as tensor cores do) on the most capable backend;\n"
             "  full: every variant, T to 1e7 (parallel 20000), tf32 and bf16 as in quick;\n"
             "  huge: falcon1, falcon1a, falcon3, every decay regime, fp32 and fp64, T to 1e9: for a\n"
             "    cluster, an estimated %.0f core-hours (from the throughput measured per stream);\n"
@@ -160,6 +174,8 @@ struct study_stab {
  * products' operands are rounded. */
 static void build_streams(const params *P, stream *ss)
 {
+    const falcon_backend best = falcon_backend_resolve(P->only_backend >= 0 ? (falcon_backend)P->only_backend
+                                                                            : FALCON_BACKEND_AUTO);
     for (int i = 0; i < P->nstream; i++) {
         stream *s = &ss[i];
         memset(s, 0, sizeof *s);
@@ -172,8 +188,9 @@ static void build_streams(const params *P, stream *ss)
             for (int f = 0; f < 3 && s->ncurve < MAXCURVE; f++) {
                 if (!gate_form_runs((falcon_form)f, s->prec)) continue; /* tf32, bf16: the chunk form */
                 curve *k = &s->c[s->ncurve];
+                const int64_t len = be == best ? P->tmax : P->tmax_other;
                 k->backend = be, k->form = (falcon_form)f, k->prec = s->prec;
-                k->tmax = f == FALCON_FORM_PARALLEL ? P->tmax_par : P->tmax;
+                k->tmax = f == FALCON_FORM_PARALLEL && P->tmax_par < len ? P->tmax_par : len;
                 s->ncurve += k->tmax >= 100;
             }
         }
@@ -182,11 +199,9 @@ static void build_streams(const params *P, stream *ss)
          * one: the rounding is the framework's, the same in every backend,
          * which differ only in how they accumulate in fp32 (2^-13 of tf32's
          * unit or less), and the gate runs every backend in these formats. */
-        const falcon_backend be = falcon_backend_resolve(P->only_backend >= 0 ? (falcon_backend)P->only_backend
-                                                                              : FALCON_BACKEND_AUTO);
         for (int p = 0; p < 2 && s->ncurve < MAXCURVE && P->tmax >= 100; p++)
-            if (gate_backend_runs(be, stab_operand_formats[p]))
-                s->c[s->ncurve++] = (curve){.backend = be, .form = FALCON_FORM_CHUNK, .prec = stab_operand_formats[p],
+            if (gate_backend_runs(best, stab_operand_formats[p]))
+                s->c[s->ncurve++] = (curve){.backend = best, .form = FALCON_FORM_CHUNK, .prec = stab_operand_formats[p],
                                             .tmax = P->tmax};
     }
 }
@@ -203,6 +218,31 @@ static double stream_cost(const params *P, const stream *s)
 }
 
 int stab_count(const study_stab *st) { return st->P.nstream; }
+
+/* --plan: the work each stream of this shard would do (its curves' steps,
+ * its references' steps) and the totals, in the units stream_cost weighs
+ * them by; nothing runs. The MPFR reference runs each of its tmpfr steps
+ * once (carried from segment to segment). */
+static int print_plan(const study_stab *st)
+{
+    const params *P = &st->P;
+    double curve_steps = 0, ld_steps = 0, mpfr_steps = 0, cost = 0;
+    const int64_t tmpfr = P->tmpfr < P->tmax ? P->tmpfr : P->tmax;
+    printf("plan: stream curves curve_steps ld_steps mpfr_steps cost\n");
+    for (int i = 0; i < P->nstream; i++) {
+        const stream *s = &st->ss[i];
+        if (!stab_mine(st, i)) continue;
+        double steps = 0;
+        for (int k = 0; k < s->ncurve; k++) steps += (double)s->c[k].tmax;
+        printf("plan: %s_%s_%s %d %.0f %lld %lld %.0f\n", falcon_precision_name(s->prec),
+               falcon_variant_name(s->variant), gate_decay_name(s->decay), s->ncurve, steps, (long long)P->tmax,
+               (long long)tmpfr, stream_cost(P, s));
+        curve_steps += steps, ld_steps += (double)P->tmax, mpfr_steps += (double)tmpfr, cost += stream_cost(P, s);
+    }
+    printf("plan: total %.0f curve steps, %.0f long-double reference steps, %.0f MPFR steps, cost %.0f\n",
+           curve_steps, ld_steps, mpfr_steps, cost);
+    return 0;
+}
 
 /* The streams by decreasing estimated cost (ties: by index). */
 void stab_order(const study_stab *st, int *order)
@@ -242,9 +282,9 @@ static void progress(study_stab *st, int i)
     const stream *s = &st->ss[i];
     if (st->quiet) return;
 #pragma omp critical(study_progress)
-    fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s (cpu %.2f s)\n", ++st->done, st->total,
+    fprintf(stderr, "  [%d/%d] %s %s %s: %.1f s (cpu %.2f s, %lld MPFR steps)\n", ++st->done, st->total,
             falcon_precision_name(s->prec), falcon_variant_name(s->variant), gate_decay_name(s->decay), s->seconds,
-            s->cpu_seconds);
+            s->cpu_seconds, (long long)s->mpfr_steps);
 }
 
 /* Before running stream i: with --resume, its result if one was saved (1:
@@ -392,9 +432,10 @@ static void announce(const study_stab *st)
         if (P->skipmask >> b & 1) printf("backend %s skipped: %s\n", falcon_backend_name(be), stab_skip_reason(P, be));
     }
     printf("falcon stability, %s profile: %d streams (precision x variant x decay), n = m = %lld, W = %lld, "
-           "C = %lld, T to %lld (parallel form to %lld); references: MPFR to T = %lld, long double beyond\n",
+           "C = %lld, T to %lld (the backends other than the most capable one to %lld, the parallel form to "
+           "%lld); references: MPFR to T = %lld, long double beyond\n",
            P->profile, P->nstream, (long long)P->n, (long long)P->W, (long long)P->C, (long long)P->tmax,
-           (long long)P->tmax_par, (long long)P->tmpfr);
+           (long long)P->tmax_other, (long long)P->tmax_par, (long long)P->tmpfr);
     if (st->shard_n > 1) printf("shard %d/%d: %d of the %d streams\n", st->shard_k, st->shard_n, st->total, P->nstream);
     fflush(stdout);
 }
@@ -409,21 +450,21 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     P.out = "report/stability";
     P.only_backend = -1;
     P.every = 300;
-    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1, chunk = 0, tfit = -1;
+    int64_t tmax = 0, tmpfr = -1, tpar = -1, n = 0, threads = 0, every = -1, chunk = 0, tfit = -1, tother = 0;
     long shard_k = 0, shard_n = 1;
     enum { O_PROFILE = 1, O_OUT, O_BACKEND, O_TMAX, O_TMPFR, O_TPAR, O_N, O_THREADS, O_EVERY, O_SHARD, O_RESUME,
-           O_CHUNK, O_TFIT, O_HELP };
+           O_CHUNK, O_TFIT, O_TOTHER, O_PLAN, O_HELP };
     static const opt_def defs[] = {
         {"profile", O_PROFILE, 1}, {"out", O_OUT, 1}, {"backend", O_BACKEND, 1}, {"tmax", O_TMAX, 1},
         {"tmpfr", O_TMPFR, 1}, {"tmax-parallel", O_TPAR, 1}, {"n", O_N, 1}, {"threads", O_THREADS, 1},
         {"checkpoint-every", O_EVERY, 1}, {"shard", O_SHARD, 1}, {"resume", O_RESUME, 0}, {"chunk", O_CHUNK, 1},
-        {"tfit", O_TFIT, 1}, {"help", O_HELP, 0},
+        {"tfit", O_TFIT, 1}, {"tmax-others", O_TOTHER, 1}, {"plan", O_PLAN, 0}, {"help", O_HELP, 0},
         {NULL, 0, 0}};
     opt_scan sc;
     const study_int_opt ints[] = {
         {O_TMAX, 100, 1000000000000, &tmax}, {O_TMPFR, 0, 1000000, &tmpfr}, {O_TPAR, 0, 1000000000000, &tpar},
         {O_N, 1, 1024, &n}, {O_THREADS, 1, 1024, &threads}, {O_EVERY, 0, 100000000, &every},
-        {O_CHUNK, 1, 4096, &chunk}, {O_TFIT, 100, 1000000000000, &tfit}};
+        {O_CHUNK, 1, 4096, &chunk}, {O_TFIT, 100, 1000000000000, &tfit}, {O_TOTHER, 100, 1000000000000, &tother}};
     opt_begin(&sc, argc, argv, "falcon stability", defs, 0);
     for (int id; (id = opt_next(&sc)) != OPT_END;) {
         const char *v = sc.value;
@@ -440,6 +481,9 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
             return 0;
         case O_RESUME:
             P.resume = 1;
+            break;
+        case O_PLAN:
+            P.plan = 1;
             break;
         case O_PROFILE:
             if ((which = parse_profile(v)) < 0) return 2;
@@ -467,6 +511,8 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     if (n) P.n = P.m = n;
     if (chunk) P.C = chunk;
     if (tfit > 0) P.tfit = tfit;
+    P.tmax_other = tother ? tother : other_length(&P, which);
+    if (P.tmax_other > P.tmax) P.tmax_other = P.tmax;
     if (!P.tfit || P.tfit > P.tmax) P.tfit = P.tmax;
     if (every >= 0) P.every = (double)every;
     if (which == PROFILE_DEEP && P.only_backend < 0)
@@ -538,6 +584,11 @@ int falcon_stability_main(int argc, char **argv)
     study_stab *st;
     int rc = stab_open(argc, argv, 0, &st);
     if (!st) return rc;
+    if (st->P.plan) {
+        rc = print_plan(st);
+        stab_close(st);
+        return rc;
+    }
     int order[MAXSTREAM], todo[MAXSTREAM], nt = 0;
     stab_order(st, order);
     for (int j = 0; j < st->P.nstream; j++)
@@ -567,6 +618,7 @@ static void params_of_key(params *P, const run_key *first, const char *out)
     P->profile = first->profile, P->out = out, P->build = first->build;
     P->n = first->n, P->m = first->m, P->W = first->W, P->C = first->C, P->tmax = first->tmax;
     P->tmax_par = first->tmax_par, P->tmpfr = first->tmpfr, P->seg = first->seg, P->tfit = first->tfit;
+    P->tmax_other = first->tmax_other;
     P->only_backend = first->only_backend, P->skipmask = first->skipmask, P->formats = first->formats;
     P->nstream = first->nstream < 0 || first->nstream > MAXSTREAM ? 0 : first->nstream;
     for (int i = 0; i < P->nstream; i++)

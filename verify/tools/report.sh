@@ -461,7 +461,7 @@ stability_section() {
         img "stability-decay-$p.png" "Error by decay regime, $p" \
             "flat curves in every regime with decay (forgetting bounds the error) and no regime far above the others: extreme and mix decay to the smallest normal number, and a jump there would mean the near-resets lose accuracy; only none (no decay) may grow, for Falcon-1A. The chunk form (dashed) within a small factor of the recurrent one (solid)."
         img "stability-backends-$p.png" "Every backend and form, $p" \
-            "the backends of one form (one line style) on top of each other or close: they round in different orders, not to different accuracy, so one apart from the others points at its kernel. The parallel form (dotted) stops at a short T, and its error grows within its block."
+            "the backends of one form (one line style) on top of each other or close: they round in different orders, not to different accuracy, so one apart from the others points at its kernel. In the quick profile the backends other than the most capable one stop a decade short of it (stability.json: tmax_other_backends). The parallel form (dotted) stops at a short T, and its error grows within its block."
     done
     formats_section "$fits"
     beyond_section
