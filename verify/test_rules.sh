@@ -107,6 +107,18 @@ case_overflow() {
     $G rand ov_v.npy f8 "$T,$M" 13 --range 1e38 3e38; $G rand ov_b.npy f8 "$T" 15 --range 1e30 2e30
     run_args v=ov_v.npy beta=ov_b.npy variant=falcon1a precision=fp32
 }
+# Gradients (falcon grad)
+grad_args() { # grad_args [args...]: falcon grad on the single sequence with dO.npy
+    $G rand dO.npy f8 "$T,$M" 17
+    ARGS=(grad --variant falcon1 --form recurrent --q q.npy --k k.npy --v v.npy --beta beta.npy --dO dO.npy
+          --out outg "$@")
+}
+case_grad_missing_do() { ARGS=(grad --variant falcon1 --form recurrent --q q.npy --k k.npy --v v.npy --beta beta.npy --out outg); }
+case_grad_do_shape() { grad_args; $G rand dOs.npy f8 "$((T - 1)),$M" 17; ARGS[14]=dOs.npy; }
+case_grad_ds_shape() { $G rand dSw.npy f8 "$N,$M" 18; grad_args --dS dSw.npy; }
+case_grad_do_nan() { grad_args; $G rand nan_dO.npy f8 "$T,$M" 17 --set 7=nan; ARGS[14]=nan_dO.npy; }
+case_grad_ds_f32_fit() { $G rand dSb.npy f8 "$M,$N" 18 --set 4=1e300; grad_args --dS dSb.npy --precision fp32; }
+case_grad_no_segment() { grad_args --segment 4; }
 # Configuration and options
 case_eps_negative() { run_args --eps -1; }
 case_eps_nan() { run_args --eps nan; }
