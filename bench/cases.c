@@ -75,6 +75,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "falcon.h"
+#include "backward.h"
 #include "blas.h"
 #include "buildinfo.h"
 #include "ukernels.h"
@@ -761,6 +762,8 @@ int fb_setup(int *argc, char **argv)
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
     g.phase_shares = goals;
     if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
+        (!goals && fb_backward_register(cpu_backends, ncpu_backends, best_cpu_backend(), full,
+                                        g.probe_ok ? g.probe.f32_best : 0)) ||
         (!goals && fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
                                         g.probe_ok ? g.probe.f64_best : 0))) {
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");
@@ -774,6 +777,7 @@ void fb_teardown(void)
 {
     inputs_free();
     fb_ukernels_free();
+    fb_backward_free();
     free(gb.cases);
     for (size_t i = 0; i < g.count; i++) free(g.cases[i]);
     free(g.cases);

@@ -48,6 +48,15 @@ the ratio of two of them.
 head (the memory's product with the key and with the query, and its
 rank-one update), over the call's time.
 
+--backward: the gradients instead (docs/math.md section 12), one head:
+libfalcon's falcon_backward (falcon_suite.grad, chunk form, C = 64, given
+dO, uniform in [-1, 1) and seeded) against torch-autograd-chunk, torch's
+autograd through examples/torch_falcon_chunk.py (its forward and backward:
+what a user pays for the same gradients; libfalcon's backward computes its
+forward quantities again too). dq, dk, dv and dbeta must agree to 1e-4 of
+each one's largest magnitude (2e-7 to 8e-7 here at T = 4096, n = m = 128);
+the goal is 3x torch's autograd at 1 and 2 threads.
+
 Exit status: 0 measured, 1 a peer disagreed, 2 bad usage, 77 torch or
 libfalcon missing ("skipped: ..."). --json FILE writes the results
 through a temporary renamed onto FILE at the end: a failed or stopped run
@@ -192,6 +201,42 @@ class Ggml:
         return self.out
 
 
+def backward_impls(a, th, q, k, v, beta, alpha, eps):
+    """--backward: (name, call) pairs, each call giving dq, dk, dv, dbeta."""
+    import numpy as np
+    import torch
+    import falcon_suite
+    from torch_falcon_chunk import chunk_falcon1
+    T, H, n = q.shape[1], q.shape[2], q.shape[3]
+    dO = np.random.default_rng(a.seed + 1).uniform(-1, 1, q.shape[:3] + (v.shape[3],)).astype(np.float32)
+    log_alpha = torch.from_numpy(np.log(alpha.astype(np.float64)))
+    zero_h, no_prev, has_prev = torch.zeros(1, H, n, n), torch.zeros(1, H, n), torch.zeros(1, H, dtype=torch.bool)
+
+    def ours():
+        g = falcon_suite.grad(q, k, v, beta, alpha, dO=dO, form="chunk", chunk=64, align="same", eps=eps,
+                              threads=th)
+        return g["dq"], g["dk"], g["dv"], g["dbeta"]
+
+    def autograd():
+        leaves = [torch.from_numpy(x).requires_grad_(True) for x in (q, k, v, beta)]
+        o = chunk_falcon1(*leaves[:3], leaves[3], log_alpha, zero_h, no_prev, has_prev, align="same", eps=eps,
+                          chunk=a.peer_chunk)[0]
+        o.backward(torch.from_numpy(dO))
+        return tuple(t.grad.numpy() for t in leaves)
+
+    return [("falcon-backward-chunk-64", ours), ("torch-autograd-chunk", autograd)]
+
+
+def rel_diff(got, ref):
+    """The largest difference over the largest magnitude, the worst of the
+    tensors when each is a tuple of them."""
+    import numpy as np
+    if not isinstance(ref, tuple):
+        got, ref = (got,), (ref,)
+    return max(float(np.abs(np.asarray(g, np.float64) - r).max()) / max(float(np.abs(r).max()), 1e-300)
+               for g, r in zip(got, ref))
+
+
 def child(a):
     """One thread count: time every implementation, print one JSON line."""
     try:
@@ -231,7 +276,7 @@ def child(a):
                                   chunk=chunk, threads=th)[0]
 
     ggml, scales = None, {}
-    if a.ggml:
+    if a.ggml and not a.backward:
         eta = rule_beta.numpy()
         try:
             ggml = Ggml(a.ggml, q, k, v, g32.numpy(), eta, th, a.repeats + 2)
@@ -248,12 +293,14 @@ def child(a):
     if ggml:
         impls.append(("ggml-recurrent", ggml))
         scales["ggml-recurrent"] = ggml.scale
+    if a.backward:
+        impls = backward_impls(a, th, q, k, v, beta, alpha, eps)
     ref = impls[0][1]()
-    scale = float(np.abs(ref).max())
+    ref = tuple(np.asarray(r, np.float64) for r in ref) if isinstance(ref, tuple) else ref.astype(np.float64)
     disagree = {}
     for name, f in impls:                                                # the warm-up call checks
-        d = float(np.abs(f().astype(np.float64) * scales.get(name, 1) - ref).max()) / scale
-        disagree[name] = d
+        got = f()
+        disagree[name] = rel_diff(got if isinstance(got, tuple) else got * scales.get(name, 1), ref)
     times = {name: [] for name, _ in impls}
     for _ in range(a.repeats):
         for name, f in impls:
@@ -261,6 +308,7 @@ def child(a):
             f()
             times[name].append(time.perf_counter() - t0)
     print(json.dumps({"threads": th, "T": T, "heads": H, "n": n, "m": n, "peer_chunk": a.peer_chunk,
+                      "backward": bool(a.backward),
                       "torch": torch.__version__, "blas_core": blas_core() or "not OpenBLAS",
                       "ggml": ggml.variant if ggml else None,
                       "max_rel_diff": disagree, "times": times}))
@@ -304,11 +352,11 @@ def summarize(P, runs):
                       "max_rel_diff": max(r["max_rel_diff"][name] for _, r in runs),
                       "torch_threads": best[0][0], "blas_threads": best[0][1]}
     speedups = {}
-    for ours in ("falcon-chunk-auto", "falcon-chunk-64", "falcon-recurrent"):
-        for peer in [p for p in PEERS if p in rows]:
+    for ours in [r for r in rows if r.startswith("falcon-")]:
+        for peer in [p for p in rows if not p.startswith("falcon-")]:
             speedups["%s/%s" % (ours, peer)] = rows[peer]["seconds"] / rows[ours]["seconds"]
     return {"threads": P, "T": r0["T"], "heads": r0["heads"], "n": r0["n"], "m": r0["m"],
-            "peer_chunk": r0["peer_chunk"], "torch": r0["torch"], "blas_core": r0["blas_core"],
+            "backward": r0.get("backward", False), "peer_chunk": r0["peer_chunk"], "torch": r0["torch"], "blas_core": r0["blas_core"],
             "ggml": r0.get("ggml"),
             "repeats": len(next(iter(r0["times"].values()))), "implementations": rows, "speedups": speedups}
 
@@ -396,10 +444,40 @@ GOAL = 6.0       # the goals' lead over the naive chunk code at one thread (READ
 GGML_GOAL = 3.0  # over ggml's gated_delta_net, both forms, 1 and 2 threads
 
 
+BACKWARD_GOAL = 3.0  # libfalcon's backward over torch's autograd through the chunk example, 1 and 2 threads
+
+
+def backward_table(j):
+    """The markdown table of a --backward --json file."""
+    out = ["Backward peer (`bench/peers.py --backward`, %s): the gradients dq, dk, dv, dbeta of Falcon-1 with a "
+           "decay, fp32, same-step alignment, given dO; torch's time is its autograd's forward and backward "
+           "through `examples/torch_falcon_chunk.py`. Medians." % j["cpu"], "",
+           "| threads | implementation | ms | tokens/s | over torch-autograd-chunk | threads (torch, BLAS) |",
+           "|---|---|---|---|---|---|"]
+    verdict = []
+    for r in j["runs"]:
+        imp = r["implementations"]
+        for name, row in imp.items():
+            over = r["speedups"].get("%s/torch-autograd-chunk" % name)
+            out.append("| %d | %s | %.1f | %.1fk | %s | %s |" % (
+                r["threads"], name, row["seconds"] * 1e3, row["tokens_per_second"] / 1e3,
+                "%.2fx" % over if over else "", threads_used(name, row, r["threads"])))
+        x = r["speedups"]["falcon-backward-chunk-64/torch-autograd-chunk"]
+        verdict.append("%d thread%s: %.2fx (goal >= %gx: %s)" % (r["threads"], "" if r["threads"] == 1 else "s", x,
+                                                                 BACKWARD_GOAL, "met" if x >= BACKWARD_GOAL else "not met"))
+    r0 = j["runs"][0]
+    out += ["", "T = %d, %d head%s, n = m = %d; torch %s, OpenBLAS core %s. %s." % (
+        r0["T"], r0["heads"], "" if r0["heads"] == 1 else "s", r0["n"], r0["torch"], r0["blas_core"],
+        "; ".join(verdict)), ""]
+    return "\n".join(out)
+
+
 def table(path):
     """The markdown table of a --json file (make goals, verify/tools/report.sh)."""
     with open(path) as f:
         j = json.load(f)
+    if j["runs"] and j["runs"][0].get("backward"):
+        return backward_table(j)
     peers = [p for p in PEERS if any(p in r["implementations"] for r in j["runs"])]
     out = ["Peers (`bench/peers.py`, %s): Falcon-1 with a decay, fp32, same-step alignment; tokens/s are "
            "medians, `gflops_6nm` the least work (6 n m flops a token and head) over the time." % j["cpu"], "",
@@ -438,7 +516,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--T", type=int, default=4096)
-    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--heads", type=int, help="default 8 (--backward: 1)")
     ap.add_argument("--n", type=int, default=128, help="key and value size (n = m)")
     ap.add_argument("--threads", help="comma-separated thread counts (default 1,2; --quick: 1)")
     ap.add_argument("--repeats", type=int, default=5)
@@ -449,6 +527,8 @@ def main(argv=None):
                          "default $FALCON_PEERS_GGML)")
     ap.add_argument("--json", help="write the results here (replaced only by a run that measured)")
     ap.add_argument("--quick", action="store_true", help="T = 128, 2 heads, n = 16, 1 repeat")
+    ap.add_argument("--backward", action="store_true",
+                    help="the gradients: falcon_backward against torch's autograd (default 1 head)")
     ap.add_argument("--table", metavar="JSON", help="print the markdown table of an earlier --json file, and exit")
     ap.add_argument("--bug", choices=("no-decay", "no-normaliser"), help=argparse.SUPPRESS)
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -461,6 +541,8 @@ def main(argv=None):
             print("peers: error: %s: not a bench/peers.py result (%s)" % (a.table, e), file=sys.stderr)
             return 2
         return 0
+    if a.heads is None:
+        a.heads = 1 if a.backward else 8
     if a.quick:
         a.T, a.heads, a.n, a.repeats = 128, 2, 16, 1
     if a.threads is None:
@@ -489,6 +571,7 @@ def main(argv=None):
             cmd = [sys.executable, os.path.abspath(__file__), "--child", str(th), "--torch-threads", str(tt),
                    "--T", str(a.T), "--heads", str(a.heads), "--n", str(a.n), "--repeats", str(a.repeats),
                    "--peer-chunk", str(a.peer_chunk), "--seed", str(a.seed)] + (["--bug", a.bug] if a.bug else []) + \
+                (["--backward"] if a.backward else []) + \
                 (["--ggml", a.ggml] if a.ggml else [])
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, universal_newlines=True)
             if p.returncode == 77:

@@ -79,7 +79,7 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 
 .PHONY: bench bench-build goals
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o context.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o context.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o backward.o)
 # The decay entries take their regimes from the gate (gate_decay_alpha).
 BENCH_GATE_OBJ := $(BUILD)/obj/gate/gate.o
 
@@ -141,12 +141,18 @@ endif
 # Peers: libfalcon against chunk-form code run by PyTorch on the same inputs
 # (bench/peers.py; needs torch, `make deps`), 1 and 2 threads, into
 # $(PEERS_OUT) (PEERS_ARGS: bench/peers.py --help).
+# Then the backward peer (bench/peers.py --backward: falcon_backward
+# against torch's autograd, one head) into $(PEERS_BW_OUT), with
+# PEERS_BW_ARGS.
 PEERS_OUT  ?= report/peers.json
+PEERS_BW_OUT ?= $(dir $(PEERS_OUT))peers-backward.json
 .PHONY: peers ggml-peer
 peers: $(BUILD)/libfalcon.so
 	@mkdir -p $(dir $(PEERS_OUT))
 	@rc=0; FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py --json $(PEERS_OUT) \
 	  $(PEERS_GGML) $(PEERS_ARGS) || rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+	@rc=0; FALCON_LIB=$(abspath $(BUILD))/libfalcon.so $(PEERS_PYTHON) bench/peers.py --backward \
+	  --json $(PEERS_BW_OUT) $(PEERS_BW_ARGS) || rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
 
 # ggml's CPU op for the peers: the prebuilt ggml (libggml-base.so and the
 # per-CPU libggml-cpu-*.so) that the npm package $(GGML_PEER_PKG) ships

@@ -92,8 +92,9 @@ REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
 # Then the peers (bench/peers.py, after the benchmark so that the report
 # takes them as this run's; a skip where torch is missing); 3 rounds in the
-# quick profile. REPORT_PEERS= leaves them out.
-REPORT_PEERS_quick := PEERS_ARGS=--repeats=3
+# quick profile, and the backward peer at one thread only (its torch
+# autograd calls take most of a second each). REPORT_PEERS= leaves them out.
+REPORT_PEERS_quick := PEERS_ARGS=--repeats=3 PEERS_BW_ARGS='--repeats=3 --threads=1'
 REPORT_PEERS_full  :=
 REPORT_PEERS ?= peers PEERS_OUT=$(REPORT_DIR)/peers.json $(REPORT_PEERS_$(PROFILE))
 

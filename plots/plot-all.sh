@@ -5,7 +5,8 @@
 #   DIR/stability/   `falcon stability` output     -> stability-*.png
 #   DIR/learning/    `falcon stability --learning` -> learning-*.png
 #   DIR/bench.json   build/falcon-bench JSON        -> bench-*.png (converted to
-#                    DIR/bench/ by FALCON_STUDY bench-dat, default build/falcon-study)
+#                    DIR/bench/ by FALCON_STUDY bench-dat, default build/falcon-study);
+#                    its backward/ entries -> bench-backward.png (DIR/bench/backward.dat)
 #   DIR/compare.dat  `falcon compare A.json B.json --out DIR/compare.dat`
 #                    -> bench-compare.png; with COMPARE=OTHER.json in the
 #                    environment and FALCON (default build/falcon) supporting
@@ -174,6 +175,29 @@ if [ -f "$dir/bench.json" ]; then
     fi
 else
     skip "benchmark plots" "no $dir/bench.json (run 'make bench BENCH_OUT=$dir/bench.json')"
+fi
+# ---- the backward pass: the backward/ entries of bench.json ----
+# backward.dat: one row a case, "form/backend/n backward_tok/s forward_tok/s
+# backward_over_forward", from the median aggregate (or the one run).
+backward_dat() {
+    awk 'index($0, "\"name\": \"backward/") { n = $0; sub(/.*"name": "backward\//, "", n); sub(/".*/, "", n)
+                                          use = n ~ /\/real_time(_median)?$/; sub(/\/real_time(_median)?$/, "", n)
+                                          if (use && !(n in seen)) { seen[n] = 1; order[m++] = n }; next }
+         use && /"(tokens_per_second|forward_tokens_per_second|backward_over_forward)":/ {
+             k = $1; gsub(/[":]/, "", k); v = $2; sub(/,$/, "", v); val[n, k] = v }
+         /^ *}/ { use = 0 }
+         END { for (j = 0; j < m; j++) { c = order[j]; split(c, f, "/"); nn = c; sub(/.*\/n:/, "", nn); sub(/\/.*/, "", nn)
+                 if ((c, "backward_over_forward") in val)
+                     print f[1] "/" f[3] "/n=" nn, val[c, "tokens_per_second"], val[c, "forward_tokens_per_second"],
+                           val[c, "backward_over_forward"] } }' "$1"
+}
+if [ -f "$dir/bench.json" ] && grep -q '"name": "backward/' "$dir/bench.json"; then
+    mkdir -p "$dir/bench" && backward_dat "$dir/bench.json" > "$dir/bench/.backward.dat.tmp" &&
+        mv -f "$dir/bench/.backward.dat.tmp" "$dir/bench/backward.dat"
+    if [ -s "$dir/bench/backward.dat" ]; then draw backward.gp bench-backward "file='$dir/bench/backward.dat'"
+    else skip bench-backward "no backward/ entry with backward_over_forward in $dir/bench.json"; fi
+else
+    skip bench-backward "no backward/ entries in $dir/bench.json"
 fi
 # compare NAME FILES...: `falcon compare FILES --out DIR/NAME.dat`, its
 # summary DIR/NAME.txt; the table and the summary change together or not

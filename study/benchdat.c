@@ -45,9 +45,10 @@ typedef struct bcase {
 static int parse_name(const char *name, bcase *c)
 {
     char buf[256], *save = NULL;
-    /* decay/<regime>/<case>: the benchmark's decay entries, a table of the
-     * report's own (verify/tools/report.sh), not points of these sweeps */
-    if (strlen(name) >= sizeof buf || !strncmp(name, "decay/", 6)) return -1;
+    /* decay/<regime>/<case> and backward/<case>: the benchmark's decay and
+     * backward entries, tables and a plot of the report's own
+     * (verify/tools/report.sh), not points of these sweeps */
+    if (strlen(name) >= sizeof buf || !strncmp(name, "decay/", 6) || !strncmp(name, "backward/", 9)) return -1;
     strcpy(buf, name);
     char *tok[4];
     for (int i = 0; i < 4; i++)

@@ -356,7 +356,7 @@ Test(backward_blocked, every_backend, .timeout = 300)
 }
 
 
-/* More blocks than the driver keeps (40 and 20 > 16): the reverse sweep
+/* More blocks than the driver keeps (80 and 75 > 64): the reverse sweep
  * recomputes each segment's block starts from its checkpoint. */
 Test(backward_blocked, checkpointed_segments, .timeout = 300)
 {
@@ -364,8 +364,9 @@ Test(backward_blocked, checkpointed_segments, .timeout = 300)
     for (int vi = 0; vi < 2; vi++)
         for (int ci = 0; ci < 2; ci++) {
             prob p;
-            prob_make(&p, vi ? FALCON_3 : FALCON_2A, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, 2, 40, chunks[ci], 300 + vi * 2 + ci);
-            fd_check(&p, scalar_f64(), vi ? "falcon3 T 40" : "falcon2a T 40");
+            prob_make(&p, vi ? FALCON_3 : FALCON_2A, FALCON_ALIGN_PREFIX, FALCON_PHI_L2NORM, 2, 80 * chunks[ci] - 10 * ci,
+                      chunks[ci], 300 + vi * 2 + ci);
+            fd_check(&p, scalar_f64(), vi ? "falcon3" : "falcon2a");
             prob_free(&p);
         }
 }

@@ -25,6 +25,8 @@
 # - the context's falcon_cpu_id gives the cache sizes sysfs gives cpu0;
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
+# - the backward entries (backward/...): the chunk form on every CPU
+#   backend, and a tiny run of one with its time over the forward's;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
 # - --sweep=goals lists the goals' cases and nothing else; its chunk cases
 #   give each phase's share of a call, its decay entries and the default
@@ -117,6 +119,20 @@ if timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4
     pom=$(sed -n 's/^ *"paired_over_mild": \([0-9.e+-]*\),*$/\1/p' decay.json | head -1)
     if awk -v v="${pom:-0}" 'BEGIN { exit !(v > 0 && v < 10) }'; then ok "decay entry: paired_over_mild $pom"
     else bad paired_over_mild "'$pom' not in (0, 10)"; fi
+fi
+
+# The backward entries (bench/backward.c): the chunk form at n = m = 128 on
+# every CPU backend, and a tiny run of the best backend's n = m = 64 chunk
+# entry: GFLOPS, peak_fraction, and its time over the forward's in (0, 100).
+nbw=$(grep -c '^backward/chunk/falcon1/[a-z0-9-]*/fp32/T:4096/n:128/m:128/C:64/heads:1/threads:1/' list.txt || true)
+if [ "$nbe" -gt 0 ] && [ "$nbw" -eq "$nbe" ]; then ok "backward/ chunk entries: $nbw for $nbe CPU backends"
+else bad backward "$nbw backward/chunk entries at n = m = 128 for $nbe CPU backends (want 1 each)"; fi
+bw64=$(sed -n 's|^\(backward/chunk/falcon1/[a-z0-9-]*/fp32/T:4096/n:64/m:64/C:64/heads:1/threads:1\)/real_time$|\1|p' list.txt | head -1)
+if [ -z "$bw64" ]; then bad backward "no backward/chunk entry at n = m = 64"
+elif timed_entry "$bw64" backward.json; then
+    bof=$(sed -n 's/^ *"backward_over_forward": \([0-9.e+-]*\),*$/\1/p' backward.json | head -1)
+    if awk -v v="${bof:-0}" 'BEGIN { exit !(v > 0 && v < 100) }'; then ok "backward entry: backward_over_forward $bof"
+    else bad backward_over_forward "'$bof' not in (0, 100)"; fi
 fi
 
 # --sweep=goals (make goals): on every CPU backend of the default sweep the

@@ -59,7 +59,10 @@
  * not applied (its products run in fp32), and a block whose end state
  * cancels its memory is not cut into halves as the forward does.
  */
-#define BW_STORE_ALL 16
+/* Up to 64 blocks (T = 4096 at C = 64) every block start is kept: 64 m n
+ * values, 4 MiB at n = m = 128 in fp32, where the checkpointed sweep would
+ * compute 7 of every 8 blocks' forward quantities a third time. */
+#define BW_STORE_ALL 64
 
 /* The work buffers of one head's backward pass (one allocation). */
 typedef struct bb_work {
@@ -305,9 +308,9 @@ static void RS(bb_decay_row)(const bb_blk *b, int64_t i)
 }
 
 /* Step j's rows once row j + 1 of F is in place: residuals E, right-hand
- * sides (or the A variants' pseudo-values) in R, the rows of A, and row j
- * of the read weights W. */
-static void RS(bb_step_rows)(const bb_blk *b, int64_t j)
+ * sides (or the A variants' pseudo-values) in R, the rows of A, and (reads)
+ * row j of the read weights W. */
+static void RS(bb_step_rows)(const bb_blk *b, int64_t j, int reads)
 {
     const RS(falcon_head) *h = b->h;
     const bb_work *w = b->w;
@@ -333,6 +336,7 @@ static void RS(bb_step_rows)(const bb_blk *b, int64_t j)
         for (int64_t q = 0; q < first[j]; q++) a[q] = eta * (REAL)row[tj[q] + 1] * w->Kz[l * ldg + tl[q]];
         for (int64_t q = first[j]; q < p; q++) a[q] = 0;
     }
+    if (!reads) return;
     REAL *wr = w->Wm + j * ldp;
     for (int64_t p = 0; p < first[i]; p++) wr[p] = (REAL)row[tj[p] + 1] * b->w->Qz[j * ldg + tl[p]];
     for (int64_t p = first[i]; p < b->P; p++) wr[p] = 0;
@@ -340,8 +344,10 @@ static void RS(bb_step_rows)(const bb_blk *b, int64_t j)
 
 /* The block's forward quantities from the memory S0 ([m][n], rows ldn):
  * the products, terms, system, pseudo-values R and, per example, the end
- * state's decayed pseudo-values Rg = SUM_{p of l} F[L][j] r_p. */
-static void RS(bb_forward)(bb_blk *b, const REAL *S0)
+ * state's decayed pseudo-values Rg = SUM_{p of l} F[L][j] r_p. reads = 0
+ * (the sweeps, which want the end state only) leaves out what only the
+ * reads use: Qz, S0q and the read weights W. */
+static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
 {
     const bb_work *w = b->w;
     const RS(falcon_uk) *uk = b->uk;
@@ -349,14 +355,16 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0)
     RS(bb_pack)(b);
     const int64_t G = b->G;
     RS(bb_nt)(uk, G, G, n, w->X, ldn, b->Z, ldn, w->Kz, ldg);
-    RS(bb_nt)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg);
-    RS(bb_nt)(uk, Lc, m, n, w->Q, ldn, S0, ldn, w->S0q, ldm);
+    if (reads) {
+        RS(bb_nt)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg);
+        RS(bb_nt)(uk, Lc, m, n, w->Q, ldn, S0, ldn, w->S0q, ldm);
+    }
     if (b->h->regression) RS(bb_nt)(uk, G, m, n, w->X, ldn, S0, ldn, w->U, ldm);
     RS(bb_terms)(b);
     w->row[0] = 1.0, w->f0[0] = 1.0;
     for (int64_t i = 1; i <= Lc; i++) {
         RS(bb_decay_row)(b, i);
-        RS(bb_step_rows)(b, i - 1);
+        RS(bb_step_rows)(b, i - 1, reads);
     }
     memcpy(w->rowL, w->row, sizeof(double) * (size_t)(Lc + 1));
     if (b->h->regression && b->P > 0) uk->trsm_unit_lower(b->P, m, w->A, w->ldp, w->R, ldm);
@@ -588,7 +596,7 @@ static void RS(bb_block)(bb_blk *b, const REAL *S0, REAL *Gad)
     const RS(falcon_grad_head) *g = b->g;
     const bb_work *w = b->w;
     const int64_t m = b->m, Lc = b->Lc, ldm = w->ldm, ldg = w->ldg;
-    RS(bb_forward)(b, S0);
+    RS(bb_forward)(b, S0, 1);
     const int64_t G = b->G; /* the block's, once packed */
     for (int64_t j = 0; j < Lc; j++)
         for (int64_t c = 0; c < m; c++) w->dOb[j * ldm + c] = g->dO ? g->dO[(b->c0 + j) * b->h->ldo + c] : 0;
@@ -666,7 +674,7 @@ static void RS(bb_run_forward)(bb_blk *b, int64_t k, REAL *S)
 {
     b->c0 = b->w->starts[k];
     b->Lc = b->w->starts[k + 1] - b->c0;
-    RS(bb_forward)(b, S);
+    RS(bb_forward)(b, S, 0);
     RS(bb_end_state)(b, S);
 }
 

@@ -71,4 +71,109 @@ static inline double falcon_flops(falcon_form form, int regression, int64_t T, i
     return total;
 }
 
+/*
+ * The backward pass (falcon_backward, docs/math.md section 12), counted as
+ * its kernels call the micro-kernels (every call, 2 flops per multiply-add;
+ * the unit lower solve of P terms P (P - 1) m, the multiply-adds it does),
+ * the recomputation included. The plain loops around them (adjoints of the
+ * O(L) decay factors, feature maps, the dx and dy rows) are left out, as
+ * in falcon_flops. Same conventions: the window fills over the first W - 1
+ * steps (recurrent), every block has G = L + W - 1 examples (blocked), and
+ * keys stay in the normaliser's range (no rescaled products).
+ *
+ * Recurrent (backward-recurrent.inc.c), step t with k = min(t + 1, W)
+ * examples. A forward step (the checkpoint sweep, and each segment's
+ * states again):
+ *     x.z per example              2 n k
+ *     S [x_1 .. x_k]^T             2 m n k
+ *     S = alpha S + sum e z^T      2 m n k
+ *   and a reverse step:
+ *     S_t^T dO, G += dO u^T        2 m n + 2 m n
+ *     x.z per example              2 n k
+ *     <G, S_{t-1}>                 2 m n              (with a decay)
+ *     S [x]^T, G z, G^T e          3 (2 m n k)
+ *     S^T de, G -= de x^T          2 (2 m n k)        (regression only)
+ *   With c = floor(sqrt(T)) and ceil(T / c) segments, the sweep takes the
+ *   steps before the last segment's start and the reverse sweep every step
+ *   again: T + (ceil(T / c) - 1) c forward steps and T reverse ones.
+ *
+ * Blocked (backward-blocked.inc.c), a block of l steps, g = l + W - 1
+ * examples, p = l W terms:
+ *   its forward quantities without the reads (the sweeps):
+ *     Kz = X Z^T 2 g g n,  U = X S0^T 2 g m n (reg),  the solve p (p - 1) m (reg),
+ *     end state S = F S + Rg^T Z  2 m n g
+ *   the block's own backward: the same products but the end state, and
+ *     Qz = Q Z^T 2 l g n,  S0q = Q S0^T 2 l m n;
+ *     dR = W^T dO 2 p l m,  G Z^T 2 g m n,  dO R^T 2 l p m;
+ *     lambda: the solve p (p - 1) m and lambda R^T 2 p p m (reg);
+ *     dQ = Wg Z 2 l g n,  dO S0 2 l m n,  dZ: Wg^T Q 2 g l n, Rg G 2 g m n,
+ *     Cg^T X 2 g g n,  dX: Cg Z 2 g g n, Ln S0 2 g m n (reg);
+ *     dS0 = a G + M^T Q 2 m n l, + Ln1^T X 2 m n g (reg).
+ *   Blocks: nb = ceil(T / L). Up to 64 blocks the sweep runs the first
+ *   nb - 1 forward; beyond, with s = ceil(sqrt(nb)) blocks a segment, it
+ *   also runs s - 1 of every segment but the last again. Those are full
+ *   blocks (l = L); every block runs its own backward once.
+ */
+static inline double falcon_bw_block_fwd_flops(int regression, double l, double n, double m, double W)
+{
+    const double g = l + W - 1, p = l * W;
+    double f = 2 * g * g * n;
+    if (regression) f += 2 * g * m * n + p * (p - 1) * m;
+    return f;
+}
+
+static inline double falcon_bw_block_flops(int regression, double l, double n, double m, double W)
+{
+    const double g = l + W - 1, p = l * W;
+    double f = falcon_bw_block_fwd_flops(regression, l, n, m, W) + 2 * l * g * n + 2 * l * m * n;
+    f += 2 * p * l * m + 2 * g * m * n + 2 * l * p * m;
+    f += 2 * l * g * n + 2 * l * m * n + 2 * g * l * n + 2 * g * m * n + 4 * g * g * n + 2 * m * n * l;
+    if (regression) f += p * (p - 1) * m + 2 * p * p * m + 2 * g * m * n + 2 * m * n * g;
+    return f;
+}
+
+static inline double falcon_bw_recurrent_flops(int regression, int decay, int64_t T, double n, double m,
+                                               int64_t W)
+{
+    int64_t c = 1;
+    while ((c + 1) * (c + 1) <= T) c++;
+    const int64_t fwd_extra = T > 0 ? ((T + c - 1) / c - 1) * c : 0; /* the sweep's steps */
+    double total = 0;
+    for (int64_t t = 0; t < T; t++) {
+        const double k = (double)(t + 1 < W ? t + 1 : W);
+        const double fwd = 2 * n * k + 4 * m * n * k;
+        double rev = 4 * m * n + 2 * n * k + 6 * m * n * k;
+        if (decay) rev += 2 * m * n;
+        if (regression) rev += 4 * m * n * k;
+        total += rev + fwd * (t < fwd_extra ? 2 : 1);
+    }
+    return total;
+}
+
+/* Flops of the backward pass of one head of T steps, arguments as
+ * falcon_flops; decay: the call has one (alpha given). */
+static inline double falcon_backward_flops(falcon_form form, int regression, int decay, int64_t T, int64_t n,
+                                           int64_t m, int64_t W, int64_t L)
+{
+    const double dn = (double)n, dm = (double)m;
+    if (W < 1) W = 1;
+    if (form == FALCON_FORM_RECURRENT) return falcon_bw_recurrent_flops(regression, decay, T, dn, dm, W);
+    if (T <= 0) return 0;
+    if (L > T) L = T;
+    if (L < 1) L = 1;
+    const int64_t nb = (T + L - 1) / L;
+    int64_t sweep = nb - 1;
+    if (nb > 64) {
+        int64_t s = 1;
+        while (s * s < nb) s++;
+        sweep += ((nb + s - 1) / s - 1) * (s - 1);
+    }
+    const double dW = (double)W, full = (double)L;
+    const double end_state = 2 * dm * dn * (full + dW - 1);
+    double total = (double)sweep * (falcon_bw_block_fwd_flops(regression, full, dn, dm, dW) + end_state);
+    for (int64_t c0 = 0; c0 < T; c0 += L)
+        total += falcon_bw_block_flops(regression, (double)(T - c0 < L ? T - c0 : L), dn, dm, dW);
+    return total;
+}
+
 #endif

@@ -427,6 +427,40 @@ bench_section() {
     fi
 }
 
+# The backward pass (docs/math.md section 12): the backward/ entries of
+# bench.json (bench/backward.c) and the backward peer (bench/peers.py
+# --backward, peers-backward.json, when newer than bench.json).
+backward_section() {
+    echo "## Backward pass"
+    echo
+    rows=$(bench_counters backward tokens_per_second forward_tokens_per_second backward_over_forward GFLOPS \
+           peak_fraction |
+        awk 'function k(x) { return x == "-" ? "-" : sprintf("%.1fk", x / 1000) }
+             { split($1, f, "/"); shape = $1; sub(/^[^\/]*\/[^\/]*\/[^\/]*\/[^\/]*\//, "", shape); gsub(/\//, ", ", shape)
+               printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], f[3], f[4], shape, k($2), k($3),
+                      $4 == "-" ? "-" : sprintf("%.2f", $4), $5 == "-" ? "-" : sprintf("%.3g", $5),
+                      $6 == "-" ? "-" : sprintf("%.1f%%", 100 * $6) }')
+    if [ -z "$rows" ]; then echo "Not measured (no backward/ entries in bench.json)."; echo; return; fi
+    echo "falcon_backward on Falcon-1 (every gradient, given dO), one head: its tokens/s, the forward's tokens/s"
+    echo "and the backward's time over the forward's, the two calls timed in alternation in the same run"
+    echo "(the median of the rounds' ratios); GFLOPS and the fraction of the FMA peak count the backward's"
+    echo "micro-kernel calls, its recomputation included (falcon_backward_flops, kernels/framework/flops.h)."
+    echo "Target for the chunk form at n = m = 128: at most 2.5 times the forward's time."
+    echo
+    echo "| form | backend | precision | shape | backward tokens/s | forward tokens/s | backward / forward | GFLOPS | fraction of FMA peak |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "$rows"
+    echo
+    if [ -f "$dir/peers-backward.json" ] && [ "$dir/peers-backward.json" -nt "$dir/bench.json" ]; then
+        root=$(cd "$(dirname "$0")/../.." && pwd)
+        "${PEERS_PYTHON:-python3}" "$root/bench/peers.py" --table "$dir/peers-backward.json" ||
+            echo "_(peers-backward.json unreadable)_"
+        echo
+    fi
+    img bench-backward.png "Backward pass" \
+        "the backward bars against the forward ones of the same case, and ratios at or under the dashed 2.5 for the chunk form; the recurrent form's reverse step makes several passes over the memory a step, so its ratio is larger."
+}
+
 stability_section() {
     echo "## Long-sequence stability"
     echo
@@ -585,6 +619,7 @@ fi
     fi
     gate_section
     bench_section
+    backward_section
     stability_section
     learning_section
 } > "$md.tmp-$$" || { rm -f "$md.tmp-$$"; echo "report.sh: cannot write $md" >&2; exit 2; }
