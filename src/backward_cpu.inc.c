@@ -3,9 +3,10 @@
  * in parallel. Each head is independent and runs the same code whatever
  * the thread count, so the gradients are bitwise the same for any. */
 
-/* Head hh = b * H + h: views into the [B][T][H][D] tensors, its state and
- * its gradients (the forward's head_of, src/run_cpu.inc.c, for a backward
- * problem: no output, no memory written). */
+#include "head_of.inc.c"
+
+/* Head hh = b * H + h: the forward's views (head_of.inc.c: no output, the
+ * state read from S_in) and its cotangents and gradients. */
 static RS(falcon_grad_head) RS(grad_head_of)(const falcon_config *cfg, const falcon_inputs *in,
                                              const falcon_state *st, const void *dO, const double *dS_T,
                                              const falcon_grads *gr, const RS(falcon_uk) *uk, int64_t hh)
@@ -13,33 +14,8 @@ static RS(falcon_grad_head) RS(grad_head_of)(const falcon_config *cfg, const fal
     const int64_t T = in->T, H = in->H, n = in->n, m = in->m, keep = st->keep;
     const int64_t base = hh / H * T * H + hh % H;
     RS(falcon_grad_head) g = {
-        .f = {
-            .T = T, .n = n, .m = m,
-            .q = (const REAL *)in->q + base * n,
-            .k = (const REAL *)in->k + base * n,
-            .gain = in->gain ? (const REAL *)in->gain + base * n : NULL,
-            .ldk = H * n,
-            .v = (const REAL *)in->v + base * m,
-            .ldv = H * m,
-            .beta = (const REAL *)in->beta + base,
-            .alpha = in->alpha ? (const REAL *)in->alpha + base : NULL,
-            .lds = H,
-            .ldo = H * m,
-            .regression = falcon_variant_is_regression(cfg->variant),
-            .prefix = cfg->align == FALCON_ALIGN_PREFIX,
-            .phi = (int)cfg->phi,
-            .eps = (REAL)cfg->eps,
-            .window = cfg->window,
-            .operand_drop = falcon_operand_format(cfg->precision),
-            .S_in = st->S + hh * m * n,
-            .prev_key = st->has_prev[hh] ? st->prev_key + hh * n : NULL,
-            .hist_k = st->hist_k + hh * keep * n,
-            .hist_v = st->hist_v + hh * keep * m,
-            .hist_len = st->hist_len[hh],
-            .uk = uk,
-            .tile_bytes = falcon_tile_bytes(),
-            .work = &falcon_work_library,
-        },
+        /* the forward's views; the state is read (S_in), never written */
+        .f = RS(head_of)(cfg, in, (falcon_state *)st, st->S, NULL, uk, 0, hh),
         .dO = dO ? (const REAL *)dO + base * m : NULL,
         .dS_T = dS_T ? dS_T + hh * m * n : NULL,
         .dq = (REAL *)gr->dq + base * n,
