@@ -204,39 +204,6 @@ static REAL RS(bb_dot)(const REAL *a, const REAL *b, int64_t n)
     return s;
 }
 
-/* out = J_phi(x)^T d for the raw vector x (docs/math.md 12.1): relu 0 at
- * the kink, elu1 1 at 0, l2norm (d - p (p.d)) / ||x|| with the norm taken
- * on x scaled by a power of two into [1/2, 1) (no overflow or underflow of
- * the squares), 0 for x = 0. */
-static void RS(bb_phi_vjp)(int phi, const REAL *x, const REAL *d, REAL *out, int64_t n)
-{
-    if (phi == FALCON_MATH_PHI_IDENTITY) {
-        for (int64_t i = 0; i < n; i++) out[i] = d[i];
-    } else if (phi == FALCON_MATH_PHI_RELU) {
-        for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? d[i] : 0;
-    } else if (phi == FALCON_MATH_PHI_ELU1) {
-        for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? d[i] : (REAL)exp((double)x[i]) * d[i];
-    } else {
-        REAL amax = 0;
-        for (int64_t i = 0; i < n; i++) amax = fabs((double)x[i]) > amax ? (REAL)fabs((double)x[i]) : amax;
-        if (amax == 0) {
-            for (int64_t i = 0; i < n; i++) out[i] = 0;
-            return;
-        }
-        int ex;
-        (void)frexp((double)amax, &ex);
-        const REAL up1 = (REAL)ldexp(1.0, -ex / 2), up2 = (REAL)ldexp(1.0, -ex - -ex / 2);
-        REAL ss = 0, pd = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const REAL s = x[i] * up1 * up2;
-            ss += s * s;
-        }
-        const REAL ns = (REAL)sqrt((double)ss);
-        for (int64_t i = 0; i < n; i++) pd += (x[i] * up1 * up2 / ns) * d[i];
-        for (int64_t i = 0; i < n; i++) out[i] = (d[i] - (x[i] * up1 * up2 / ns) * pd) / ns * up1 * up2;
-    }
-}
-
 /* The examples the block's windows reach, [g_lo, g_lo + G) (as the
  * forward's blk_ctx_open), packed: featurized keys X, their values' rows,
  * the directions Zb = g_t * x with gains (the step that reveals an example
@@ -499,7 +466,7 @@ static void RS(bb_add_example)(const bb_blk *b, int64_t l, const REAL *dx, const
     const REAL *key, *val;
     RS(example_get)(b->src, e, &key, &val);
     REAL *dk = b->w->vec;
-    RS(bb_phi_vjp)(h->phi, key, dx, dk, n);
+    RS(falcon_phi_vjp)(h->phi, key, dx, dk, n);
     if (e < b->src->ex.carried) {
         for (int64_t c = 0; g->dhist_k && c < n; c++) g->dhist_k[e * n + c] += (double)dk[c];
         for (int64_t c = 0; g->dhist_v && c < m; c++) g->dhist_v[e * m + c] += (double)dy[c];
@@ -529,7 +496,7 @@ static void RS(bb_products)(const bb_blk *b, const REAL *S0, REAL *Gad)
     for (int64_t j = 0; j < Lc; j++) {
         REAL *dq = w->dQ + j * ldn;
         for (int64_t c = 0; c < n; c++) dq[c] += RS(decay_mul)(w->f0[j + 1], w->tmp[j * ldn + c]);
-        RS(bb_phi_vjp)(h->phi, h->q + (b->c0 + j) * h->ldk, dq, b->g->dq + (b->c0 + j) * h->ldk, n);
+        RS(falcon_phi_vjp)(h->phi, h->q + (b->c0 + j) * h->ldk, dq, b->g->dq + (b->c0 + j) * h->ldk, n);
     }
     if (G > 0) {
         RS(transpose)(w->WgT, ldl, w->Wg, ldg, Lc, G);
