@@ -23,7 +23,7 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
-STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/ldref.c study/util.c study/benchdat.c
+STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/stab-grad.c study/stab-grad-report.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # The build facts (mk/bench.mk): each stream result names the build that
 # wrote it, and --resume and merge take no result of another build.
@@ -31,7 +31,7 @@ STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
 # The stability study runs the gate's cases and thresholds (gate/).
 $(STUDY_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(UTIL_OBJ)
+STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(BUILD)/obj/gate/grad-gate.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -535,6 +535,8 @@ int falcon_stability_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--learning")) return study_learning_main(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--grad")) return study_grad_main(argc, argv);
     study_stab *st;
     int rc = stab_open(argc, argv, 0, &st);
     if (!st) return rc;
