@@ -2,6 +2,7 @@
 # one-command report (study/, plots/, verify/tools/report.sh).
 #   make stability [PROFILE=full]   $(BUILD)/falcon-study stability -> $(REPORT_DIR)/stability
 #   make learning  [PROFILE=full]   learning curves                 -> $(REPORT_DIR)/learning
+#   make stability-grad [PROFILE=full] the gradients' errors vs T      -> $(REPORT_DIR)/stability-grad
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
@@ -60,9 +61,14 @@ endif
 study-check: $(BUILD)/falcon-study $(STUDY_MPI)
 	$(MAKE) test-study
 
-.PHONY: stability learning plots report-all deep
+.PHONY: stability learning plots report-all deep stability-grad
 stability: $(BUILD)/falcon-study
 	$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability
+
+# The backward pass's errors against T (quick: T to 1e5, about 25 CPU
+# seconds; full: 1e6, about 300), MPFR then the checked fp64 stand-in.
+stability-grad: $(BUILD)/falcon-study
+	$(BUILD)/falcon-study stability --grad --profile $(PROFILE) --out $(REPORT_DIR)/stability-grad
 
 # The deep profile (3 streams to 10^8 tokens, fitted on T <= 10^6 and tested
 # beyond) into $(REPORT_DIR)/deep, on DEEP_RANKS MPI ranks where the MPI
@@ -121,6 +127,8 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	else echo "peers - 0" >> $(REPORT_DIR)/status; fi; \
 	step stability $(LOG_TO) $(REPORT_DIR)/stability.txt $(BUILD)/falcon-study stability --profile $(PROFILE) \
 	  --out $(REPORT_DIR)/stability; \
+	step stability-grad $(LOG_TO) $(REPORT_DIR)/stability-grad.txt $(BUILD)/falcon-study stability --grad \
+	  --profile $(PROFILE) --out $(REPORT_DIR)/stability-grad; \
 	step learning $(LOG_TO) $(REPORT_DIR)/learning.txt $(BUILD)/falcon-study stability --learning \
 	  --profile $(PROFILE) --out $(REPORT_DIR)/learning; \
 	step plots env FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study; \
