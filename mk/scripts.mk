@@ -20,7 +20,7 @@ TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
 FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme grad
 
-.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling
+.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling test-grad-study
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
 	bash verify/test_$*.sh $(BUILD)/falcon
 # The grading tests: three scripts, each on a set of its own, every one run
@@ -35,5 +35,8 @@ test-bench:
 	else echo "test_bench: skipped (no Google Benchmark, $(BENCH_HEADER))"; fi
 test-study:
 	bash study/test_study.sh $(BUILD) $(TEST_STUDY_MPI)
+# falcon stability --grad in miniature, and its stand-in check refusing.
+test-grad-study:
+	bash study/test_grad_study.sh $(BUILD)
 test-scaling:
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'
