@@ -117,6 +117,7 @@ static void usage(FILE *f)
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
             "       falcon stability --learning [options: falcon stability --learning --help]\n"
+            "       falcon stability --grad [options: falcon stability --grad --help]\n"
             "Error of every CPU kernel (backend x form x precision x variant x decay regime) against a\n"
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
