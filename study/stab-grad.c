@@ -13,12 +13,15 @@
  *
  * The reference: the MPFR reverse sweep (256 bits) up to --tmpfr; beyond,
  * the fp64 backward pass stands in, and only after it has itself been
- * checked against MPFR on every length both ran (SPEC section 4): at each
- * of them every tensor within the gradient gate's fp64 threshold, and its
- * error, fitted c T^p and extrapolated to the longest T, below
- * STANDIN_SHARE of fp32's u. A stand-in that fails the check, or that no
- * MPFR length checked, measures nothing: its stream stops at the MPFR
- * range and the study fails, saying why.
+ * checked against MPFR on every length both ran (SPEC section 4): every
+ * tensor's error there, and its fit c T^p extrapolated to the longest T,
+ * below STANDIN_SHARE of fp32's u, so that the reference moves no measured
+ * error by more than that. (Not the gradient gate's fp64 threshold: that
+ * is derived for the gate's short calls and does not grow with T, while a
+ * correct fp64 Falcon-1A without decay grows like T^1/2 and reaches it near
+ * T = 10^4; standin.dat lists it beside each point, for scale.) A stand-in
+ * that fails the check, or that no MPFR length checked, measures nothing:
+ * its stream stops at the MPFR range and the study fails, saying why.
  */
 #include <omp.h>
 #include <stdlib.h>
@@ -126,10 +129,12 @@ static falcon_status run_point(const gparams *P, gstream *s, int64_t T, int use_
 }
 
 /* The stand-in's check against MPFR on the lengths both ran: 1 accepted,
- * 0 refused (s->error says why). */
+ * 0 refused (s->error says why). Errors in fp32's u: what the stand-in can
+ * move the fp32 errors it measures by. */
 static int standin_judge(const gparams *P, gstream *s)
 {
     const char *name = falcon_precision_name(P->standin);
+    const double to_u32 = gate_unit_roundoff(FALCON_FP64) / gate_unit_roundoff(FALCON_FP32);
     if (!s->nmpfr) {
         snprintf(s->error, sizeof s->error,
                  "the %s stand-in was not checked against MPFR (no length of the grid is within --tmpfr %lld): "
@@ -142,19 +147,18 @@ static int standin_judge(const gparams *P, gstream *s)
         if (isnan(s->sd_err[t][0])) continue; /* tensor absent */
         double worst = 0;
         for (int i = 0; i < s->nmpfr; i++) {
-            if (!(s->sd_err[t][i] <= s->sd_thr[t][i])) {
+            if (!(s->sd_err[t][i] * to_u32 <= STANDIN_SHARE)) {
                 snprintf(s->error, sizeof s->error,
-                         "the %s stand-in's %s is off MPFR by %.3g u (fp64) at T = %.0f, over the gradient gate's "
-                         "fp64 threshold %.3g u: refused",
-                         name, gate_grad_name(grad_gate_index[t]), s->sd_err[t][i], s->T[i], s->sd_thr[t][i]);
+                         "the %s stand-in's %s is off MPFR by %.3g fp32 u at T = %.0f, above the %.2g u it may "
+                         "add: refused",
+                         name, gate_grad_name(grad_gate_index[t]), s->sd_err[t][i] * to_u32, s->T[i], STANDIN_SHARE);
                 return 0;
             }
             if (s->sd_err[t][i] > worst) worst = s->sd_err[t][i];
         }
         const loglog_fit fit = study_fit(s->T, s->sd_err[t], s->nmpfr, (double)P->tmax);
         const double at = isfinite(fit.at) && fit.at > worst ? fit.at : worst;
-        const double b = at * gate_unit_roundoff(FALCON_FP64) / gate_unit_roundoff(FALCON_FP32);
-        if (b > bound) bound = b;
+        if (at * to_u32 > bound) bound = at * to_u32;
     }
     s->sd_bound = bound;
     if (bound > STANDIN_SHARE) {

@@ -18,10 +18,11 @@ extern const int grad_gate_index[GT_COUNT]; /* gate_grad_tensor of each */
 #define GFORMS 2
 extern const falcon_form grad_forms[GFORMS];
 
-/* The stand-in's share of the fp32 errors it measures: beyond the MPFR
- * range, its own error (in fp32's u) must stay below this at the longest
- * T, by the fit of its error against MPFR extrapolated there. A measured
- * fp32 error is then within STANDIN_SHARE u of the one MPFR would give. */
+/* The stand-in's share of the fp32 errors it measures: its own error
+ * against MPFR (in fp32's u) must stay below this at every length both
+ * ran and at the longest T, by its fit extrapolated there. By the triangle
+ * inequality a measured fp32 error is then within about STANDIN_SHARE u of
+ * the one MPFR would give. */
 #define STANDIN_SHARE 0.01
 
 typedef struct gparams {
@@ -44,7 +45,7 @@ typedef struct gstream {
     double kappa[GT_COUNT][GMAXPTS];       /* the reference's kappa_X (MPFR points; NaN beyond) */
     double rms[GT_COUNT][GMAXPTS];         /* ||X_ref||_F / sqrt(count): the gradient's size */
     double sd_err[GT_COUNT][GMAXPTS];      /* the stand-in against MPFR, units of fp64's u */
-    double sd_thr[GT_COUNT][GMAXPTS];      /* the gradient gate's fp64 threshold there */
+    double sd_thr[GT_COUNT][GMAXPTS];      /* the gradient gate's fp64 threshold there (for scale) */
     double sd_bound;                       /* the stand-in's error at tmax, fp32's u (extrapolated) */
     int standin;                           /* 1 accepted, 0 refused or not checked, -1 not needed */
     loglog_fit fit[GFORMS][GT_COUNT];
