@@ -546,7 +546,7 @@ stability_grad_section() {
     img stability-grad-falcon3.png "Gradient error vs T, falcon3 (W = 4)" \
         "the same flat curves as Falcon-1: the window of four examples changes the constant, not the slope; a slope here would mean the rehearsed examples' gradients compound."
     img stability-grad-falcon1a.png "Gradient error vs T, falcon1a" \
-        "without decay (none) every tensor grows like T^1/2: the inner-product memory and its adjoint are plain sums of T steps, whose rounding errors random-walk (the chunk form, summing in blocks, grows more slowly); reset-slow rises until its 0.999 decay's horizon of about 1000 steps, then levels off; every other regime is flat. Any slope above 1/2 would mean errors compound."
+        "without decay (none) every tensor grows like T^1/2: the inner-product memory and its adjoint are plain sums of T steps, whose rounding errors random-walk (the chunk form, summing within blocks, starts flatter and steepens toward 1/2 once the carried state's error dominates: read its slope from the last decade); reset-slow rises until its 0.999 decay's horizon of about 1000 steps, then levels off; every other regime is flat. Any slope above 1/2 would mean errors compound."
 }
 
 learning_section() {
