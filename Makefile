@@ -189,7 +189,7 @@ check: deps
 	MAKE="$(MAKE)" bash verify/test_install.sh $(BUILD)
 	$(MAKE) -k -j$(SCRIPT_JOBS) --output-sync=target --no-print-directory test test-cli test-usage test-rules test-stream \
 	  test-outputs test-check test-plots test-python test-twins test-readme test-study fuzz-replay test-scaling \
-	  test-grad test-report-plan
+	  test-grad test-report-plan test-grad-study
 	$(MAKE) test-bench
 	@if [ -n "$(CUDA_OBJ)" ]; then $(MAKE) cuda-report cuda-test; fi
 

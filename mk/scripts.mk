@@ -20,7 +20,8 @@ TEST_STUDY_MPI ?= $(if $(STUDY_MPI),$(STUDY_MPI),none)
 # The tests of the falcon command: verify/test_<name>.sh BUILD/falcon.
 FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme grad
 
-.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling test-report-plan
+.PHONY: $(FALCON_SCRIPT_TESTS:%=test-%) test-check test-plots test-bench test-study test-scaling test-report-plan \
+        test-grad-study
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
 	bash verify/test_$*.sh $(BUILD)/falcon
 # The grading tests: three scripts, each on a set of its own, every one run
@@ -38,5 +39,8 @@ test-study:
 # The quick report's planned work against its budget (no report is run).
 test-report-plan:
 	bash verify/test_report_plan.sh $(BUILD)
+# falcon stability --grad in miniature, and its stand-in check refusing.
+test-grad-study:
+	bash study/test_grad_study.sh $(BUILD)
 test-scaling:
 	$(BUILD)/falcon-scaling --rounds 1 --calls 1 --T 64 --heads 2 --n 8 | grep -q '^median: speed-up'

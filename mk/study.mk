@@ -2,6 +2,7 @@
 # one-command report (study/, plots/, verify/tools/report.sh).
 #   make stability [PROFILE=full]   $(BUILD)/falcon-study stability -> $(REPORT_DIR)/stability
 #   make learning  [PROFILE=full]   learning curves                 -> $(REPORT_DIR)/learning
+#   make stability-grad [PROFILE=full] the gradients' errors vs T      -> $(REPORT_DIR)/stability-grad
 #   make plots                      every plot whose data exists     -> $(REPORT_DIR)/*.png, *.svg
 #   make report-all [PROFILE=full] [COMPARE=OTHER.json]
 #                                   gate + benchmark + study + plots + report.md: what
@@ -23,7 +24,7 @@ COMPARE ?= bench/baselines/amd-epyc-zen4-2vcpu.json
 PROFILE    ?= quick
 REPORT_DIR ?= report
 
-STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/ldref.c study/util.c study/benchdat.c
+STUDY_SRC := study/stability.c study/stab-stream.c study/stab-resume.c study/stab-report.c study/learning.c study/stab-grad.c study/stab-grad-report.c study/ldref.c study/util.c study/benchdat.c
 STUDY_OBJ := $(STUDY_SRC:%.c=$(BUILD)/obj/%.o)
 # The build facts (mk/bench.mk): each stream result names the build that
 # wrote it, and --resume and merge take no result of another build.
@@ -31,7 +32,7 @@ STUDY_OBJ += $(BUILD)/obj/bench/buildinfo.o
 # The stability study runs the gate's cases and thresholds (gate/).
 $(STUDY_SRC:%.c=$(BUILD)/obj/%.o): CFLAGS += $(GATE_INC)
 # (GATE_OBJ is defined after this file is read: name what the study needs.)
-STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(UTIL_OBJ)
+STUDY_DEP_OBJ := $(BUILD)/obj/gate/gate.o $(BUILD)/obj/gate/gate-thresholds.o $(BUILD)/obj/gate/grad-gate.o $(UTIL_OBJ)
 
 $(BUILD)/falcon-study: $(BUILD)/obj/study/study-main.o $(STUDY_OBJ) $(STUDY_DEP_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -60,9 +61,14 @@ endif
 study-check: $(BUILD)/falcon-study $(STUDY_MPI)
 	$(MAKE) test-study
 
-.PHONY: stability learning plots report-all deep
+.PHONY: stability learning plots report-all deep stability-grad
 stability: $(BUILD)/falcon-study
 	$(BUILD)/falcon-study stability --profile $(PROFILE) --out $(REPORT_DIR)/stability
+
+# The backward pass's errors against T (quick: T to 1e5, about 25 CPU
+# seconds; full: 1e6, about 300), MPFR then the checked fp64 stand-in.
+stability-grad: $(BUILD)/falcon-study
+	$(BUILD)/falcon-study stability --grad --profile $(PROFILE) --out $(REPORT_DIR)/stability-grad
 
 # The deep profile (3 streams to 10^8 tokens, fitted on T <= 10^6 and tested
 # beyond) into $(REPORT_DIR)/deep, on DEEP_RANKS MPI ranks where the MPI
@@ -122,6 +128,8 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	else echo "peers - 0" >> $(REPORT_DIR)/status; fi; \
 	step stability $(LOG_TO) $(REPORT_DIR)/stability.txt $(BUILD)/falcon-study stability --profile $(PROFILE) \
 	  --out $(REPORT_DIR)/stability; \
+	step stability-grad $(LOG_TO) $(REPORT_DIR)/stability-grad.txt $(BUILD)/falcon-study stability --grad \
+	  --profile $(PROFILE) --out $(REPORT_DIR)/stability-grad; \
 	step learning $(LOG_TO) $(REPORT_DIR)/learning.txt $(BUILD)/falcon-study stability --learning \
 	  --profile $(PROFILE) --out $(REPORT_DIR)/learning; \
 	step plots env FALCON=$(BUILD)/falcon COMPARE="$(COMPARE)" sh plots/plot-all.sh $(REPORT_DIR) $(BUILD)/falcon-study; \

@@ -4,6 +4,7 @@
 # Usage: plots/plot-all.sh DIR [FALCON_STUDY]
 #   DIR/stability/   `falcon stability` output     -> stability-*.png
 #   DIR/learning/    `falcon stability --learning` -> learning-*.png
+#   DIR/stability-grad/  `falcon stability --grad`   -> stability-grad-*.png
 #   DIR/bench.json   build/falcon-bench JSON        -> bench-*.png (converted to
 #                    DIR/bench/ by FALCON_STUDY bench-dat, default build/falcon-study);
 #                    its backward/ entries -> bench-backward.png (DIR/bench/backward.dat)
@@ -133,6 +134,21 @@ if [ -f "$st/fits.dat" ]; then
     fi
 else
     skip "stability plots" "no $st/fits.dat (run 'make stability')"
+fi
+
+# ---- the gradients' stability (falcon stability --grad) ----
+sg=$dir/stability-grad
+if [ -f "$sg/fits.dat" ]; then
+    tmpfr=$(awk '/^# tmpfr/ { print $3 }' "$sg/fits.dat")
+    for v in falcon1 falcon3 falcon1a; do
+        if ls "$sg/curves/${v}_"*.dat >/dev/null 2>&1; then
+            draw stability-grad.gp "stability-grad-$v" "dir='$sg'; v='$v'; tmpfr=${tmpfr:-0}"
+        else
+            skip "stability-grad-$v" "no $sg/curves/${v}_*.dat"
+        fi
+    done
+else
+    skip "gradient stability plots" "no $sg/fits.dat (run 'make stability-grad')"
 fi
 
 # ---- past the fit's range (a study with beyond.dat: profiles deep, huge) ----

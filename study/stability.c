@@ -130,6 +130,7 @@ static void usage(FILE *f)
             "       falcon-study merge [--out DIR] SHARD_DIR...\n"
             "       mpirun -np P falcon-study-mpi stability [options]\n"
             "       falcon stability --learning [options: falcon stability --learning --help]\n"
+            "       falcon stability --grad [options: falcon stability --grad --help]\n"
             "Error of every CPU kernel (backend x form x precision x variant x decay regime) against a\n"
             "reference as T grows, inputs streamed in segments with the state carried. Writes\n"
             "DIR/stability.json, DIR/fits.dat, DIR/refcheck.dat and DIR/curves/*.dat (default DIR\n"
@@ -581,6 +582,8 @@ int falcon_stability_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--learning")) return study_learning_main(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--grad")) return study_grad_main(argc, argv);
     study_stab *st;
     int rc = stab_open(argc, argv, 0, &st);
     if (!st) return rc;

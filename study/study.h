@@ -62,6 +62,8 @@ int study_grid(int64_t lo, int64_t hi, int64_t *out, int cap);
 
 /* `falcon stability --learning` (learning.c): argv as falcon_stability_main. */
 int study_learning_main(int argc, char **argv);
+/* `falcon stability --grad` (stab-grad.c): the gradients' errors against T. */
+int study_grad_main(int argc, char **argv);
 /* --profile quick|full: 0 quick, 1 full, -1 with a message. */
 int study_parse_profile(const char *s);
 /* Parse an integer option value (1e6 accepted); -1 with a message. */
