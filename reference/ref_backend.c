@@ -48,18 +48,19 @@ static falcon_status run_head(const falcon_config *cfg, const falcon_inputs *in,
     return s;
 }
 
-static falcon_status reference_run(const falcon_config *cfg, const falcon_inputs *in,
-                                   const falcon_state_view *view, double *memory, void *out)
+/* fn(ctx, hh) for every head, OpenMP over heads: the status of the first
+ * head (in order) that failed, whatever the schedule. Shared by the mpfr
+ * backend's forward run and its backward door (ref_backend_grad.c). */
+falcon_status fref_each_head(int threads, int64_t heads, fref_head_fn fn, void *ctx)
 {
     falcon_status result = FALCON_OK;
-    const int64_t heads = in->B * in->H;
-    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
-    int64_t failed_head = INT64_MAX; /* the first head that failed: its status, whatever the schedule */
+    int64_t failed_head = INT64_MAX;
+    if (threads <= 0) threads = omp_get_max_threads();
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(dynamic, 1)
         for (int64_t hh = 0; hh < heads; hh++) {
-            falcon_status s = run_head(cfg, in, view, memory, out, hh);
+            falcon_status s = fn(ctx, hh);
             if (s) {
 #pragma omp critical(falcon_mpfr_status)
                 if (hh < failed_head) failed_head = hh, result = s;
@@ -71,6 +72,27 @@ static falcon_status reference_run(const falcon_config *cfg, const falcon_inputs
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
     return result;
+}
+
+typedef struct run_ctx {
+    const falcon_config *cfg;
+    const falcon_inputs *in;
+    const falcon_state_view *view;
+    double *memory;
+    void *out;
+} run_ctx;
+
+static falcon_status run_one(void *p, int64_t hh)
+{
+    const run_ctx *c = p;
+    return run_head(c->cfg, c->in, c->view, c->memory, c->out, hh);
+}
+
+static falcon_status reference_run(const falcon_config *cfg, const falcon_inputs *in,
+                                   const falcon_state_view *view, double *memory, void *out)
+{
+    run_ctx c = {cfg, in, view, memory, out};
+    return fref_each_head(cfg->threads, in->B * in->H, run_one, &c);
 }
 
 void falcon_reference_attach(void)

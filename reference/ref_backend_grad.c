@@ -90,26 +90,25 @@ static falcon_status grad_head(const falcon_config *cfg, const falcon_inputs *in
     return s;
 }
 
+typedef struct grad_ctx {
+    const falcon_config *cfg;
+    const falcon_inputs *in;
+    const falcon_state_view *state;
+    const void *dO;
+    const double *dS_T;
+    const falcon_grads *grads;
+} grad_ctx;
+
+static falcon_status grad_one(void *p, int64_t hh)
+{
+    const grad_ctx *c = p;
+    return grad_head(c->cfg, c->in, c->state, c->dO, c->dS_T, c->grads, hh);
+}
+
 falcon_status fref_reference_grad(const falcon_config *cfg, const falcon_inputs *in,
                                   const falcon_state_view *state, const void *dO, const double *dS_T,
                                   const falcon_grads *grads)
 {
-    falcon_status result = FALCON_OK;
-    const int64_t heads = in->B * in->H;
-    const int threads = cfg->threads > 0 ? cfg->threads : omp_get_max_threads();
-    int64_t failed_head = INT64_MAX; /* the first head that failed: its status, whatever the schedule */
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t hh = 0; hh < heads; hh++) {
-            falcon_status s = grad_head(cfg, in, state, dO, dS_T, grads, hh);
-            if (s) {
-#pragma omp critical(falcon_mpfr_grad_status)
-                if (hh < failed_head) failed_head = hh, result = s;
-            }
-        }
-        /* MPFR's per-thread constant cache, freed as reference_run does. */
-        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-    }
-    return result;
+    grad_ctx c = {cfg, in, state, dO, dS_T, grads};
+    return fref_each_head(cfg->threads, in->B * in->H, grad_one, &c);
 }

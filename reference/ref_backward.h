@@ -34,6 +34,11 @@ void bwd_sweep_run(bwd_sweep *b, const double *dS_T);
 /* dk, dv, dprev_key, dhist_k, dhist_v from the examples' adjoints. */
 void bwd_examples_out(bwd_sweep *b, falcon_align align);
 
+/* fn(ctx, hh) over `heads` heads in parallel (threads <= 0: OpenMP's
+ * default); the first failed head's status (ref_backend.c). */
+typedef falcon_status (*fref_head_fn)(void *ctx, int64_t hh);
+falcon_status fref_each_head(int threads, int64_t heads, fref_head_fn fn, void *ctx);
+
 /* The mpfr backend's backward door (falcon_reference_grad, ref_backend_grad.c),
  * attached by falcon_reference_attach. */
 falcon_status fref_reference_grad(const falcon_config *cfg, const falcon_inputs *in,
