@@ -298,6 +298,28 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
     return x;
 }
 
+/* The l2 norm's scaling, shared by featurize and its Jacobian: amax, the
+ * largest magnitude of v[n], and r = ||v / amax|| (so ||v|| = amax r with
+ * no overflow or underflow of the squares); out[n] = 0 and return when v
+ * is 0 (phi(0) = 0, and the convention's zero Jacobian). Declares amax,
+ * ss and r in the enclosing function. */
+#define FALCON_SCALED_NORM(R, SQRT, FABS, v)                                \
+    R amax = 0;                                                             \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const R a = FABS(v[i]);                                             \
+        if (a > amax) amax = a;                                             \
+    }                                                                       \
+    if (amax == 0) {                                                        \
+        for (int64_t i = 0; i < n; i++) out[i] = 0;                         \
+        return;                                                             \
+    }                                                                       \
+    R ss = 0;                                                               \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const R s = v[i] / amax;                                            \
+        ss += s * s;                                                        \
+    }                                                                       \
+    const R r = SQRT(ss);
+
 /* ---- feature maps, one whole vector ----
  * phi of n entries into out (out != in), for every backend: the CPU
  * framework calls it as RS(falcon_featurize), the CUDA kernels (host and
@@ -313,21 +335,8 @@ FALCON_HD double falcon_phi_elem_f64(int phi, double x)
         for (int64_t i = 0; i < n; i++) out[i] = ELEM(phi, in[i]);          \
         return;                                                             \
     }                                                                       \
-    R amax = 0;                                                             \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        R a = FABS(in[i]);                                                  \
-        if (a > amax) amax = a;                                             \
-    }                                                                       \
-    if (amax == 0) {                                                        \
-        for (int64_t i = 0; i < n; i++) out[i] = 0;                         \
-        return;                                                             \
-    }                                                                       \
-    R ss = 0;                                                               \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        R s = in[i] / amax;                                                 \
-        ss += s * s;                                                        \
-    }                                                                       \
-    R norm = amax * SQRT(ss);                                               \
+    FALCON_SCALED_NORM(R, SQRT, FABS, in)                                   \
+    R norm = amax * r;                                                      \
     if (norm >= (MIN_NORMAL)) {                                             \
         for (int64_t i = 0; i < n; i++) out[i] = in[i] / norm;             \
         return;                                                             \
@@ -382,21 +391,7 @@ FALCON_HD void falcon_featurize_f64(int phi, const double *FALCON_RESTRICT in, d
         for (int64_t i = 0; i < n; i++) out[i] = x[i] > 0 ? d[i] : EXP(x[i]) * d[i]; \
         return;                                                             \
     }                                                                       \
-    R amax = 0;                                                             \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        const R a = FABS(x[i]);                                             \
-        if (a > amax) amax = a;                                             \
-    }                                                                       \
-    if (amax == 0) {                                                        \
-        for (int64_t i = 0; i < n; i++) out[i] = 0;                         \
-        return;                                                             \
-    }                                                                       \
-    R ss = 0;                                                               \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        const R s = x[i] / amax;                                            \
-        ss += s * s;                                                        \
-    }                                                                       \
-    const R r = SQRT(ss);                                                   \
+    FALCON_SCALED_NORM(R, SQRT, FABS, x)                                    \
     R pd = 0;                                                               \
     for (int64_t i = 0; i < n; i++) pd += (x[i] / amax / r) * d[i];        \
     for (int64_t i = 0; i < n; i++) out[i] = (d[i] - (x[i] / amax / r) * pd) / r / amax;
@@ -413,6 +408,7 @@ FALCON_HD void falcon_phi_vjp_f64(int phi, const double *FALCON_RESTRICT x, cons
     FALCON_PHI_VJP_BODY(double, exp, sqrt, fabs)
 }
 #undef FALCON_PHI_VJP_BODY
+#undef FALCON_SCALED_NORM
 
 /* ---- a block whose end state cancels its carried memory ----
  * A regression block's end state S_L = F S_0 + Z^T R holds S_0 twice; where
