@@ -107,7 +107,9 @@ falcon_status gate_grad_state(const gate_grad_case *g, const gate_data *d, falco
     first.seed = g->c.seed + 0x1000;
     gate_data fd;
     if (gate_data_make(&first, d->prec, &fd)) return FALCON_E_NOMEM;
-    falcon_config cfg = gate_config(&first, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, d->prec);
+    /* tf32/bf16: the reference runs their data in fp32 (it computes exactly) */
+    const falcon_precision run = gate_operand_drop(d->prec) ? FALCON_FP32 : d->prec;
+    falcon_config cfg = gate_config(&first, FALCON_FORM_RECURRENT, FALCON_BACKEND_MPFR, run);
     size_t es = d->prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
     void *out = malloc(es * (size_t)(first.B * first.T * first.H * first.m + 1));
     falcon_status s = out ? falcon_state_create(first.B * first.H, first.n, first.m, first.window, state)
