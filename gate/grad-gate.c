@@ -293,9 +293,24 @@ void gate_grad_compare(const gate_grad_result *r, const gate_grad_result *ref, f
 /* K of the gradient bound: gate/THRESHOLDS.md, "Gradients". */
 #define GATE_GRAD_K 6.0
 
+/* tf32/bf16 (the chunk form's operand formats), in units of u_op:
+ * K_op (2 + sqrt(depth) u / u_op) kappa_X, the forward's operand-format
+ * bound (gate_threshold) times the tensor's conditioning. Each term of a
+ * gradient is a chain of products whose operands were rounded once each,
+ * independently, so their relative errors add in quadrature along the chain
+ * and across the terms as the sum itself grows; the fp32 accumulation is
+ * the sqrt(depth) u term. gate/THRESHOLDS.md, "Gradients: tf32 and bf16". */
+#define GATE_GRAD_K_OP 6.0
+static double grad_threshold_operands(const gate_case *c, falcon_form form, falcon_precision prec, double cond)
+{
+    const double bound = gate_threshold(c, form, prec) / 6.0; /* (2 + sqrt(depth) u / u_op): K = 6 there */
+    return GATE_GRAD_K_OP * bound * (cond > 1 && isfinite(cond) ? cond : 1);
+}
+
 double gate_grad_threshold(const gate_case *c, falcon_form form, falcon_precision prec, int tensor, double cond)
 {
     (void)tensor;
+    if (gate_operand_drop(prec)) return grad_threshold_operands(c, form, prec, cond);
     const double base = gate_threshold(c, form, prec);
     /* an infinite kappa: the error is already relative to ||X_abs|| */
     return GATE_GRAD_K / 6.0 * base * (cond > 1 && isfinite(cond) ? cond : 1);
