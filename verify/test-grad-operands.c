@@ -248,3 +248,35 @@ static void against_model(falcon_precision prec)
 Test(grad_operand_model, fp32) { against_model(FALCON_FP32); }
 Test(grad_operand_model, tf32) { against_model(FALCON_TF32); }
 Test(grad_operand_model, bf16) { against_model(FALCON_BF16); }
+
+/* tf32/bf16 in falcon_backward: the chunk form on the CPU kernel backends
+ * only, refused elsewhere with falcon_run's rules (docs/math.md 12.4),
+ * before any gradient is written. */
+static void refused(falcon_precision prec, falcon_form form, falcon_backend backend, const char *rule)
+{
+    gm_in in;
+    gm_out o;
+    gm_inputs(&in, 1, gate_operand_drop(prec), 1);
+    for (int i = 0; i < T * N; i++) o.dq[i / N][i % N] = 7;
+    falcon_config cfg;
+    falcon_config_default(&cfg);
+    cfg.variant = FALCON_1, cfg.form = form, cfg.backend = backend, cfg.precision = prec, cfg.threads = 1;
+    const falcon_inputs fin = falcon_inputs_sequence(T, N, M, in.q, in.k, in.v, in.beta, NULL, NULL);
+    const falcon_grads g = {.dq = o.dq, .dk = o.dk, .dv = o.dv, .dbeta = o.dbeta};
+    const falcon_status s = falcon_backward(&cfg, &fin, NULL, in.dO, NULL, &g);
+    cr_assert_eq(s, FALCON_E_ARGUMENT, "%s %s: %s", falcon_precision_name(prec), falcon_form_name(form),
+                 falcon_last_error());
+    cr_expect_str_eq(falcon_last_error_info()->rule, rule);
+    cr_expect_str_eq(falcon_last_error_info()->input, "config.precision");
+    for (int i = 0; i < T * N; i++) cr_expect_eq(o.dq[i / N][i % N], 7.0f, "dq written before the refusal");
+}
+
+Test(grad_operand_model, formats_refused_outside_the_chunk_form)
+{
+    for (int p = FALCON_TF32; p <= FALCON_BF16; p++) {
+        refused((falcon_precision)p, FALCON_FORM_RECURRENT, FALCON_BACKEND_SCALAR, "format-form");
+        refused((falcon_precision)p, FALCON_FORM_PARALLEL, FALCON_BACKEND_SCALAR, "format-form");
+        refused((falcon_precision)p, FALCON_FORM_CHUNK, FALCON_BACKEND_MPFR, "format-backend");
+        refused((falcon_precision)p, FALCON_FORM_CHUNK, FALCON_BACKEND_CUDA, "format-backend");
+    }
+}
