@@ -224,7 +224,7 @@ static void run_grad_backends(const gate_opts *o, const gate_grad_case *g, const
     for (int b = 0; b < gate_backend_count; b++) {
         if (skipped[b] || !gate_backend_runs(gate_backends[b], p) || gate_backends[b] == FALCON_BACKEND_CUDA) continue;
         for (int f = 0; f < NF; f++) {
-            if (o->only_form >= 0 && f != o->only_form) continue;
+            if ((o->only_form >= 0 && f != o->only_form) || !gate_form_runs((falcon_form)f, p)) continue;
             gate_grad_result r;
             const falcon_status s = gate_grad_run(g, d, ct, (falcon_form)f, gate_backends[b], st, &r);
             if (s == FALCON_E_UNAVAILABLE) continue;
@@ -257,8 +257,9 @@ static void run_grad_backends(const gate_opts *o, const gate_grad_case *g, const
     }
 }
 
-/* The gradient table, each seed and precision (fp32, fp64) the options
- * keep, into cells: 0, or 2 with a message. */
+/* The gradient table, each seed and precision the options keep (fp32 and
+ * fp64, and tf32 and bf16 for the chunk form), into cells: 0, or 2 with a
+ * message. */
 static int run_grad_cases(const gate_opts *o, const int *skipped, cell cells[NB][NP][NF][NV])
 {
     gate_grad_case *cases;
@@ -270,7 +271,7 @@ static int run_grad_cases(const gate_opts *o, const int *skipped, cell cells[NB]
             gate_grad_case g = cases[ci];
             if (o->only_variant >= 0 && (int)g.c.variant != o->only_variant) continue;
             g.c.seed += (uint64_t)s * 100003u;
-            for (int p = FALCON_FP32; p <= FALCON_FP64 && !rc; p++) {
+            for (int p = 0; p < NP && !rc; p++) {
                 if (o->only_prec >= 0 && p != o->only_prec) continue;
                 gate_data d;
                 gate_cotangents ct;

@@ -13,7 +13,10 @@ int64_t falcon_backward_checkpoint(void) { return checkpoint_steps; }
 void falcon_set_backward_checkpoint(int64_t steps) { checkpoint_steps = steps > 0 ? steps : 0; }
 
 /* UNAVAILABLE unless the resolved backend has a backward pass for the form
- * and precision. */
+ * and precision. tf32 and bf16 take the fp32 kernels' chunk backward with
+ * their operand model (docs/math.md 12.4); falcon_validate_plan has refused
+ * them for the other forms and for the mpfr and cuda backends, with
+ * falcon_run's rules. */
 static falcon_status check_route(const falcon_plan *plan)
 {
     const falcon_config *cfg = &plan->cfg;

@@ -54,9 +54,19 @@
  * a segment's starts from its checkpoint, then runs its blocks backwards:
  * memory (count / s + s) m n, one forward sweep more.
  *
+ * ---- tf32/bf16 operands (docs/math.md section 12, "Operand formats in the
+ * backward pass") ----
+ * Every operand of every matrix product is rounded to the format, as a
+ * tensor core reads it, and the products accumulate in fp32: the block's
+ * forward quantities exactly as the forward rounds them (X, Z, Q, a copy
+ * of S0, R after the solve, W, Rg), and the adjoints' products (a copy of
+ * dO, a copy of G_L, lambda's copy for lambda R^T, Wg, Cg, Ln, and the
+ * coefficients of the dS0 rank updates). The transposed solve stays fp32,
+ * as the forward's solve does; so do the decay adjoints' dot products,
+ * the elementwise steps and every running sum.
+ *
  * Limits of this kernel: keys and gains whose x.z leaves the normaliser's
- * range (docs/math.md 4.1) are not rescaled, the tf32/bf16 operand model is
- * not applied (its products run in fp32), and a block whose end state
+ * range (docs/math.md 4.1) are not rescaled, and a block whose end state
  * cancels its memory is not cut into halves as the forward does.
  */
 /* Up to 64 blocks (T = 4096 at C = 64) every block start is kept: 64 m n
@@ -79,6 +89,8 @@ typedef struct bb_work {
     /* memories: the running one, the adjoint, checkpoints and a segment */
     REAL *S, *Gad, *ckpt, *seg;
     int64_t *starts, nb, segl;
+    /* tf32/bf16: rounded copies of S0, G_L and dO, and the keys in fp32 for dgain */
+    REAL *S0r, *Gr, *dOr, *Xf;
 } bb_work;
 
 /* One block while it runs: its place, its examples and its terms. */
@@ -90,6 +102,8 @@ typedef struct bb_blk {
     const bb_work *w;
     int64_t c0, Lc, n, m, g_lo, G, P;
     const REAL *Z; /* the write directions: X, or Zb with gains */
+    int drop;      /* tf32/bf16: fraction bits the products' operands drop (0: fp32, fp64) */
+    const REAL *S0p, *Gp, *dOp; /* S0, G_L and dO as the products read them */
 } bb_blk;
 
 static int RS(bb_open)(bb_work *w, const RS(falcon_head) *h, int64_t L, int64_t nb)
@@ -155,6 +169,11 @@ static int RS(bb_open)(bb_work *w, const RS(falcon_head) *h, int64_t L, int64_t 
         w->ckpt = RS(carve)(&cv, r * Mx * (size_t)nck);
         w->seg = RS(carve)(&cv, r * Mx * (size_t)segl);
         w->starts = RS(carve)(&cv, sizeof(int64_t) * (size_t)(nb + 1));
+        const int drop = h->operand_drop != 0;
+        w->S0r = RS(carve)(&cv, drop ? r * Mx : 0);
+        w->Gr = RS(carve)(&cv, drop ? r * Mx : 0);
+        w->dOr = RS(carve)(&cv, drop ? r * (size_t)(L * ldm) : 0);
+        w->Xf = RS(carve)(&cv, drop && h->gain ? r * (size_t)(Gmax * ldn) : 0);
         if (pass == 0) {
             cv.base = h->work->get(cv.used, &w->mem_bytes);
             cv.used = 0;
@@ -197,6 +216,24 @@ static void RS(bb_zero)(REAL *x, int64_t rows, int64_t cols, int64_t ld)
         for (int64_t j = 0; j < cols; j++) x[i * ld + j] = 0;
 }
 
+/* tf32/bf16: x (rows x cols at stride ld) rounded to the operand format in
+ * place (blocked.inc.c's round_operand); nothing in fp32 and fp64. */
+static void RS(bb_round)(const bb_blk *b, REAL *x, int64_t rows, int64_t cols, int64_t ld)
+{
+    if (b->drop) RS(round_operand)(x, rows, cols, ld, b->drop);
+}
+
+/* x as a product reads it: x itself, or under tf32/bf16 its rounded copy
+ * in `copy` (x stays fp32 for the rest of the algebra). */
+static const REAL *RS(bb_operand)(const bb_blk *b, const REAL *x, REAL *copy, int64_t rows, int64_t cols,
+                                  int64_t ld)
+{
+    if (!b->drop) return x;
+    for (int64_t r = 0; r < rows; r++) memcpy(copy + r * ld, x + r * ld, sizeof(REAL) * (size_t)cols);
+    RS(bb_round)(b, copy, rows, cols, ld);
+    return copy;
+}
+
 static REAL RS(bb_dot)(const REAL *a, const REAL *b, int64_t n)
 {
     REAL s = 0;
@@ -231,6 +268,11 @@ static void RS(bb_pack)(bb_blk *b)
     }
     b->Z = h->gain ? w->Zb : w->X;
     for (int64_t j = 0; j < Lc; j++) RS(falcon_featurize)(h->phi, h->q + (c0 + j) * h->ldk, w->Q + j * ldn, n);
+    /* tf32/bf16: the forward's operands, z = g * x from the fp32 key */
+    if (b->drop && h->gain) memcpy(w->Xf, w->X, sizeof(REAL) * (size_t)(G * ldn));
+    RS(bb_round)(b, w->X, G, n, ldn);
+    if (h->gain) RS(bb_round)(b, w->Zb, G, n, ldn);
+    RS(bb_round)(b, w->Q, Lc, n, ldn);
 }
 
 /* Terms ordered by step (term p: example term_l[p] of step term_j[p],
@@ -322,11 +364,12 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
     RS(bb_pack)(b);
     const int64_t G = b->G;
     RS(bb_nt)(uk, G, G, n, w->X, ldn, b->Z, ldn, w->Kz, ldg);
+    const REAL *S0p = b->S0p = RS(bb_operand)(b, S0, w->S0r, m, n, ldn);
     if (reads) {
         RS(bb_nt)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg);
-        RS(bb_nt)(uk, Lc, m, n, w->Q, ldn, S0, ldn, w->S0q, ldm);
+        RS(bb_nt)(uk, Lc, m, n, w->Q, ldn, S0p, ldn, w->S0q, ldm);
     }
-    if (b->h->regression) RS(bb_nt)(uk, G, m, n, w->X, ldn, S0, ldn, w->U, ldm);
+    if (b->h->regression) RS(bb_nt)(uk, G, m, n, w->X, ldn, S0p, ldn, w->U, ldm);
     RS(bb_terms)(b);
     w->row[0] = 1.0, w->f0[0] = 1.0;
     for (int64_t i = 1; i <= Lc; i++) {
@@ -335,6 +378,8 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
     }
     memcpy(w->rowL, w->row, sizeof(double) * (size_t)(Lc + 1));
     if (b->h->regression && b->P > 0) uk->trsm_unit_lower(b->P, m, w->A, w->ldp, w->R, ldm);
+    RS(bb_round)(b, w->R, b->P, m, ldm); /* the forward's operands after the solve: R, W, Rg */
+    RS(bb_round)(b, w->Wm, Lc, b->P, w->ldp);
     RS(bb_zero)(w->Rg, G, m, ldm);
     for (int64_t p = 0; p < b->P; p++) {
         const REAL d = (REAL)w->rowL[w->term_j[p] + 1];
@@ -342,6 +387,7 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
         const REAL *rp = w->R + p * ldm;
         for (int64_t c = 0; c < m; c++) rg[c] += d * rp[c];
     }
+    RS(bb_round)(b, w->Rg, G, m, ldm);
 }
 
 /* S <- S_L = F[L][0] S + Rg^T Z, in place. */
@@ -419,8 +465,8 @@ static void RS(bb_dR)(const bb_blk *b, const REAL *S0, const REAL *Gad)
     const int64_t n = b->n, m = b->m, Lc = b->Lc, P = b->P, ldn = w->ldn, ldm = w->ldm;
     double *DL = w->D + Lc * w->ldd;
     RS(transpose)(w->PP, w->ldl, w->Wm, w->ldp, Lc, P);
-    RS(bb_nn)(b->uk, P, m, Lc, w->PP, w->ldl, w->dOb, ldm, 0, w->dR, ldm);
-    RS(bb_nt)(b->uk, b->G, m, n, b->Z, ldn, Gad, ldn, w->GZ, ldm);
+    RS(bb_nn)(b->uk, P, m, Lc, w->PP, w->ldl, b->dOp, ldm, 0, w->dR, ldm);
+    RS(bb_nt)(b->uk, b->G, m, n, b->Z, ldn, b->Gp, ldn, w->GZ, ldm);
     for (int64_t p = 0; p < P; p++) {
         const REAL d = (REAL)w->rowL[w->term_j[p] + 1];
         const REAL *gz = w->GZ + w->term_l[p] * ldm;
@@ -431,7 +477,7 @@ static void RS(bb_dR)(const bb_blk *b, const REAL *S0, const REAL *Gad)
     double gs = 0;
     for (int64_t r = 0; r < m; r++) gs += (double)RS(bb_dot)(Gad + r * ldn, S0 + r * ldn, n);
     DL[0] += gs;
-    RS(bb_nt)(b->uk, Lc, P, m, w->dOb, ldm, w->R, ldm, w->Wm, w->ldp);
+    RS(bb_nt)(b->uk, Lc, P, m, b->dOp, ldm, w->R, ldm, w->Wm, w->ldp);
 }
 
 /* lambda = (I + A)^{-T} dR in dR's place, then lambda R^T into PP: with J
@@ -452,7 +498,8 @@ static void RS(bb_lambda)(const bb_blk *b)
     for (int64_t p = 0; p < P; p++) memcpy(w->GZ + (P - 1 - p) * ldm, w->dR + p * ldm, sizeof(REAL) * (size_t)m);
     b->uk->trsm_unit_lower(P, m, A, ldp, w->GZ, ldm);
     for (int64_t p = 0; p < P; p++) memcpy(w->dR + p * ldm, w->GZ + (P - 1 - p) * ldm, sizeof(REAL) * (size_t)m);
-    RS(bb_nt)(b->uk, P, P, m, w->dR, ldm, w->R, ldm, w->PP, ldp);
+    const REAL *lam = RS(bb_operand)(b, w->dR, w->GZ, P, m, ldm);
+    RS(bb_nt)(b->uk, P, P, m, lam, ldm, w->R, ldm, w->PP, ldp);
 }
 
 /* Example l's dx (featurized) and dy to its raw key's and value's
@@ -485,14 +532,17 @@ static void RS(bb_add_example)(const bb_blk *b, int64_t l, const REAL *dx, const
 /* The block's products of adjoints: dq rows, dz and dx per example (then
  * the gains' share and the raw keys' and values' gradients), and the
  * adjoint of the block's start memory in Gad's place. */
-static void RS(bb_products)(const bb_blk *b, const REAL *S0, REAL *Gad)
+static void RS(bb_products)(const bb_blk *b, REAL *Gad)
 {
     const RS(falcon_head) *h = b->h;
     const RS(falcon_uk) *uk = b->uk;
     const bb_work *w = b->w;
     const int64_t n = b->n, m = b->m, Lc = b->Lc, G = b->G, ldn = w->ldn, ldm = w->ldm, ldg = w->ldg, ldl = w->ldl;
+    RS(bb_round)(b, w->Wg, Lc, G, ldg); /* the adjoints' operands (tf32/bf16) */
+    RS(bb_round)(b, w->Cg, G, G, ldg);
+    if (h->regression) RS(bb_round)(b, w->Ln, G, m, ldm);
     RS(bb_nn)(uk, Lc, n, G, w->Wg, ldg, b->Z, ldn, 0, w->dQ, ldn);
-    RS(bb_nn)(uk, Lc, n, m, w->dOb, ldm, S0, ldn, 0, w->tmp, ldn);
+    RS(bb_nn)(uk, Lc, n, m, b->dOp, ldm, b->S0p, ldn, 0, w->tmp, ldn);
     for (int64_t j = 0; j < Lc; j++) {
         REAL *dq = w->dQ + j * ldn;
         for (int64_t c = 0; c < n; c++) dq[c] += RS(decay_mul)(w->f0[j + 1], w->tmp[j * ldn + c]);
@@ -501,19 +551,21 @@ static void RS(bb_products)(const bb_blk *b, const REAL *S0, REAL *Gad)
     if (G > 0) {
         RS(transpose)(w->WgT, ldl, w->Wg, ldg, Lc, G);
         RS(bb_nn)(uk, G, n, Lc, w->WgT, ldl, w->Q, ldn, 0, w->dZ, ldn);
-        RS(bb_nn)(uk, G, n, m, w->Rg, ldm, Gad, ldn, 1, w->dZ, ldn);
+        RS(bb_nn)(uk, G, n, m, w->Rg, ldm, b->Gp, ldn, 1, w->dZ, ldn);
         RS(transpose)(w->CgT, ldg, w->Cg, ldg, G, G);
         RS(bb_nn)(uk, G, n, G, w->CgT, ldg, w->X, ldn, 1, w->dZ, ldn);
         RS(bb_nn)(uk, G, n, G, w->Cg, ldg, b->Z, ldn, 0, w->dX, ldn);
-        if (h->regression) RS(bb_nn)(uk, G, n, m, w->Ln, ldm, S0, ldn, 1, w->dX, ldn);
+        if (h->regression) RS(bb_nn)(uk, G, n, m, w->Ln, ldm, b->S0p, ldn, 1, w->dX, ldn);
     }
     /* dS0 = alpha_1 (F[L][1] G_L + SUM_i F[i][1] dO_i u_i^T + Ln1^T X) */
     const REAL a = RS(memory_decay)(Gad, ldn, m, n, w->f1[Lc]);
     for (int64_t j = 0; j < Lc; j++)
         for (int64_t c = 0; c < m; c++) w->MT[c * ldl + j] = RS(decay_mul)(w->f1[j + 1], w->dOb[j * ldm + c]);
+    RS(bb_round)(b, w->MT, m, Lc, ldl);
     uk->rank_update(m, n, Lc, a, Gad, ldn, w->MT, ldl, w->Q, ldn);
     if (h->regression && G > 0) {
         RS(transpose)(w->MT, ldg, w->Ln1, ldm, G, m);
+        RS(bb_round)(b, w->MT, m, G, ldg);
         uk->rank_update(m, n, G, 1, Gad, ldn, w->MT, ldg, w->X, ldn);
     }
     const REAL alpha1 = h->alpha ? h->alpha[b->c0 * h->lds] : 1; /* gradual underflow: rounded once */
@@ -521,7 +573,7 @@ static void RS(bb_products)(const bb_blk *b, const REAL *S0, REAL *Gad)
         for (int64_t c = 0; c < n; c++) Gad[r * ldn + c] *= alpha1;
     for (int64_t l = 0; l < G; l++) {
         REAL *dx = w->dX + l * ldn;
-        const REAL *dz = w->dZ + l * ldn, *x = w->X + l * ldn;
+        const REAL *dz = w->dZ + l * ldn, *x = (b->drop && h->gain ? w->Xf : w->X) + l * ldn;
         if (h->gain) {
             const int64_t t = falcon_step_of_example(&b->src->ex, b->g_lo + l);
             const REAL *gr = h->gain + t * h->ldk;
@@ -568,6 +620,8 @@ static void RS(bb_block)(bb_blk *b, const REAL *S0, REAL *Gad)
     for (int64_t j = 0; j < Lc; j++)
         for (int64_t c = 0; c < m; c++) w->dOb[j * ldm + c] = g->dO ? g->dO[(b->c0 + j) * b->h->ldo + c] : 0;
     for (int64_t i = 0; i < (Lc + 1) * w->ldd; i++) w->D[i] = 0;
+    b->dOp = RS(bb_operand)(b, w->dOb, w->dOr, Lc, m, ldm);
+    b->Gp = RS(bb_operand)(b, Gad, w->Gr, m, b->n, w->ldn);
     RS(bb_dR)(b, S0, Gad);
     if (b->h->regression && b->P > 0) RS(bb_lambda)(b);
     RS(bb_zero)(w->Wg, Lc, G, ldg);
@@ -580,7 +634,7 @@ static void RS(bb_block)(bb_blk *b, const REAL *S0, REAL *Gad)
         RS(bb_decay_row)(b, i);
         RS(bb_step_adjoint)(b, i - 1);
     }
-    RS(bb_products)(b, S0, Gad);
+    RS(bb_products)(b, Gad);
     RS(bb_dalpha)(b);
 }
 
@@ -701,7 +755,7 @@ static falcon_status FW(falcon_backward_blocked)(const RS(falcon_grad_head) *g, 
             w.S[r * w.ldn + c] = (REAL)S_start[r * n + c];
             w.Gad[r * w.ldn + c] = g->dS_T ? (REAL)g->dS_T[r * n + c] : 0;
         }
-    bb_blk b = {.g = g, .h = h, .uk = h->uk, .src = &src, .w = &w, .n = n, .m = m};
+    bb_blk b = {.g = g, .h = h, .uk = h->uk, .src = &src, .w = &w, .n = n, .m = m, .drop = h->operand_drop};
     if (nb > 0) RS(bb_sweeps)(&b);
     if (g->dS0)
         for (int64_t r = 0; r < m; r++)
