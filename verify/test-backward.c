@@ -615,17 +615,20 @@ Test(backward, beta_zero)
         }
 }
 
-/* One edge case: fp64 against finite differences (directions relative to
- * the values, so keys of 1e30 move by 1e24), fp32 finite and within
- * `limit` of fp64 on the same values. */
-static void bw_edge(const bcase *c, double limit)
+/* One edge case, with Falcon-2/2A's gains (of the call, not of the first
+ * segment) multiplied by gain_scale: fp64 against finite differences
+ * (directions relative to the values, so keys of 1e30 move by 1e24), fp32
+ * finite and within `limit` of fp64 on the same values. */
+static void bw_edge_gains(const bcase *c, double gain_scale, double limit)
 {
-    char what[160];
+    char what[200];
     bdata d;
     bgrads g64, g32;
     bw_make(c, &d, FALCON_BACKEND_SCALAR);
+    for (int64_t j = 0; d.gain && j < c->B * c->T * c->H * c->n; j++) d.gain[j] *= gain_scale;
     if (limit > 0) bw_round_f32(&d);
     bw_describe(c, FALCON_BACKEND_SCALAR, what, sizeof what);
+    if (d.gain) snprintf(what + strlen(what), sizeof what - strlen(what), " gain %g", gain_scale);
     cr_assert(bw_grads(&d, FALCON_FP64, FALCON_BACKEND_SCALAR, 1, &g64) == FALCON_OK, "%s: %s", what, falcon_last_error());
     bw_all_finite(&g64, what);
     bw_check_fd(&d, &g64, 99u, what);
@@ -639,6 +642,8 @@ static void bw_edge(const bcase *c, double limit)
     }
     bgrads_free(&g64), bw_free(&d);
 }
+
+static void bw_edge(const bcase *c, double limit) { bw_edge_gains(c, 1, limit); }
 
 /* alpha at the smallest normal number (float's, in both precisions, and
  * double's in fp64) and l2norm keys of 1e-30 and 1e30: the exact
@@ -659,5 +664,80 @@ Test(backward, edges)
             bw_edge(&c, 32 * 0x1p-24);
             c.key_scale = 1e30;
             bw_edge(&c, 32 * 0x1p-24);
+        }
+}
+
+/* relu's kink (docs/math.md 12.1: J^T d is 0 where x_i = 0, the
+ * contract's convention): queries, keys, the carried previous key and
+ * history keys with every third entry exactly 0. Those entries' gradients
+ * must be exactly 0 on every backend in both precisions; the rest agree
+ * with finite differences, whose directions (relative to the values)
+ * leave the zeros where they are. */
+static void bw_zero_thirds(double *x, int64_t count)
+{
+    for (int64_t j = 0; j < count; j += 3) x[j] = 0;
+}
+
+Test(backward, relu_kink)
+{
+    falcon_backend list[8];
+    const int nb = bw_backends(list);
+    const falcon_variant vs[] = {FALCON_1, FALCON_2, FALCON_3};
+    const int kinks[] = {G_Q, G_K, G_PREV, G_HK};
+    for (int b = 0; b < nb; b++)
+        for (int i = 0; i < 3; i++)
+            for (int a = 0; a < 2; a++) {
+                const int64_t W = falcon_variant_has_window(vs[i]) ? 3 : 1;
+                const bcase c = {vs[i], (falcon_align)a, FALCON_PHI_RELU, 1, 2, 9, 2, 7, 5, W, 1, -1,
+                                 9400u + (uint64_t)(10 * i + a)};
+                char what[160];
+                bdata d;
+                bw_make(&c, &d, list[b]);
+                const int64_t rows = c.B * c.T * c.H, heads = c.B * c.H;
+                bw_zero_thirds(d.q, rows * c.n), bw_zero_thirds(d.k, rows * c.n);
+                bw_zero_thirds(d.st->prev_key, heads * c.n), bw_zero_thirds(d.st->hist_k, heads * (W - 1) * c.n);
+                bw_round_f32(&d);
+                bw_describe(&c, list[b], what, sizeof what);
+                for (int p = 0; p < 2; p++) {
+                    bgrads g;
+                    cr_assert(bw_grads(&d, p ? FALCON_FP64 : FALCON_FP32, list[b], 1, &g) == FALCON_OK, "%s: %s",
+                              what, falcon_last_error());
+                    for (int k = 0; k < 4; k++)
+                        for (int64_t j = 0; j < g.count[kinks[k]]; j += 3)
+                            cr_expect(g.t[kinks[k]][j] == 0, "%s (%s): %s[%lld] = %g at the kink x = 0", what,
+                                      p ? "fp64" : "fp32", bw_names[kinks[k]], (long long)j, g.t[kinks[k]][j]);
+                    if (p) bw_check_fd(&d, &g, 55u, what);
+                    bgrads_free(&g);
+                }
+                bw_free(&d);
+            }
+}
+
+/* Keys and gains far from 1. The backward holds a window's keys as the
+ * forward does (docs/math.md section 4.1: x = s x', z = s tau z''), and
+ * every power of two of its reverse step must cancel. fp32 scales keys of
+ * 1e10 and 1e-10 (x.x outside [2^-62, 2^62]) and Falcon-2's gains of 1e12
+ * and 1e-12 (outside [2^-31, 2^31]) where fp64 does not: fp32 is held to
+ * the 32 u of fp32_against_fp64 against fp64. fp64 scales keys of 1e100
+ * and 1e-100 and gains of 1e80 and 1e-80: against finite differences.
+ * Not further out: the write's key gradient is of order 1 / |k|^2 (from a
+ * fresh memory, exactly: L scales as 1 / |k|), so keys of 1e20 in fp32
+ * (1e160 in fp64) give subnormal dk, rounded with digits lost. */
+Test(backward, scaled_keys)
+{
+    const falcon_variant vs[] = {FALCON_1, FALCON_2, FALCON_3, FALCON_2A};
+    const double keys[][2] = {{1e10, 32 * 0x1p-24}, {1e-10, 32 * 0x1p-24}, {1e100, 0}, {1e-100, 0}};
+    const double gains[][2] = {{1e12, 32 * 0x1p-24}, {1e-12, 32 * 0x1p-24}, {1e80, 0}, {1e-80, 0}};
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 2; a++) {
+            const int64_t W = falcon_variant_has_window(vs[i]) ? 3 : 1;
+            bcase c = {vs[i], (falcon_align)a, FALCON_PHI_IDENTITY, 1, 2, 9, 2, 7, 5, W, 1, -1,
+                       9600u + (uint64_t)(10 * i + a)};
+            for (int s = 0; s < 4; s++) {
+                c.key_scale = keys[s][0];
+                bw_edge(&c, keys[s][1]);
+            }
+            c.key_scale = 1;
+            for (int s = 0; falcon_variant_has_gain(vs[i]) && s < 4; s++) bw_edge_gains(&c, gains[s][0], gains[s][1]);
         }
 }
