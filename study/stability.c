@@ -542,11 +542,14 @@ int stab_open(int argc, char **argv, int quiet, study_stab **out)
     st->P = P, st->shard_k = (int)shard_k, st->shard_n = (int)shard_n, st->threads = (int)threads, st->quiet = quiet;
     build_streams(&st->P, st->ss);
     for (int i = 0; i < P.nstream; i++) st->total += stab_mine(st, i);
+    /* Before the check: it makes (and removes) a temporary next to every
+     * path, and a signal in between left them behind (a SIGTERM half a
+     * second into a loaded machine's run did). */
+    falcon_outputs_clean_on_signals();
     if (check_stream_paths(st)) { /* before the streams run */
         stab_close(st);
         return 2;
     }
-    falcon_outputs_clean_on_signals();
     if (!quiet) announce(st);
     st->t0 = stab_seconds();
     *out = st;

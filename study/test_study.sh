@@ -344,9 +344,10 @@ fi
 echo "   (kill and resume: $((SECONDS - t0)) s)"
 
 # ---- 3b. a damaged result is not trusted; a run stopped early keeps the earlier results ----
-# (curve 0's point count of stream 0 sits at byte 1528 of its result file)
+# (curve 0's point count of stream 0 sits at byte 1536 of its result file:
+# sizeof(run_key) + offsetof(stream, c[0].npts), study/stab.h)
 rm -rf dmg && cp -r one dmg
-python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1528); f.write(struct.pack('<i',100000))" dmg/streams/000.res
+python3 -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(1536); f.write(struct.pack('<i',100000))" dmg/streams/000.res
 if "$STUDY" stability "${OPTS[@]}" --resume --out dmg >dmg.txt 2>&1 && grep -q 'counts are out of range' dmg.txt &&
     out=$(same one dmg); then
     ok "--resume: a result with a point count of 100000 is not used (it runs again), the report = one process"
