@@ -143,6 +143,7 @@ Test(flops, backward_counts_its_kernels)
         {FALCON_1, FALCON_FORM_CHUNK, 70, 6, 5, 8, 1},      {FALCON_1A, FALCON_FORM_CHUNK, 70, 4, 3, 16, 0},
         {FALCON_3, FALCON_FORM_CHUNK, 45, 5, 4, 8, 1},      {FALCON_3A, FALCON_FORM_CHUNK, 23, 3, 6, 4, 1},
         {FALCON_1, FALCON_FORM_CHUNK, 300, 3, 2, 4, 1}, /* 75 blocks: checkpointed segments */
+        {FALCON_1, FALCON_FORM_CHUNK, 150, 3, 2, 64, 1}, {FALCON_3, FALCON_FORM_CHUNK, 150, 3, 2, 64, 0}, /* panels */
         {FALCON_1, FALCON_FORM_PARALLEL, 40, 4, 4, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

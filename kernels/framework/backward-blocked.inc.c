@@ -84,7 +84,7 @@ typedef struct bb_work {
     /* adjoints */
     REAL *dOb, *PP, *dR, *GZ, *Wg, *WgT, *Cg, *CgT, *dX, *dZ, *dY, *Ln, *Ln1, *dQ, *tmp, *MT, *vec;
     double *row, *rowL, *f0, *f1, *D, *Nacc, *col;
-    int64_t *term_l, *term_j, *first;
+    int64_t *term_l, *term_j, *first, *lim;
     const REAL **yrow;
     /* memories: the running one, the adjoint, checkpoints and a segment */
     REAL *S, *Gad, *ckpt, *seg;
@@ -163,6 +163,7 @@ static int RS(bb_open)(bb_work *w, const RS(falcon_head) *h, int64_t L, int64_t 
         w->term_l = RS(carve)(&cv, sizeof(int64_t) * (size_t)Pmax);
         w->term_j = RS(carve)(&cv, sizeof(int64_t) * (size_t)Pmax);
         w->first = RS(carve)(&cv, sizeof(int64_t) * (size_t)(L + 1));
+        w->lim = RS(carve)(&cv, sizeof(int64_t) * (size_t)(Pmax > Gmax ? Pmax : Gmax));
         w->yrow = RS(carve)(&cv, sizeof(const REAL *) * (size_t)Gmax);
         w->S = RS(carve)(&cv, r * Mx);
         w->Gad = RS(carve)(&cv, r * Mx);
@@ -209,6 +210,8 @@ static void RS(bb_nt)(const RS(falcon_uk) *uk, int64_t M, int64_t N, int64_t K, 
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) C[i * ldc + j] = 0;
 }
+
+#include "backward-panels.inc.c"
 
 static void RS(bb_zero)(REAL *x, int64_t rows, int64_t cols, int64_t ld)
 {
@@ -305,29 +308,35 @@ static void RS(bb_pack)(bb_blk *b)
 }
 
 /* Terms ordered by step (term p: example term_l[p] of step term_j[p],
- * first[j] step j's first), N_j and eta_j = beta_j / N_j (FALCON_ETA, the
- * window's dot products oldest first). */
+ * first[j] step j's first). */
 static void RS(bb_terms)(bb_blk *b)
+{
+    const bb_work *w = b->w;
+    int64_t P = 0;
+    for (int64_t j = 0; j < b->Lc; j++) {
+        w->first[j] = P;
+        const int64_t e = falcon_example_of_step(&b->src->ex, b->c0 + j);
+        for (int64_t l = e < 0 ? 0 : falcon_window_first(&b->src->ex, e); l <= e; l++)
+            w->term_l[P] = l - b->g_lo, w->term_j[P] = j, P++;
+    }
+    w->first[b->Lc] = P;
+    b->P = P;
+}
+
+/* N_j and eta_j = beta_j / N_j (FALCON_ETA, the window's dot products
+ * oldest first). */
+static void RS(bb_normalisers)(const bb_blk *b)
 {
     const RS(falcon_head) *h = b->h;
     const bb_work *w = b->w;
-    const int64_t c0 = b->c0, Lc = b->Lc, g_lo = b->g_lo, ldg = w->ldg;
-    int64_t P = 0;
-    for (int64_t j = 0; j < Lc; j++) {
-        w->first[j] = P;
+    for (int64_t j = 0; j < b->Lc; j++) {
         w->eta[j] = 0, w->N[j] = 1;
-        const int64_t e = falcon_example_of_step(&b->src->ex, c0 + j);
-        if (e < 0) continue;
+        if (w->first[j + 1] == w->first[j]) continue;
         REAL sum = 0;
-        for (int64_t l = falcon_window_first(&b->src->ex, e); l <= e; l++) {
-            w->term_l[P] = l - g_lo, w->term_j[P] = j, P++;
-            sum += w->Kz[(l - g_lo) * ldg + (l - g_lo)];
-        }
+        for (int64_t p = w->first[j]; p < w->first[j + 1]; p++) sum += w->Kz[w->term_l[p] * w->ldg + w->term_l[p]];
         w->N[j] = h->eps + sum;
-        w->eta[j] = FALCON_ETA(h->beta[(c0 + j) * h->lds], h->eps, sum);
+        w->eta[j] = FALCON_ETA(h->beta[(b->c0 + j) * h->lds], h->eps, sum);
     }
-    w->first[Lc] = P;
-    b->P = P;
 }
 
 /* Row i of F from row i - 1 (the forward's falcon_decay_row_advance), and
@@ -392,14 +401,17 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
     const int64_t n = b->n, m = b->m, Lc = b->Lc, ldn = w->ldn, ldm = w->ldm, ldg = w->ldg;
     RS(bb_pack)(b);
     const int64_t G = b->G;
-    RS(bb_nt)(uk, G, G, n, w->X, ldn, b->Z, ldn, w->Kz, ldg);
     const REAL *S0p = b->S0p = RS(bb_operand)(b, S0, w->S0r, m, n, ldn);
+    RS(bb_terms)(b);
+    RS(bb_lim_kz)(b);
+    RS(bb_nt_panels)(uk, G, G, n, w->X, ldn, b->Z, ldn, w->Kz, ldg, w->lim);
     if (reads) {
-        RS(bb_nt)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg);
+        RS(bb_lim_qz)(b);
+        RS(bb_nt_panels)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg, w->lim);
         RS(bb_nt)(uk, Lc, m, n, w->Q, ldn, S0p, ldn, w->S0q, ldm);
     }
     if (b->h->regression) RS(bb_nt)(uk, G, m, n, w->X, ldn, S0p, ldn, w->U, ldm);
-    RS(bb_terms)(b);
+    RS(bb_normalisers)(b);
     w->row[0] = 1.0, w->f0[0] = 1.0;
     for (int64_t i = 1; i <= Lc; i++) {
         RS(bb_decay_row)(b, i);
@@ -506,7 +518,8 @@ static void RS(bb_dR)(const bb_blk *b, const REAL *S0, const REAL *Gad)
     double gs = 0;
     for (int64_t r = 0; r < m; r++) gs += (double)RS(bb_dot)(Gad + r * ldn, S0 + r * ldn, n);
     DL[0] += gs;
-    RS(bb_nt)(b->uk, Lc, P, m, b->dOp, ldm, w->R, ldm, w->Wm, w->ldp);
+    for (int64_t j = 0; j < Lc; j++) w->lim[j] = w->first[j + 1] - 1; /* step j reads terms up to its own */
+    RS(bb_nt_panels)(b->uk, Lc, P, m, b->dOp, ldm, w->R, ldm, w->Wm, w->ldp, w->lim);
 }
 
 /* lambda = (I + A)^{-T} dR in dR's place, then lambda R^T into PP: with J
@@ -528,7 +541,8 @@ static void RS(bb_lambda)(const bb_blk *b)
     b->uk->trsm_unit_lower(P, m, A, ldp, w->GZ, ldm);
     for (int64_t p = 0; p < P; p++) memcpy(w->dR + p * ldm, w->GZ + (P - 1 - p) * ldm, sizeof(REAL) * (size_t)m);
     const REAL *lam = RS(bb_operand)(b, w->dR, w->GZ, P, m, ldm);
-    RS(bb_nt)(b->uk, P, P, m, lam, ldm, w->R, ldm, w->PP, ldp);
+    for (int64_t p = 0; p < P; p++) w->lim[p] = w->first[w->term_j[p]] - 1; /* the earlier steps' terms */
+    RS(bb_nt_panels)(b->uk, P, P, m, lam, ldm, w->R, ldm, w->PP, ldp, w->lim);
 }
 
 /* Example l's dx (featurized) and dy to its raw key's and value's

@@ -100,12 +100,12 @@ static inline double falcon_flops(falcon_form form, int regression, int64_t T, i
  * Blocked (backward-blocked.inc.c), a block of l steps, g = l + W - 1
  * examples, p = l W terms:
  *   its forward quantities without the reads (the sweeps):
- *     Kz = X Z^T 2 g g n,  U = X S0^T 2 g m n (reg),  the solve p (p - 1) m (reg),
+ *     Kz = X Z^T 2 g g n (in panels: below),  U = X S0^T 2 g m n (reg),  the solve p (p - 1) m (reg),
  *     end state S = F S + Rg^T Z  2 m n g
  *   the block's own backward: the same products but the end state, and
- *     Qz = Q Z^T 2 l g n,  S0q = Q S0^T 2 l m n;
- *     dR = W^T dO 2 p l m,  G Z^T 2 g m n,  dO R^T 2 l p m;
- *     lambda: the solve p (p - 1) m and lambda R^T 2 p p m (reg);
+ *     Qz = Q Z^T 2 l g n (panels),  S0q = Q S0^T 2 l m n;
+ *     dR = W^T dO 2 p l m,  G Z^T 2 g m n,  dO R^T 2 l p m (panels);
+ *     lambda: the solve p (p - 1) m and lambda R^T 2 p p m (reg, panels);
  *     dQ = Wg Z 2 l g n,  dO S0 2 l m n,  dZ: Wg^T Q 2 g l n, Rg G 2 g m n,
  *     Cg^T X 2 g g n,  dX: Cg Z 2 g g n, Ln S0 2 g m n (reg);
  *     dS0 = a G + M^T Q 2 m n l, + Ln1^T X 2 m n g (reg).
@@ -114,10 +114,56 @@ static inline double falcon_flops(falcon_form form, int regression, int64_t T, i
  *   also runs s - 1 of every segment but the last again. Those are full
  *   blocks (l = L); every block runs its own backward once.
  */
+/*
+ * The products whose result is causal (Kz = X Z^T, Qz = Q Z^T, dO R^T and
+ * lambda R^T) are computed in panels of FALCON_BW_PANEL rows, each as wide
+ * as its last row's needed column (+ 1), rounded up to FALCON_BW_PANEL_COLS
+ * and capped at the dense width; a panel that needs no column is skipped
+ * (backward-blocked.inc.c, bb_nt_panels). The columns row i needs, with
+ * step j's examples j .. j + W - 1 and terms j W .. j W + W - 1 (a full
+ * window, as above):
+ *     Kz row l:   l, and j + W - 2 for the newest step j <= l (j >= 1)
+ *                 whose window holds l (the couplings to earlier steps)
+ *     Qz row j:   j + W - 1         dO R^T row j:  (j + 1) W - 1
+ *     lambda R^T row p:  W floor(p / W) - 1 (the earlier steps' terms)
+ */
+#define FALCON_BW_PANEL 24
+#define FALCON_BW_PANEL_COLS 16
+
+enum { FALCON_BW_KZ, FALCON_BW_QZ, FALCON_BW_DOR, FALCON_BW_LR };
+
+static inline int64_t falcon_bw_panel_lim(int which, int64_t i, int64_t L, int64_t W)
+{
+    if (which == FALCON_BW_QZ) return i + W - 1;
+    if (which == FALCON_BW_DOR) return (i + 1) * W - 1;
+    if (which == FALCON_BW_LR) return i / W * W - 1;
+    const int64_t j = i < L - 1 ? i : L - 1; /* Kz */
+    return j >= 1 && j + W - 2 > i ? j + W - 2 : i;
+}
+
+/* 2 K times the elements of an M x N causal product that the panels compute. */
+static inline double falcon_bw_panel_flops(int which, int64_t M, int64_t N, double K, int64_t L, int64_t W)
+{
+    double f = 0;
+    for (int64_t i0 = 0; i0 < M; i0 += FALCON_BW_PANEL) {
+        const int64_t rows = M - i0 < FALCON_BW_PANEL ? M - i0 : FALCON_BW_PANEL;
+        int64_t last = -1;
+        for (int64_t i = i0; i < i0 + rows; i++) {
+            const int64_t lim = falcon_bw_panel_lim(which, i, L, W);
+            last = lim > last ? lim : last;
+        }
+        if (last < 0) continue;
+        const int64_t cols = (last + FALCON_BW_PANEL_COLS) / FALCON_BW_PANEL_COLS * FALCON_BW_PANEL_COLS;
+        f += 2 * (double)rows * (double)(cols < N ? cols : N) * K;
+    }
+    return f;
+}
+
 static inline double falcon_bw_block_fwd_flops(int regression, double l, double n, double m, double W)
 {
     const double g = l + W - 1, p = l * W;
-    double f = 2 * g * g * n;
+    const int64_t il = (int64_t)l, iW = (int64_t)W, ig = il + iW - 1;
+    double f = falcon_bw_panel_flops(FALCON_BW_KZ, ig, ig, n, il, iW);
     if (regression) f += 2 * g * m * n + p * (p - 1) * m;
     return f;
 }
@@ -125,10 +171,13 @@ static inline double falcon_bw_block_fwd_flops(int regression, double l, double 
 static inline double falcon_bw_block_flops(int regression, double l, double n, double m, double W)
 {
     const double g = l + W - 1, p = l * W;
-    double f = falcon_bw_block_fwd_flops(regression, l, n, m, W) + 2 * l * g * n + 2 * l * m * n;
-    f += 2 * p * l * m + 2 * g * m * n + 2 * l * p * m;
+    const int64_t il = (int64_t)l, iW = (int64_t)W, ig = il + iW - 1, ip = il * iW;
+    double f = falcon_bw_block_fwd_flops(regression, l, n, m, W);
+    f += falcon_bw_panel_flops(FALCON_BW_QZ, il, ig, n, il, iW) + 2 * l * m * n;
+    f += 2 * p * l * m + 2 * g * m * n + falcon_bw_panel_flops(FALCON_BW_DOR, il, ip, m, il, iW);
     f += 2 * l * g * n + 2 * l * m * n + 2 * g * l * n + 2 * g * m * n + 4 * g * g * n + 2 * m * n * l;
-    if (regression) f += p * (p - 1) * m + 2 * p * p * m + 2 * g * m * n + 2 * m * n * g;
+    if (regression) f += p * (p - 1) * m + falcon_bw_panel_flops(FALCON_BW_LR, ip, ip, m, il, iW);
+    if (regression) f += 2 * g * m * n + 2 * m * n * g;
     return f;
 }
 
