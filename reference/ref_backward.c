@@ -13,9 +13,8 @@
 enum { S_ETA, S_N, S_DETA, S_DN, S_DO, S_ONE, S_ACC, S_TERM, S_NORM, S_MAG, S_W, S_COUNT };
 
 /* acc += x y, or acc -= x y when `neg`. */
-static void term(bwd_sweep *b, mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y, int neg)
+static void term(mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y, int neg)
 {
-    (void)b;
     if (neg) {
         mpfr_fms(acc, x, y, acc, MPFR_RNDN);
         mpfr_neg(acc, acc, MPFR_RNDN);
@@ -31,13 +30,6 @@ static void mag(bwd_sweep *b, mpfr_ptr acc, mpfr_srcptr x, mpfr_srcptr y)
     mpfr_mul(t, x, y, MPFR_RNDN);
     mpfr_abs(t, t, MPFR_RNDN);
     mpfr_add(acc, acc, t, MPFR_RNDN);
-}
-
-/* dst = src. */
-static void value(const bwd_sweep *b, mpfr_ptr dst, mpfr_srcptr src)
-{
-    (void)b;
-    mpfr_set(dst, src, MPFR_RNDN);
 }
 
 static void zeros(mpfr_t *v, int64_t count)
@@ -61,10 +53,10 @@ static void phi_transpose(bwd_sweep *b, mpfr_t *dst, mpfr_t *raw, mpfr_t *fx, mp
         mpfr_sqrt(norm, norm, MPFR_RNDN);
         mpfr_set_zero(pd, 1);
         for (int64_t i = 0; i < n; i++)
-            term(b, pd, fx[i], d[i], 0);
+            term(pd, fx[i], d[i], 0);
         for (int64_t i = 0; i < n; i++) {
-            value(b, dst[i], d[i]);
-            term(b, dst[i], fx[i], pd, 1);
+            mpfr_set(dst[i], d[i], MPFR_RNDN);
+            term(dst[i], fx[i], pd, 1);
             mpfr_div(dst[i], dst[i], norm, MPFR_RNDN);
         }
         return;
@@ -128,8 +120,8 @@ static void reverse_read(bwd_sweep *b, int64_t t, mpfr_t *S)
     for (int64_t a = 0; b->dO && a < m; a++) {
         mpfr_set_d(dO, b->dO[t * m + a], MPFR_RNDN); /* exact */
         for (int64_t j = 0; j < n; j++) {
-            term(b, b->du[j], S[a * n + j], dO, 0);
-            term(b, b->G[a * n + j], dO, u[j], 0);
+            term(b->du[j], S[a * n + j], dO, 0);
+            term(b->G[a * n + j], dO, u[j], 0);
             if (b->ga) {
                 mag(b, b->du_mag[j], S[a * n + j], dO);
                 mag(b, b->Gmag[a * n + j], dO, u[j]);
@@ -155,17 +147,17 @@ static void write_residuals(bwd_sweep *b, int64_t lo, int64_t cnt, mpfr_t *S, mp
         mpfr_t *e = b->e + l * m, *a = b->a + l * m, *x = b->c.x + (lo + l) * n;
         mpfr_t *y = b->c.y[lo + l], *z = b->z + l * n;
         for (int64_t r = 0; r < m; r++) {
-            value(b, e[r], y[r]);
+            mpfr_set(e[r], y[r], MPFR_RNDN);
             if (b->c.regression) {
                 mpfr_ptr w = b->s[S_ACC];
                 mpfr_set_zero(w, 1);
                 for (int64_t j = 0; j < n; j++)
-                    term(b, w, S[r * n + j], x[j], 0);
-                term(b, e[r], alpha, w, 1);
+                    term(w, S[r * n + j], x[j], 0);
+                term(e[r], alpha, w, 1);
             }
             mpfr_set_zero(a[r], 1);
             for (int64_t j = 0; j < n; j++)
-                term(b, a[r], b->G[r * n + j], z[j], 0);
+                term(a[r], b->G[r * n + j], z[j], 0);
         }
     }
 }
@@ -184,21 +176,21 @@ static void write_key_adjoints(bwd_sweep *b, int64_t t, int64_t ex, int64_t l, m
     for (int64_t j = 0; j < n; j++) {
         mpfr_set_zero(dz[j], 1);
         for (int64_t r = 0; r < m; r++)
-            term(b, dz[j], b->G[r * n + j], e[r], 0);
+            term(dz[j], b->G[r * n + j], e[r], 0);
         mpfr_mul(dz[j], dz[j], b->s[S_ETA], MPFR_RNDN);
-        term(b, dz[j], b->s[S_DN], x[j], 0);
+        term(dz[j], b->s[S_DN], x[j], 0);
         if (b->c.regression) {
             mpfr_set_zero(acc, 1);
             for (int64_t r = 0; r < m; r++)
-                term(b, acc, S[r * n + j], de[r], 0);
-            term(b, dx[j], alpha, acc, 1);
+                term(acc, S[r * n + j], de[r], 0);
+            term(dx[j], alpha, acc, 1);
         }
-        term(b, dx[j], b->s[S_DN], z[j], 0);
+        term(dx[j], b->s[S_DN], z[j], 0);
         if (gain) {
-            term(b, dx[j], gain[j], dz[j], 0);
+            term(dx[j], gain[j], dz[j], 0);
             if (b->g->dgain) {
                 mpfr_set_zero(acc, 1);
-                term(b, acc, x[j], dz[j], 0);
+                term(acc, x[j], dz[j], 0);
                 mpfr_set(b->g->dgain[t * n + j], acc, MPFR_RNDN);
             }
         } else {
@@ -262,7 +254,7 @@ static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
     const int64_t n = b->c.n, m = b->c.m, mn = m * n;
     int64_t lo, cnt = fref_window(&b->c, t, &lo);
     for (int64_t i = 0; i < mn; i++)
-        value(b, b->dSbar[i], b->G[i]);
+        mpfr_set(b->dSbar[i], b->G[i], MPFR_RNDN);
     if (cnt == 0)
         return; /* dbeta_t = 0 (already), dSbar = G */
     mpfr_ptr eta = b->s[S_ETA], N = b->s[S_N], deta = b->s[S_DETA], dN = b->s[S_DN];
@@ -273,7 +265,7 @@ static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
     write_residuals(b, lo, cnt, S, alpha);
     mpfr_set_zero(deta, 1);
     for (int64_t i = 0; i < cnt * m; i++)
-        term(b, deta, b->e[i], b->a[i], 0);
+        term(deta, b->e[i], b->a[i], 0);
     if (b->g->dbeta)
         mpfr_div(b->g->dbeta[t], deta, N, MPFR_RNDN);
     mpfr_mul(dN, deta, eta, MPFR_RNDN); /* dN = -deta eta / N */
@@ -288,7 +280,7 @@ static void reverse_write(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha)
         write_key_adjoints(b, t, lo + l, l, S, alpha);
         for (int64_t r = 0; b->c.regression && r < m; r++)
             for (int64_t j = 0; j < n; j++)
-                term(b, b->dSbar[r * n + j], de[r], x[j], 1);
+                term(b->dSbar[r * n + j], de[r], x[j], 1);
     }
     if (b->ga)
         write_magnitudes(b, t, lo, cnt, S, alpha);
@@ -307,7 +299,7 @@ static void reverse_forget(bwd_sweep *b, int64_t t, mpfr_t *S, mpfr_srcptr alpha
     mpfr_ptr acc = b->s[S_ACC];
     mpfr_set_zero(acc, 1);
     for (int64_t i = 0; i < mn; i++) {
-        term(b, acc, b->G[i], S[i], 0);
+        term(acc, b->G[i], S[i], 0);
         mpfr_mul(b->G[i], b->G[i], alpha, MPFR_RNDN);
     }
     if (b->g->dalpha)
@@ -370,53 +362,46 @@ size_t bwd_scalar_count(void) { return S_COUNT; }
 
 void bwd_scalars_init(bwd_sweep *b) { mpfr_set_ui(b->s[S_ONE], 1, MPFR_RNDN); }
 
-/* Example e's magnitudes into the same places of b->ga. */
-static void examples_out_mag(bwd_sweep *b, int64_t e, mpfr_t *raw)
+/* Where example e came from (docs/math.md 12.1, "Which key"): its raw key,
+ * and the slots of g its key's and value's gradients go to (NULL: not
+ * wanted): a carried example's history rows, else the key of step t
+ * (same alignment) or t - 1 (prefix; the state's previous key before step
+ * 0) and step t's value. */
+static mpfr_t *example_slots(const bwd_sweep *b, const falcon_ref_grads_mp *g, int64_t e, mpfr_t **dk, mpfr_t **dv)
 {
     const fref_ctx *c = &b->c;
     const int64_t n = c->n, m = c->m, hl = c->h.hist_len;
-    const falcon_ref_grads_mp *g = b->ga;
-    mpfr_t *dk, *dv;
     if (e < hl) {
-        dk = g->dhist_k ? g->dhist_k + e * n : NULL;
-        dv = g->dhist_v ? g->dhist_v + e * m : NULL;
-    } else {
-        int64_t t = e - hl + c->shift, kt = b->align_same ? t : t - 1;
-        dk = kt >= 0 ? (g->dk ? g->dk + kt * n : NULL) : g->dprev_key;
-        dv = g->dv ? g->dv + t * m : NULL;
+        *dk = g->dhist_k ? g->dhist_k + e * n : NULL;
+        *dv = g->dhist_v ? g->dhist_v + e * m : NULL;
+        return c->h.hist_k + e * n;
     }
-    if (dk) {
-        phi_transpose_mag(b, b->vn, raw, c->x + e * n, b->dx_mag + e * n);
-        put(dk, b->vn, n);
-    }
-    put(dv, b->dy_mag + e * m, m);
+    const int64_t t = e - hl + c->shift, kt = b->align_same ? t : t - 1;
+    *dk = kt >= 0 ? (g->dk ? g->dk + kt * n : NULL) : g->dprev_key;
+    *dv = g->dv ? g->dv + t * m : NULL;
+    return kt >= 0 ? c->h.k + kt * n : c->h.prev_key;
 }
 
 /* The example adjoints dx, dy handed to the raw keys and values they came
  * from: dk = J_phi(k)^T dx (docs/math.md 12.1, "Which key"). */
-void bwd_examples_out(bwd_sweep *b, falcon_align align)
+void bwd_examples_out(bwd_sweep *b)
 {
     const fref_ctx *c = &b->c;
-    const int64_t n = c->n, m = c->m, hl = c->h.hist_len;
-    const falcon_ref_grads_mp *g = b->g;
+    const int64_t n = c->n, m = c->m;
     for (int64_t e = 0; e < c->nex; e++) {
-        mpfr_t *raw, *dk, *dv;
-        if (e < hl) {
-            raw = c->h.hist_k + e * n;
-            dk = g->dhist_k ? g->dhist_k + e * n : NULL;
-            dv = g->dhist_v ? g->dhist_v + e * m : NULL;
-        } else {
-            int64_t t = e - hl + c->shift, kt = align == FALCON_ALIGN_SAME ? t : t - 1;
-            raw = kt >= 0 ? c->h.k + kt * n : c->h.prev_key;
-            dk = kt >= 0 ? (g->dk ? g->dk + kt * n : NULL) : g->dprev_key;
-            dv = g->dv ? g->dv + t * m : NULL;
-        }
+        mpfr_t *dk, *dv, *raw = example_slots(b, b->g, e, &dk, &dv);
         if (dk) {
             phi_transpose(b, b->vn, raw, c->x + e * n, b->dx + e * n);
             put(dk, b->vn, n);
         }
         put(dv, b->dy + e * m, m);
-        if (b->ga)
-            examples_out_mag(b, e, raw);
+        if (!b->ga)
+            continue;
+        (void)example_slots(b, b->ga, e, &dk, &dv);
+        if (dk) {
+            phi_transpose_mag(b, b->vn, raw, c->x + e * n, b->dx_mag + e * n);
+            put(dk, b->vn, n);
+        }
+        put(dv, b->dy_mag + e * m, m);
     }
 }

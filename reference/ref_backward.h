@@ -29,10 +29,11 @@ typedef struct bwd_sweep {
 
 size_t bwd_scalar_count(void);
 void bwd_scalars_init(bwd_sweep *b);
-/* Both sweeps; then dS0 is written, and every per-step gradient. */
+/* The sweep (with the magnitudes when ga is set); then dS0 is written, and
+ * every per-step gradient. */
 void bwd_sweep_run(bwd_sweep *b, const double *dS_T);
 /* dk, dv, dprev_key, dhist_k, dhist_v from the examples' adjoints. */
-void bwd_examples_out(bwd_sweep *b, falcon_align align);
+void bwd_examples_out(bwd_sweep *b);
 
 /* fn(ctx, hh) over `heads` heads in parallel (threads <= 0: OpenMP's
  * default); the first failed head's status (ref_backend.c). */

@@ -113,7 +113,7 @@ falcon_status falcon_ref_backward_mp(const falcon_ref_opts *o, const falcon_ref_
     st = alloc_sweep(&b, checkpoint);
     if (st == FALCON_OK) {
         bwd_sweep_run(&b, dS_T);
-        bwd_examples_out(&b, o->align);
+        bwd_examples_out(&b);
     }
     free_sweep(&b);
     return st;
