@@ -83,6 +83,7 @@
 #include "gbench-shim.h"
 #include "inputs.h"
 #include "median.h"
+#include "side-checks.h"
 #include "probe.h"
 #include "clock.h"
 #include "context.h"
@@ -99,6 +100,9 @@ typedef struct bcase {
     int decay;   /* -1: the inputs' own mild decay; else a gate_decay regime (decay/ entries) */
     double flops, bytes, in_bytes;
     int profiled; /* a repetition has taken its phase counters */
+    int checked;  /* a repetition has taken its side checks */
+    fb_side side;   /* --checks-once: the side checks' counters, kept */
+    fb_side phases; /* the phase counters of a call over a quarter second, kept */
     char name[160];
 } bcase;
 
@@ -112,6 +116,7 @@ static struct {
     int ncpu;
     int phases;       /* --phases: print each profiled call's phases */
     int phase_shares; /* the goals sweep: each phase's share of a call as a counter too */
+    int checks_once;  /* --checks-once: the side checks in a case's first repetition only */
 } g;
 
 /* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
@@ -187,47 +192,52 @@ static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned
  * the next block's prefetches, the packing of Z^T, the terms, the
  * system's rows, the output rows); kernel_fraction, the phases that are
  * micro-kernel calls (products, solve, W R, end state). Each the median
- * of three untimed calls with the
- * phase clock on (one for calls over a quarter of a second, in the first
- * repetition only: such a call runs thousands of blocks, whose shares a
- * second call repeats, and it would add a call to every repetition of the
- * slowest cases), the call timed by the same clock; with P threads over P
- * times the call. The rest
- * of a call is its validation, its setup and the state's load and store.
- * The clock's reads cost about 0.3% of a block. */
-static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out, double per_call)
-{
+ * of the shares of up to three untimed calls with the phase clock on, the
+ * call timed by the same clock; with P threads over P times the call. The
+ * rest of a call is its validation, its setup and the state's load and
+ * store. The clock's reads cost about 0.3% of a block. */
+typedef struct phase_samples {
+    int n;
     double drv[3], ker[3], ph[FW_PH_COUNT][3];
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        if (i > 0 && per_call > 0.25) break;
-        falcon_phase_summary s;
-        falcon_phase_clock_begin();
-        const unsigned long long t0 = falcon_phase_clock_now();
-        const falcon_status r = falcon_run(&c->cfg, fi, NULL, out);
-        const unsigned long long t1 = falcon_phase_clock_now();
-        falcon_phase_clock_end(&s);
-        if (r != FALCON_OK || s.blocks == 0 || t1 <= t0) return; /* no blocked driver ran (cuda, reference) */
-        double d = 0, k = 0;
-        for (int p = 0; p < FW_PH_COUNT; p++) {
-            if (FW_PH_IS_DRIVER(p)) d += s.total[p];
-            else k += s.total[p];
-        }
-        const double span = (double)(t1 - t0) * c->workers;
-        for (int p = 0; p < FW_PH_COUNT; p++) ph[p][n] = s.total[p] / span;
-        drv[n] = d / span, ker[n] = k / span, n++;
-        if (g.phases) print_phases(c, &s, t1 - t0);
+} phase_samples;
+
+/* One call with the phase clock on, its shares added to ps. 1 if the call
+ * ran, 0 if it failed, -1 if it ran no blocked driver (cuda, reference). */
+static int phase_sample(const bcase *c, const falcon_inputs *fi, void *out, phase_samples *ps)
+{
+    falcon_phase_summary s;
+    falcon_phase_clock_begin();
+    const unsigned long long t0 = falcon_phase_clock_now();
+    const falcon_status r = falcon_run(&c->cfg, fi, NULL, out);
+    const unsigned long long t1 = falcon_phase_clock_now();
+    falcon_phase_clock_end(&s);
+    if (r != FALCON_OK) return 0;
+    if (s.blocks == 0 || t1 <= t0 || ps->n == 3) return -1;
+    double d = 0, k = 0;
+    for (int p = 0; p < FW_PH_COUNT; p++) {
+        if (FW_PH_IS_DRIVER(p)) d += s.total[p];
+        else k += s.total[p];
     }
-    if (n == 0) return;
-    fb_state_set_counter(st, "driver_fraction", fb_median(drv, (size_t)n), FB_DEFAULT);
-    fb_state_set_counter(st, "kernel_fraction", fb_median(ker, (size_t)n), FB_DEFAULT);
+    const double span = (double)(t1 - t0) * c->workers;
+    for (int p = 0; p < FW_PH_COUNT; p++) ps->ph[p][ps->n] = s.total[p] / span;
+    ps->drv[ps->n] = d / span, ps->ker[ps->n] = k / span, ps->n++;
+    if (g.phases) print_phases(c, &s, t1 - t0);
+    return 1;
+}
+
+static void phase_counters(fb_state *st, const bcase *c, phase_samples *ps, fb_side *keep)
+{
+    if (ps->n == 0) return;
+    const size_t n = (size_t)ps->n;
+    fb_side_set(st, keep, "driver_fraction", fb_median(ps->drv, n));
+    fb_side_set(st, keep, "kernel_fraction", fb_median(ps->ker, n));
     if (!g.phase_shares || c->decay >= 0) return;
     for (int p = 0; p < FW_PH_COUNT; p++) { /* phase_out_rows: the name's blank as _ */
         char name[40];
         snprintf(name, sizeof name, "phase_%s", falcon_phase_names[p]);
         for (char *q = name; *q; q++)
             if (*q == ' ') *q = '_';
-        fb_state_set_counter(st, name, fb_median(ph[p], (size_t)n), FB_DEFAULT);
+        fb_side_set(st, keep, name, fb_median(ps->ph[p], n));
     }
 }
 
@@ -243,7 +253,7 @@ static void phase_counters(fb_state *st, const bcase *c, const falcon_inputs *fi
  * of the rounds' time ratios (this regime's over mild's: mild's rate over
  * this one's, as the decay table's columns). A spell then falls on both
  * calls of a round. */
-static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out)
+static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi, void *out, fb_side *keep)
 {
     if (c->decay != GATE_DECAY_EXTREME && c->decay != GATE_DECAY_MIX) return;
     enum { MIN_ROUNDS = 3, MAX_ROUNDS = 15 };
@@ -272,7 +282,56 @@ static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi
     }
     free(mild);
     if (rounds < MIN_ROUNDS) return;
-    fb_state_set_counter(st, "paired_over_mild", fb_median(ratio, (size_t)rounds), FB_DEFAULT);
+    fb_side_set(st, keep, "paired_over_mild", fb_median(ratio, (size_t)rounds));
+}
+
+/* The side checks of a repetition (after its timed loop): the input
+ * check's share (validation_fraction, and validation_floor with the
+ * probe), the phase shares of the blocked forms, a near-reset regime's
+ * paired ratio. With --checks-once they are kept in c->side and the
+ * case's later repetitions set them again (bench/side-checks.h); without,
+ * each repetition measures them, but for the phase shares of calls over a
+ * quarter of a second: one call, in the first repetition (such a call runs
+ * thousands of blocks, whose shares a second call repeats), kept in
+ * c->phases. Nonzero when a call failed (its counters are then not set).
+ *
+ * The input check is the median of three checks: a single one is at the
+ * mercy of the host. Each check right after a call, where a call's own
+ * check runs (the first after the timed loop's last call, the others after
+ * an untimed one, which is also a phase sample): back to back, the checks
+ * find the caches as the previous check left them and read low. Calls over
+ * a quarter of a second take one check only. The figures:
+ * docs/performance.md, "The benchmark's timings on a shared host". */
+static int side_checks(fb_state *st, bcase *c, const falcon_inputs *fi, void *out, double per_call)
+{
+    fb_side *keep = g.checks_once ? &c->side : NULL;
+    const int blocked = c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL;
+    const int long_call = per_call > 0.25, phases = blocked && (keep || !long_call || !c->profiled);
+    phase_samples ps = {0};
+    double v[3];
+    int nv = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i > 0) {
+            if (long_call) break;
+            const int r = phases ? phase_sample(c, fi, out, &ps) : falcon_run(&c->cfg, fi, NULL, out) == FALCON_OK;
+            if (r == 0) return 1;
+        }
+        const double v0 = fb_wall_seconds();
+        if (falcon_validate(&c->cfg, fi, NULL) != FALCON_OK) return 1;
+        v[nv++] = fb_wall_seconds() - v0;
+    }
+    fb_side_set(st, keep, "validation_fraction", fb_median(v, (size_t)nv) / per_call);
+    const double rd = c->workers > 1 ? g.probe.read_all : g.probe.read_1;
+    if (g.probe_ok && rd > 0) fb_side_set(st, keep, "validation_floor", c->in_bytes * 1e-9 / rd / per_call);
+    if (phases) {
+        if (ps.n > 0 || long_call) /* a third sample (the first, for a long call) */
+            if (phase_sample(c, fi, out, &ps) == 0) return 1;
+        c->phases.n = 0;
+        phase_counters(st, c, &ps, keep ? keep : &c->phases);
+        c->profiled = 1;
+    } else if (blocked) fb_side_replay(st, &c->phases);
+    paired_counter(st, c, fi, out, keep);
+    return 0;
 }
 
 /* ---- the benchmark body ---- */
@@ -306,33 +365,10 @@ static void body(fb_state *st, void *user)
     fb_state_set_counter(st, "tokens_per_second", (double)(c->T * c->H), rate);
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
-    /* The median of three checks: a single one is at the mercy of the host.
-     * Each check right after a call, where a call's own check runs (the
-     * first after the timed loop's last call, the others after an untimed
-     * one): back to back, the checks find the caches as the previous check
-     * left them and read low. Calls over a quarter of a second take one
-     * check only, so that this costs at most about two calls. The figures:
-     * docs/performance.md, "The benchmark's timings on a shared host". */
-    double v[3];
-    int ok = 1, nv = 0;
     const double per_call = elapsed / (double)iters;
-    for (int i = 0; i < 3 && ok; i++) {
-        if (i > 0) {
-            if (per_call > 0.25) break;
-            ok = falcon_run(&c->cfg, &fi, NULL, in->out) == FALCON_OK;
-            if (!ok) break;
-        }
-        const double v0 = fb_wall_seconds();
-        ok = falcon_validate(&c->cfg, &fi, NULL) == FALCON_OK;
-        v[nv++] = fb_wall_seconds() - v0;
-    }
-    if (ok && nv > 0) {
-        fb_state_set_counter(st, "validation_fraction", fb_median(v, (size_t)nv) / per_call, FB_DEFAULT);
-    }
-    if (ok && (c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL) &&
-        (per_call <= 0.25 || !c->profiled))
-        phase_counters(st, c, &fi, in->out, per_call), c->profiled = 1;
-    if (ok) paired_counter(st, c, &fi, in->out);
+    if (g.checks_once && c->checked) fb_side_replay(st, &c->side);
+    else if (side_checks(st, c, &fi, in->out, per_call)) return;
+    c->checked = 1;
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
@@ -346,9 +382,6 @@ static void body(fb_state *st, void *user)
      * A fraction near this floor is the memory's, not the scan's: the floor
      * is input bytes per flop times the call's GFLOPS over the bandwidth,
      * so a faster call raises it. */
-    const double rd = c->workers > 1 ? g.probe.read_all : g.probe.read_1;
-    if (ok && nv > 0 && rd > 0)
-        fb_state_set_counter(st, "validation_floor", c->in_bytes * 1e-9 / rd / per_call, FB_DEFAULT);
     const double roof = ai * bw < peak ? ai * bw : peak;
     fb_state_set_counter(st, "peak_fraction", gflops / peak, FB_DEFAULT);
     fb_state_set_counter(st, "roofline_fraction", gflops / roof, FB_DEFAULT);
@@ -696,6 +729,9 @@ void fb_usage(void)
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
            "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
+           "  --checks-once          the side checks (validation_fraction, driver_fraction,\n"
+           "                         paired_over_mild, backward_over_forward) in each case's first\n"
+           "                         repetition only, not in every one (the quick report's protocol)\n"
            "  --phases               print, for each chunk and masked-parallel case, the phases of the\n"
            "                         calls its driver_fraction comes from (mean and median a block)\n"
            "  --out=FILE             the results as JSON in FILE, replaced only by a run that\n"
@@ -720,6 +756,7 @@ int fb_setup(int *argc, char **argv)
         else if (strcmp(a, "--simde") == 0) simde = 1;
         else if (strcmp(a, "--no-probe") == 0) probe = 0;
         else if (strcmp(a, "--phases") == 0) g.phases = 1;
+        else if (strcmp(a, "--checks-once") == 0) g.checks_once = 1;
         else if (strncmp(a, "--max-gflop=", 12) == 0) {
             char *end;
             g.max_gflop = strtod(a + 12, &end);
@@ -757,13 +794,13 @@ int fb_setup(int *argc, char **argv)
                             "measurement): no peak or roofline counters in this run\n");
     }
     const fb_run_facts facts = {sweep, simde, g.ncpu, g.probe_asked, g.probe_ok ? &g.probe : NULL, cpu_backends,
-                                 ncpu_backends};
+                                 ncpu_backends, g.checks_once};
     fb_add_run_context(&facts);
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
     g.phase_shares = goals;
     if ((full ? register_full() : goals ? register_goals() : register_default()) || register_blas() ||
         (!goals && fb_backward_register(cpu_backends, ncpu_backends, best_cpu_backend(), full,
-                                        g.probe_ok ? g.probe.f32_best : 0)) ||
+                                        g.probe_ok ? g.probe.f32_best : 0, g.checks_once)) ||
         (!goals && fb_ukernels_register(cpu_backends, ncpu_backends, full, g.probe_ok ? g.probe.f32_best : 0,
                                         g.probe_ok ? g.probe.f64_best : 0))) {
         fprintf(stderr, "falcon-bench: out of memory registering the cases\n");

@@ -16,6 +16,7 @@ typedef struct fb_run_facts {
     const fb_probe *probe; /* NULL: no peak or roofline counters */
     const falcon_backend *backends; /* the CPU backends benchmarked */
     int nbackends;
+    int checks_once;   /* --checks-once: side checks in each case's first repetition only */
 } fb_run_facts;
 
 /* Adds the falcon_* context entries (fb_add_context) of the run. */

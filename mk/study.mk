@@ -93,7 +93,7 @@ plots: $(BUILD)/falcon-study
 # bench's defaults. `falcon compare` prints each file's protocol and warns
 # when they differ. Set REPORT_BENCH= to leave the benchmark out (a
 # bench.json already in $(REPORT_DIR) is still drawn).
-REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05
+REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05 BENCH_ARGS="--checks-once $(BENCH_ARGS)"
 REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
 # Then the peers (bench/peers.py, after the benchmark so that the report

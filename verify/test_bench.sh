@@ -25,6 +25,8 @@
 # - the context's falcon_cpu_id gives the cache sizes sysfs gives cpu0;
 # - the decay entries (decay/<regime>/...): 20 for every CPU backend, and a
 #   tiny run of one;
+# - --checks-once: every median of a short case has the side checks'
+#   counters, and the context says when they were measured;
 # - the backward entries (backward/...): the chunk form on every CPU
 #   backend, and a tiny run of one with its time over the forward's;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
@@ -119,6 +121,29 @@ if timed_entry decay/extreme/chunk/falcon3/scalar/fp32/T:1024/n:64/m:64/C:64/W:4
     pom=$(sed -n 's/^ *"paired_over_mild": \([0-9.e+-]*\),*$/\1/p' decay.json | head -1)
     if awk -v v="${pom:-0}" 'BEGIN { exit !(v > 0 && v < 10) }'; then ok "decay entry: paired_over_mild $pom"
     else bad paired_over_mild "'$pom' not in (0, 10)"; fi
+fi
+
+# --checks-once (the quick report's protocol): the side checks measured in a
+# case's first repetition and set again in its others, so that every
+# median has them. Calls shorter than the minimum time make Google
+# Benchmark discard its first, iteration-count-finding run of the body,
+# which is where a once-only check would otherwise have set them.
+short=$(grep -m1 '^chunk/falcon1/[a-z0-9]*/fp32/T:256/n:128/m:128/C:64/heads:8/threads:1/' list.txt || true)
+once_re="^(decay/extreme/chunk/falcon1/scalar/fp32/T:1024/n:64/m:64/C:64/heads:8/threads:1|${short%/real_time})/"
+if "$BENCH" --no-probe --checks-once --benchmark_filter="$once_re" --benchmark_min_time=0.05 \
+     --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true --benchmark_format=json > once.json 2> once.err; then
+    nmed=$(grep -c '"aggregate_name": "median"' once.json || true)
+    # each median object's counters, one line a case
+    meds=$(awk '/^ *\{/ { o = "" } { o = o $0 } /^ *\}/ && o ~ /"aggregate_name": "median"/ { print o }' once.json)
+    lack=$(echo "$meds" | grep -v '"validation_fraction"' | grep -c . || true)
+    lackd=$(echo "$meds" | grep -v '"driver_fraction"' | grep -c . || true)
+    pom=$(echo "$meds" | grep -c '"paired_over_mild"' || true)
+    if [ "$nmed" = 2 ] && [ "$lack" = 0 ] && [ "$lackd" = 0 ] && [ "$pom" = 1 ] &&
+       grep -q '"falcon_side_checks": "each case.s first repetition"' once.json
+    then ok "--checks-once: both medians have the side checks' counters, the context says so"
+    else bad checks-once "$nmed medians, $lack without validation_fraction, $lackd without driver_fraction, $pom with paired_over_mild"; fi
+else
+    bad checks-once "exit status $?: $(tail -3 once.err | tr '\n' ' ')"
 fi
 
 # The backward entries (bench/backward.c): the chunk form at n = m = 128 on
