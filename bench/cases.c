@@ -83,12 +83,12 @@
 #include "gbench-shim.h"
 #include "inputs.h"
 #include "median.h"
+#include "phases.h"
 #include "side-checks.h"
 #include "probe.h"
 #include "clock.h"
 #include "context.h"
 #include "../gate/gate.h" /* the decay regimes (gate_decay_alpha) */
-#include "../kernels/framework/phase-clock.h"
 
 /* The base point every one-axis sweep varies around. */
 enum { BASE_T = 4096, BASE_N = 128, BASE_C = 64, BASE_H = 8, WINDOW = 4 };
@@ -177,68 +177,11 @@ static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
 
 /* ---- where a chunk call's time goes ---- */
 
-static void print_phases(const bcase *c, const falcon_phase_summary *s, unsigned long long call)
+/* One call of case c with the phase clock on, its shares added to ps
+ * (bench/phases.h): 1 if it ran, 0 if it failed, -1 if no blocked driver ran. */
+static int phase_sample(const bcase *c, const falcon_inputs *fi, void *out, fb_phase_samples *ps)
 {
-    fprintf(stderr, "phases of %s (%s %s): %llu blocks, %s a block; the call %llu\n", c->name, s->isa, s->prec,
-            s->blocks, FW_CLOCK_UNIT, call);
-    fprintf(stderr, "  %-12s %10s %10s %8s\n", "phase", "mean", "median", "of call");
-    for (int p = 0; p < FW_PH_COUNT; p++)
-        fprintf(stderr, "  %-12s %10.0f %10.0f %7.2f%%%s\n", falcon_phase_names[p], s->mean[p], s->median[p],
-                100 * s->total[p] / ((double)call * c->workers), FW_PH_IS_DRIVER(p) ? "  driver" : "");
-}
-
-/* The blocked driver's phases (kernels/framework/phase-clock.h) as shares
- * of a call: driver_fraction, its own loops (the copy of keys and queries,
- * the next block's prefetches, the packing of Z^T, the terms, the
- * system's rows, the output rows); kernel_fraction, the phases that are
- * micro-kernel calls (products, solve, W R, end state). Each the median
- * of the shares of up to three untimed calls with the phase clock on, the
- * call timed by the same clock; with P threads over P times the call. The
- * rest of a call is its validation, its setup and the state's load and
- * store. The clock's reads cost about 0.3% of a block. */
-typedef struct phase_samples {
-    int n;
-    double drv[3], ker[3], ph[FW_PH_COUNT][3];
-} phase_samples;
-
-/* One call with the phase clock on, its shares added to ps. 1 if the call
- * ran, 0 if it failed, -1 if it ran no blocked driver (cuda, reference). */
-static int phase_sample(const bcase *c, const falcon_inputs *fi, void *out, phase_samples *ps)
-{
-    falcon_phase_summary s;
-    falcon_phase_clock_begin();
-    const unsigned long long t0 = falcon_phase_clock_now();
-    const falcon_status r = falcon_run(&c->cfg, fi, NULL, out);
-    const unsigned long long t1 = falcon_phase_clock_now();
-    falcon_phase_clock_end(&s);
-    if (r != FALCON_OK) return 0;
-    if (s.blocks == 0 || t1 <= t0 || ps->n == 3) return -1;
-    double d = 0, k = 0;
-    for (int p = 0; p < FW_PH_COUNT; p++) {
-        if (FW_PH_IS_DRIVER(p)) d += s.total[p];
-        else k += s.total[p];
-    }
-    const double span = (double)(t1 - t0) * c->workers;
-    for (int p = 0; p < FW_PH_COUNT; p++) ps->ph[p][ps->n] = s.total[p] / span;
-    ps->drv[ps->n] = d / span, ps->ker[ps->n] = k / span, ps->n++;
-    if (g.phases) print_phases(c, &s, t1 - t0);
-    return 1;
-}
-
-static void phase_counters(fb_state *st, const bcase *c, phase_samples *ps, fb_side *keep)
-{
-    if (ps->n == 0) return;
-    const size_t n = (size_t)ps->n;
-    fb_side_set(st, keep, "driver_fraction", fb_median(ps->drv, n));
-    fb_side_set(st, keep, "kernel_fraction", fb_median(ps->ker, n));
-    if (!g.phase_shares || c->decay >= 0) return;
-    for (int p = 0; p < FW_PH_COUNT; p++) { /* phase_out_rows: the name's blank as _ */
-        char name[40];
-        snprintf(name, sizeof name, "phase_%s", falcon_phase_names[p]);
-        for (char *q = name; *q; q++)
-            if (*q == ' ') *q = '_';
-        fb_side_set(st, keep, name, fb_median(ps->ph[p], n));
-    }
+    return fb_phase_sample(&c->cfg, fi, out, c->workers, g.phases ? c->name : NULL, ps);
 }
 
 /* ---- a near-reset regime's cost, paired with mild ----
@@ -307,7 +250,7 @@ static int side_checks(fb_state *st, bcase *c, const falcon_inputs *fi, void *ou
     fb_side *keep = g.checks_once ? &c->side : NULL;
     const int blocked = c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL;
     const int long_call = per_call > 0.25, phases = blocked && (keep || !long_call || !c->profiled);
-    phase_samples ps = {0};
+    fb_phase_samples ps = {0};
     double v[3];
     int nv = 0;
     for (int i = 0; i < 3; i++) {
@@ -327,7 +270,7 @@ static int side_checks(fb_state *st, bcase *c, const falcon_inputs *fi, void *ou
         if (ps.n > 0 || long_call) /* a third sample (the first, for a long call) */
             if (phase_sample(c, fi, out, &ps) == 0) return 1;
         c->phases.n = 0;
-        phase_counters(st, c, &ps, keep ? keep : &c->phases);
+        fb_phase_counters(st, &ps, g.phase_shares && c->decay < 0, keep ? keep : &c->phases);
         c->profiled = 1;
     } else if (blocked) fb_side_replay(st, &c->phases);
     paired_counter(st, c, fi, out, keep);
