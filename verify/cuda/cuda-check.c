@@ -7,6 +7,8 @@
  *                           against the MPFR reference; plus races, block
  *                           sizes and shared-memory budgets down to none
  *                           (cuda-check-gate.c).
+ *   cuda-check emulate-grad (CPU) the backward's part of emulate alone: the
+ *                           gradient gate's quick table (cuda-check-grad.c).
  *   cuda-check unavailable  (no GPU) the cuda backend reports itself
  *                           unavailable and falcon_run refuses it cleanly.
  *   cuda-check device [quick]  (GPU) the same cases on the GPU through
@@ -158,11 +160,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines survive a timeout's kill */
     const char *mode = argc > 1 ? argv[1] : "auto";
     if (!strcmp(mode, "emulate")) return cuda_check_emulate();
+    if (!strcmp(mode, "emulate-grad")) return cuda_check_grad_emulate();
     if (!strcmp(mode, "unavailable")) return mode_unavailable();
     if (!strcmp(mode, "device")) return cuda_check_device(argc > 2 && !strcmp(argv[2], "quick"));
     if (!strcmp(mode, "bench")) return mode_bench(argc > 2 ? atoll(argv[2]) : 65536);
     if (!strcmp(mode, "auto"))
         return falcon_backend_available(FALCON_BACKEND_CUDA) ? cuda_check_device(0) : mode_unavailable();
-    fprintf(stderr, "usage: %s emulate | unavailable | device [quick] | bench [T] | auto\n", argv[0]);
+    fprintf(stderr, "usage: %s emulate | emulate-grad | unavailable | device [quick] | bench [T] | auto\n", argv[0]);
     return 2;
 }
