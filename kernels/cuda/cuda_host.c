@@ -1,8 +1,9 @@
 /*
  * The CUDA backend, C side: what the library calls (falcon_cuda_run_view,
- * falcon_cuda_available, falcon_cuda_describe), the conversion of the carried
- * state to fp32 and back, and the plan (threads per block, workspace layout)
- * shared by the GPU and the CPU emulation. Compiled only when nvcc exists
+ * falcon_cuda_backward_view, falcon_cuda_available, falcon_cuda_describe),
+ * the conversion of the carried state to fp32 and back (and of the
+ * backward's cotangent dS_T and state gradients), and the plans (threads
+ * per block, workspace layout) shared by the GPU and the CPU emulation. Compiled only when nvcc exists
  * (mk/cuda.mk); otherwise src/stubs/cuda.c stands in.
  *
  * Policy: the backend computes in fp32 with fp32 accumulation. An fp64 run

@@ -1,7 +1,7 @@
 /*
- * The CUDA backend, device side: the kernels (thin wrappers over fc_core.h,
- * which the CPU emulation compiles too) and the executor that moves a
- * problem to the GPU and back. fp32 only. Built for sm_80 and sm_90 with
+ * The CUDA backend, device side: the kernels (thin wrappers over fc_core.h
+ * and fc_backward.h, which the CPU emulation compiles too) and the
+ * executors that move a problem (forward or backward) to the GPU and back. fp32 only. Built for sm_80 and sm_90 with
  * compute_90 PTX (mk/cuda.mk); needs a device of compute capability >= 8.0.
  */
 #include <cuda_runtime.h>

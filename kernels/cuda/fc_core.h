@@ -26,7 +26,8 @@
  *  2. fc_prep_step, one thread per (head, step): phi(q_t) and the scaled
  *     normaliser c_t = eta_t sigma_t (falcon_eta_scaled, the window's x'.z'
  *     summed oldest first), with sigma_t the window's largest scale.
- *  3. fc_recurrent_head or fc_blocked_head, one block per head.
+ *  3. fc_recurrent_head or fc_blocked_head, one block per head (the
+ *     backward: fc_bw_head, fc_backward.h).
  * The examples of a head are one contiguous array (carried, then own), so
  * step t's window E_t is the row range [window_first(e_t), e_t].
  */

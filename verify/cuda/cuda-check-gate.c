@@ -556,7 +556,7 @@ int cuda_check_device(int quick)
     }
     printf("device: %s\n", falcon_backend_describe(FALCON_BACKEND_CUDA));
     int bad = sweep(RUN_LIB, quick);
-    if (!quick && cuda_check_grad_device() && !bad) bad = 1;
+    if (cuda_check_grad_device(quick) && !bad) bad = 1;
     printf("device check: %s\n", bad ? "FAILED" : "PASSED");
     return bad;
 }

@@ -6,14 +6,17 @@
  *                           larger shapes, judged by the gate's thresholds
  *                           against the MPFR reference; plus races, block
  *                           sizes and shared-memory budgets down to none
- *                           (cuda-check-gate.c).
+ *                           (cuda-check-gate.c); then the backward kernel
+ *                           through the gradient gate (cuda-check-grad.c).
  *   cuda-check emulate-grad (CPU) the backward's part of emulate alone: the
  *                           gradient gate's quick table (cuda-check-grad.c).
  *   cuda-check unavailable  (no GPU) the cuda backend reports itself
  *                           unavailable and falcon_run refuses it cleanly.
  *   cuda-check device [quick]  (GPU) the same cases on the GPU through
- *                           falcon_run (quick: one larger case per variant
- *                           and form, for compute-sanitizer).
+ *                           falcon_run, and the backward's through
+ *                           falcon_backward (quick: one larger case per
+ *                           variant and form, one backward case per
+ *                           variant, for compute-sanitizer).
  *   cuda-check bench [T]    (GPU) tokens/s and fraction of the measured fp32
  *                           FMA peak, recurrent and chunk forms.
  *   cuda-check auto         device if a GPU is usable, else unavailable.

@@ -1,5 +1,6 @@
 /*
- * The CUDA backend's kernels run on the CPU: the same code (fc_core.h)
+ * The CUDA backend's kernels run on the CPU: the same code (fc_core.h,
+ * fc_backward.h)
  * compiled by the C compiler, one block after the other, each phase's
  * threads one after the other (first to last, or last to first with
  * fc_emu_reverse: a result that depends on the order reveals a race between
