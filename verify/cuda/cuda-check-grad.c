@@ -146,12 +146,33 @@ static int grad_launches(const gate_grad_case *g, const gate_data *d, const gate
     return bad;
 }
 
-/* Every quick case in every form, on the emulation or the GPU (one_each:
- * only each variant's first case, for compute-sanitizer). */
+/* The quick table, and the full profile's cases of its larger shape
+ * (n > 8: T = 96, n = 16, m = 12, W = 4, a carried state, the decay
+ * regimes), one seed of each: 228 cases. -1 when out of memory. */
+static int grad_cases(gate_grad_case **out)
+{
+    gate_grad_case *quick, *full;
+    const int nq = gate_grad_cases(0, &quick), nf = gate_grad_cases(1, &full);
+    gate_grad_case *all = nq > 0 && nf > 0 ? realloc(quick, sizeof *all * (size_t)(nq + nf)) : NULL;
+    if (!all) {
+        if (nq > 0) free(quick);
+        if (nf > 0) free(full);
+        return -1;
+    }
+    int n = nq, seen[6] = {0};
+    for (int i = 0; i < nf; i++)
+        if (full[i].c.n > 8 && seen[full[i].c.variant]++ < 6) all[n++] = full[i];
+    free(full);
+    *out = all;
+    return n;
+}
+
+/* Every case in every form, on the emulation or the GPU (one_each: only
+ * each variant's first case, for compute-sanitizer). */
 static int grad_sweep(int emulate, int one_each)
 {
     gate_grad_case *cases;
-    int ncase = gate_grad_cases(0, &cases);
+    int ncase = grad_cases(&cases);
     if (ncase <= 0) return 2;
     if (one_each) {
         int k = 0, seen[6] = {0};
@@ -192,7 +213,8 @@ static int grad_sweep(int emulate, int one_each)
         gate_data_free(&d);
     }
     free(cases);
-    printf("\nbackward (%s, fp32): the gradient gate's quick table against the MPFR reverse sweep\n",
+    printf("\nbackward (%s, fp32): the gradient gate's quick table and larger cases against the MPFR reverse "
+           "sweep\n",
            emulate ? "CUDA kernel in CPU emulation" : "CUDA backend on the GPU");
     printf("%-10s %5s %6s %9s  %s\n", "form", "runs", "fails", "max/thr", "where (tensor, case)");
     int fails = 0;
