@@ -1,6 +1,7 @@
 /*
  * The CUDA backward's accuracy checks, through the gradient gate
- * (gate/grad-gate.h): the quick case table (gate_grad_cases(0)), the gate's
+ * (gate/grad-gate.h): the quick case table (gate_grad_cases(0)) and the
+ * full profile's larger shape (grad_cases), the gate's
  * cotangents and carried states, the MPFR reverse sweep and the gate's
  * per-tensor thresholds (gate/THRESHOLDS.md, "Gradients"), in every form,
  * each form judged by its own thresholds. The CUDA backward computes every
