@@ -130,6 +130,13 @@ falcon_status gate_grad_run(const gate_grad_case *g, const gate_data *d, const g
                             falcon_form form, falcon_backend backend, const falcon_state *state,
                             gate_grad_result *r)
 {
+    return gate_grad_run_with(g, d, ct, form, backend, state, falcon_backward, r);
+}
+
+falcon_status gate_grad_run_with(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
+                                 falcon_form form, falcon_backend backend, const falcon_state *state,
+                                 gate_backward_fn backward, gate_grad_result *r)
+{
     if (result_alloc(g, r)) return FALCON_E_NOMEM;
     const size_t es = d->prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
     void *typed[GG_DS0] = {NULL};
@@ -139,7 +146,7 @@ falcon_status gate_grad_run(const gate_grad_case *g, const gate_data *d, const g
     const falcon_grads grads = {typed[GG_DQ], typed[GG_DK], typed[GG_DV], typed[GG_DBETA], typed[GG_DALPHA],
                                 typed[GG_DGAIN], r->x[GG_DS0], r->x[GG_DPREV], r->x[GG_DHK], r->x[GG_DHV]};
     const falcon_config cfg = gate_config(&g->c, form, backend, d->prec);
-    if (!s) s = falcon_backward(&cfg, &d->in, state, ct->dO, ct->dS, &grads);
+    if (!s) s = backward(&cfg, &d->in, state, ct->dO, ct->dS, &grads);
     for (int t = 0; t < GG_DS0 && !s; t++)
         for (int64_t i = 0; i < r->count[t]; i++) r->x[t][i] = falcon_load_test(typed[t], d->prec, i);
     for (int t = 0; t < GG_DS0; t++) free(typed[t]);

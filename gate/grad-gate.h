@@ -58,6 +58,14 @@ falcon_status gate_grad_state(const gate_grad_case *g, const gate_data *d, falco
 falcon_status gate_grad_run(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
                             falcon_form form, falcon_backend backend, const falcon_state *state,
                             gate_grad_result *r);
+/* The same through another entry with falcon_backward's contract (the
+ * CUDA backend's CPU emulation, verify/cuda/cuda-check-grad.c). */
+typedef falcon_status (*gate_backward_fn)(const falcon_config *cfg, const falcon_inputs *in,
+                                          const falcon_state *state, const void *dO, const double *dS_T,
+                                          const falcon_grads *grads);
+falcon_status gate_grad_run_with(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
+                                 falcon_form form, falcon_backend backend, const falcon_state *state,
+                                 gate_backward_fn backward, gate_grad_result *r);
 /* The MPFR reverse sweep (256 bits), called head by head, with kappa_X. */
 falcon_status gate_grad_reference(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
                                   const falcon_state *state, gate_grad_result *r);

@@ -48,9 +48,11 @@ cuda-report: $(BUILD)/obj/kernels/cuda/cuda_kernels.o
 # Its accuracy checks run the gate's cases and thresholds (the gate's engine
 # objects, named directly: GATE_OBJ is defined after this file is included).
 CUDA_CHECK_OBJ := $(BUILD)/obj/verify/cuda/cuda-check.o $(BUILD)/obj/verify/cuda/cuda-check-gate.o \
+                  $(BUILD)/obj/verify/cuda/cuda-check-grad.o \
                   $(BUILD)/obj/verify/cuda/cuda_emulate.o $(BUILD)/obj/gate/gate.o \
-                  $(BUILD)/obj/gate/gate-cases.o $(BUILD)/obj/gate/gate-thresholds.o
-$(BUILD)/obj/verify/cuda/cuda-check-gate.o: CFLAGS += $(GATE_INC)
+                  $(BUILD)/obj/gate/gate-cases.o $(BUILD)/obj/gate/gate-thresholds.o \
+                  $(BUILD)/obj/gate/grad-gate.o $(BUILD)/obj/gate/grad-cases.o
+$(BUILD)/obj/verify/cuda/cuda-check-gate.o $(BUILD)/obj/verify/cuda/cuda-check-grad.o: CFLAGS += $(GATE_INC)
 $(BUILD)/cuda-check: $(CUDA_CHECK_OBJ) $(LIB_LINK)
 	$(CC) $(LDFLAGS) $(EXE_LDFLAGS) -o $@ $(CUDA_CHECK_OBJ) $(LIB_LINK) $(LDLIBS)
 

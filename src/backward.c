@@ -21,6 +21,7 @@ static falcon_status check_route(const falcon_plan *plan)
 {
     const falcon_config *cfg = &plan->cfg;
     if (plan->backend == FALCON_BACKEND_MPFR) return FALCON_OK; /* falcon_mpfr_backward says if none is attached */
+    if (plan->backend == FALCON_BACKEND_CUDA) return FALCON_OK; /* fp32, every form: falcon_cuda_backward_view */
     if (plan->row->run)
         return falcon_fail_in("config.backend", "backend-unavailable", FALCON_E_UNAVAILABLE,
                               "backend %s: no backward yet", plan->backend_name);
@@ -52,7 +53,7 @@ static void no_steps(const falcon_inputs *in, int64_t window, const double *dS_T
 
 /* A whole-call backend's gradients scanned: OVERFLOW naming the first
  * buffer with a value that is not finite. */
-static falcon_status scan_grads(const falcon_plan *plan, const falcon_inputs *in, const falcon_grads *g)
+falcon_status falcon_backward_scan(const falcon_plan *plan, const falcon_inputs *in, const falcon_grads *g)
 {
     const falcon_precision p = plan->cfg.precision;
     const int64_t rows = in->B * in->T * in->H, heads = in->B * in->H, keep = plan->cfg.window - 1;
@@ -88,13 +89,23 @@ static falcon_status run_backward(const falcon_plan *plan, const falcon_inputs *
     const falcon_config *cfg = &plan->cfg;
     if (plan->backend == FALCON_BACKEND_MPFR) {
         const falcon_status s = falcon_mpfr_backward(cfg, in, state, dO, dS_T, grads);
-        return s ? s : scan_grads(plan, in, grads);
+        return s ? s : falcon_backward_scan(plan, in, grads);
     }
     falcon_state *fresh = NULL;
     if (!state) {
         const falcon_status s = falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &fresh);
         if (s) return s;
         state = fresh;
+    }
+    if (plan->backend == FALCON_BACKEND_CUDA) {
+        const falcon_state_view view = falcon_state_get_view(state);
+        char why[640] = "";
+        falcon_status s = falcon_cuda_backward_view(cfg, in, &view, dO, dS_T, grads, falcon_backward_checkpoint(),
+                                                    why, sizeof why);
+        falcon_state_free(fresh);
+        if (s == FALCON_E_NOMEM) return falcon_fail_in("", "out-of-memory", s, "%s", why);
+        if (s) return falcon_fail_in("config.backend", "backend-unavailable", s, "%s", why);
+        return falcon_backward_scan(plan, in, grads);
     }
     falcon_status s = cfg->precision == FALCON_FP64
                           ? falcon_backward_cpu_f64(cfg, in, state, dO, dS_T, grads, falcon_backend_cpu_f64(plan->row))

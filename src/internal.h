@@ -192,6 +192,14 @@ falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
 falcon_status falcon_cuda_run_view(const falcon_config *cfg, const falcon_inputs *in,
                                    const falcon_state_view *state, double *memory, void *out,
                                    char *why, size_t len);
+/* The CUDA backend's backward pass (kernels/cuda/cuda_host.c, or the
+ * stub): a validated call, T >= 1; checkpoint as falcon_backward_checkpoint. */
+falcon_status falcon_cuda_backward_view(const falcon_config *cfg, const falcon_inputs *in,
+                                        const falcon_state_view *state, const void *dO, const double *dS_T,
+                                        const falcon_grads *grads, int64_t checkpoint, char *why, size_t len);
+/* backward.c: a whole-call backend's gradients checked finite (OVERFLOW
+ * naming the first tensor that is not). */
+falcon_status falcon_backward_scan(const falcon_plan *plan, const falcon_inputs *in, const falcon_grads *grads);
 int falcon_cuda_available(void);
 const char *falcon_cuda_describe(void);
 

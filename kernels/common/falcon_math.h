@@ -281,6 +281,29 @@ FALCON_HD double falcon_eta_scaled_f64(double beta, double eps, double sigma, do
 }
 #undef FALCON_ETA_SCALED_BODY
 
+/* The backward pass's nu = sigma tau / N (N = eps + SUM x.z, docs/math.md
+ * 12.1): c / beta, formed as falcon_eta_scaled forms c with beta = 1, but
+ * without its underflow guard, since beta may be 0 there (dbeta = nu D
+ * needs nu even then). 0 where e + x is 0 (then z' = 0). Shared by the
+ * CPU framework's and the CUDA backend's reverse sweeps. */
+#define FALCON_NU_SCALED_BODY(R)                                            \
+    R one = 1, e = eps, x = sum;                                            \
+    if (sigma > 1) {                                                        \
+        one = 1 / sigma;                                                    \
+        e = eps / sigma / sigma / tau;                                      \
+    } else if (sigma < 1 || tau != 1) {                                     \
+        e = eps / sigma / tau;                                              \
+        x = sigma * sum;                                                    \
+    }                                                                       \
+    return e + x == 0 ? 0 : one / (e + x);
+
+FALCON_HD float falcon_nu_scaled_f32(float eps, float sigma, float tau, float sum) { FALCON_NU_SCALED_BODY(float) }
+FALCON_HD double falcon_nu_scaled_f64(double eps, double sigma, double tau, double sum)
+{
+    FALCON_NU_SCALED_BODY(double)
+}
+#undef FALCON_NU_SCALED_BODY
+
 /* ---- feature maps, one element (relu and elu1; l2norm needs the vector) ---- */
 enum { FALCON_MATH_PHI_IDENTITY, FALCON_MATH_PHI_RELU, FALCON_MATH_PHI_ELU1, FALCON_MATH_PHI_L2NORM };
 

@@ -11,12 +11,15 @@
 # 2. prints registers / spills per kernel (make cuda-report);
 # 3. correctness: the gate's case table in every form (and larger shapes) on
 #    the GPU against the MPFR reference, with the gate's thresholds in units
-#    of 2^-24 (cuda-check device);
+#    of 2^-24 (cuda-check device), then the backward: the gradient gate's
+#    quick table in every form through falcon_backward on the GPU, against
+#    the MPFR reverse sweep with the gate's per-tensor thresholds;
 # 4. benchmark: tokens/s and fraction of the measured fp32 FMA peak, heads 16
 #    and 64, n = m = 64 and 128, recurrent and chunk (C = 64), T = 65536
 #    (T_BENCH=... to change);
 # 5. compute-sanitizer racecheck + memcheck on one small case per variant and
-#    form, when compute-sanitizer exists, with the time that is left;
+#    form, and one backward case per variant, when compute-sanitizer
+#    exists, with the time that is left;
 # then a short summary table last. Logs go to $OUT (if set) or
 # /tmp/falcon-devcheck. Environment: BUILD (build dir, default
 # build-devcheck), NVCC, T_BENCH, BUDGET (seconds, default 285), SKIP_SANITIZER=1.
@@ -92,12 +95,14 @@ echo "================ CUDA device check summary ($(elapsed) s) ================
 head -2 "$LOG/machine.txt" | tail -1
 echo "build: ok, MPFR reference: $MPFR; logs in $LOG"
 echo "-- registers / spills (ptxas)"
-grep -E 'fc_k_(recurrent|blocked|prep)' "$LOG/cuda-report.txt"
+grep -E 'fc_k_(recurrent|blocked|backward|prep)' "$LOG/cuda-report.txt"
 echo "-- correctness (GPU vs fp64 reference, units of 2^-24)"
 grep -E '^(reference|device:)' "$LOG/device.txt" | head -2
 sed -n '/^variant /,/^$/p' "$LOG/device.txt"
 grep -E '^FAIL' "$LOG/device.txt" | head -10
 grep -E '^(largest excess|gate:|device check:)' "$LOG/device.txt"
+echo "-- backward (gradient gate, quick table; max/thr per form)"
+sed -n '/^backward (/,/^backward device check/p' "$LOG/device.txt"
 [ $DEV_RC -eq 124 ] && echo "device check TIMED OUT"
 echo "-- sanitizers: $SAN"
 for f in racecheck memcheck; do

@@ -26,7 +26,8 @@
  *  2. fc_prep_step, one thread per (head, step): phi(q_t) and the scaled
  *     normaliser c_t = eta_t sigma_t (falcon_eta_scaled, the window's x'.z'
  *     summed oldest first), with sigma_t the window's largest scale.
- *  3. fc_recurrent_head or fc_blocked_head, one block per head.
+ *  3. fc_recurrent_head or fc_blocked_head, one block per head (the
+ *     backward: fc_bw_head, fc_backward.h).
  * The examples of a head are one contiguous array (carried, then own), so
  * step t's window E_t is the row range [window_first(e_t), e_t].
  */
@@ -117,7 +118,7 @@ typedef struct fc_problem {
     float *xz;    /* [heads][Emax][3]: x'.z', the scale s of x = s x' and the */
                   /* scale tau of Falcon-2/2A's z = s tau z'' (falcon_math.h) */
     float *Qf;    /* [heads][T][n] */
-    float *eta;   /* [heads][T][2]: c = eta sigma and sigma (falcon_math.h) */
+    float *eta;   /* [heads][T][2]: c = eta sigma (backward: nu) and sigma (falcon_math.h) */
     /* results */
     float *out; /* [B][T][H][m] */
     float *S;   /* [heads][m][n] */
@@ -126,6 +127,7 @@ typedef struct fc_problem {
     float *scratch; /* lay.glob_floats per head of the current wave */
     int64_t head0;  /* first head of the current wave */
     int emu_reverse; /* emulation only: run each phase's threads last to first */
+    int backward;    /* fc_prep_step stores nu = c / beta for the backward (fc_backward.h) */
 } fc_problem;
 
 /* ---- per-head helpers ---- */
@@ -221,7 +223,8 @@ FC_DEV void fc_prep_step(const fc_problem *pb, int64_t hd, int64_t t)
             const float rho = xz[3 * l + 1] / sigma;
             sum += rho * rho * xz[3 * l];
         }
-        eta = falcon_eta_scaled_f32(pb->beta[row], pb->eps, sigma, xz[3 * e + 2], sum);
+        eta = pb->backward ? falcon_nu_scaled_f32(pb->eps, sigma, xz[3 * e + 2], sum)
+                           : falcon_eta_scaled_f32(pb->beta[row], pb->eps, sigma, xz[3 * e + 2], sum);
     }
     pb->eta[2 * item] = eta;
     pb->eta[2 * item + 1] = sigma;
@@ -366,5 +369,6 @@ FC_DEV void fc_recurrent_head(const fc_problem *pb, int64_t hd, int64_t slot, fl
 }
 
 #include "fc_blocked.h"
+#include "fc_backward.h"
 
 #endif

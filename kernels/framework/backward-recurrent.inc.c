@@ -145,21 +145,6 @@ static void RS(bw_close)(bw_head *b)
     RS(examples_close)(&b->src);
 }
 
-/* nu = sigma tau / N, formed as falcon_eta_scaled forms eta sigma (beta =
- * 1), without its underflow guard: beta may be 0 here. */
-static REAL RS(bw_nu)(REAL eps, REAL sigma, REAL tau, REAL sum)
-{
-    REAL one = 1, e = eps, x = sum;
-    if (sigma > 1) {
-        one = 1 / sigma;
-        e = eps / sigma / sigma / tau;
-    } else if (sigma < 1 || tau != 1) {
-        e = eps / sigma / tau;
-        x = sigma * sum;
-    }
-    return e + x == 0 ? 0 : one / (e + x);
-}
-
 /* Example l of the window into row i: x' (and Falcon-2's z'' at step t),
  * its scale and x'.z'', as the forward's rec_prepare forms them. */
 static void RS(bw_example)(bw_head *b, int64_t t, int64_t l, int64_t i, bw_window *w)
@@ -210,7 +195,7 @@ static void RS(bw_prepare)(bw_head *b, int64_t t, bw_window *w)
         const REAL rho = b->xs[i] / w->sigma;
         sum += scaled ? rho * rho * b->xz[i] : b->xz[i];
     }
-    w->nu = RS(bw_nu)(b->h->eps, w->sigma, w->tau, sum);
+    w->nu = RS(falcon_nu_scaled)(b->h->eps, w->sigma, w->tau, sum);
 }
 
 /* P = X' S0^T and the residuals E (e = y - alpha s P, or y). */

@@ -13,3 +13,11 @@ falcon_status falcon_cuda_run_view(const falcon_config *cfg, const falcon_inputs
     snprintf(why, len, "backend cuda: this build has no CUDA support");
     return FALCON_E_UNAVAILABLE;
 }
+falcon_status falcon_cuda_backward_view(const falcon_config *cfg, const falcon_inputs *in,
+                                        const falcon_state_view *state, const void *dO, const double *dS_T,
+                                        const falcon_grads *grads, int64_t checkpoint, char *why, size_t len)
+{
+    (void)cfg; (void)in; (void)state; (void)dO; (void)dS_T; (void)grads; (void)checkpoint;
+    snprintf(why, len, "backend cuda: this build has no CUDA support");
+    return FALCON_E_UNAVAILABLE;
+}

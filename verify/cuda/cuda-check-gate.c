@@ -543,6 +543,7 @@ int cuda_check_emulate(void)
     printf("fp64 request: %s: %s\n", falcon_status_name(s), why);
     if (s != FALCON_E_UNAVAILABLE && !bad) bad = 1;
     falcon_state_free(st);
+    if (cuda_check_grad_emulate() && !bad) bad = 1;
     printf("%s\n", bad ? "EMULATION CHECK FAILED" : "EMULATION CHECK PASSED");
     return bad;
 }
@@ -554,7 +555,8 @@ int cuda_check_device(int quick)
         return 2;
     }
     printf("device: %s\n", falcon_backend_describe(FALCON_BACKEND_CUDA));
-    const int bad = sweep(RUN_LIB, quick);
+    int bad = sweep(RUN_LIB, quick);
+    if (cuda_check_grad_device(quick) && !bad) bad = 1;
     printf("device check: %s\n", bad ? "FAILED" : "PASSED");
     return bad;
 }

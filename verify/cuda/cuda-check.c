@@ -6,12 +6,17 @@
  *                           larger shapes, judged by the gate's thresholds
  *                           against the MPFR reference; plus races, block
  *                           sizes and shared-memory budgets down to none
- *                           (cuda-check-gate.c).
+ *                           (cuda-check-gate.c); then the backward kernel
+ *                           through the gradient gate (cuda-check-grad.c).
+ *   cuda-check emulate-grad (CPU) the backward's part of emulate alone: the
+ *                           gradient gate's quick table (cuda-check-grad.c).
  *   cuda-check unavailable  (no GPU) the cuda backend reports itself
  *                           unavailable and falcon_run refuses it cleanly.
  *   cuda-check device [quick]  (GPU) the same cases on the GPU through
- *                           falcon_run (quick: one larger case per variant
- *                           and form, for compute-sanitizer).
+ *                           falcon_run, and the backward's through
+ *                           falcon_backward (quick: one larger case per
+ *                           variant and form, one backward case per
+ *                           variant, for compute-sanitizer).
  *   cuda-check bench [T]    (GPU) tokens/s and fraction of the measured fp32
  *                           FMA peak, recurrent and chunk forms.
  *   cuda-check auto         device if a GPU is usable, else unavailable.
@@ -158,11 +163,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines survive a timeout's kill */
     const char *mode = argc > 1 ? argv[1] : "auto";
     if (!strcmp(mode, "emulate")) return cuda_check_emulate();
+    if (!strcmp(mode, "emulate-grad")) return cuda_check_grad_emulate();
     if (!strcmp(mode, "unavailable")) return mode_unavailable();
     if (!strcmp(mode, "device")) return cuda_check_device(argc > 2 && !strcmp(argv[2], "quick"));
     if (!strcmp(mode, "bench")) return mode_bench(argc > 2 ? atoll(argv[2]) : 65536);
     if (!strcmp(mode, "auto"))
         return falcon_backend_available(FALCON_BACKEND_CUDA) ? cuda_check_device(0) : mode_unavailable();
-    fprintf(stderr, "usage: %s emulate | unavailable | device [quick] | bench [T] | auto\n", argv[0]);
+    fprintf(stderr, "usage: %s emulate | emulate-grad | unavailable | device [quick] | bench [T] | auto\n", argv[0]);
     return 2;
 }

@@ -4,5 +4,8 @@
 
 int cuda_check_emulate(void);
 int cuda_check_device(int quick);
+/* The backward's (cuda-check-grad.c): the gradient gate's quick table. */
+int cuda_check_grad_emulate(void);
+int cuda_check_grad_device(int quick); /* quick: one case per variant (for compute-sanitizer) */
 
 #endif

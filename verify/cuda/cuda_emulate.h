@@ -14,5 +14,7 @@ extern fc_layout fc_emu_last_layout;
 extern int fc_emu_last_threads;
 
 int fc_emu_exec(fc_problem *pb, float *out, float *S_out, char *msg, size_t len);
+/* The backward (fc_backward.h): workspace and features poisoned as above. */
+int fc_emu_bw_exec(fc_grad_problem *gp, char *msg, size_t len);
 
 #endif
