@@ -82,6 +82,7 @@
 #include "flops.h"
 #include "gbench-shim.h"
 #include "inputs.h"
+#include "input-cache.h"
 #include "median.h"
 #include "phases.h"
 #include "side-checks.h"
@@ -119,62 +120,6 @@ static struct {
     int checks_once;  /* --checks-once: the side checks in a case's first repetition only */
 } g;
 
-/* ---- inputs (bench/inputs.c): one set at a time, shared by consecutive cases of one shape ---- */
-
-static fb_inputs cur;
-static int cur_decay = -1; /* the regime cur.alpha holds (-1: as fb_inputs_make drew it) */
-
-static void inputs_free(void) { fb_inputs_free(&cur); }
-
-/* alpha of a decay entry: the gate's regime (gate/gate.c), the same values
- * for every backend and machine (one stream per head, seeded by the head);
- * the regime's own pattern in t (extreme: every 5th step) in every head. */
-static void alpha_set_decay(void *alpha, int64_t T, int64_t H, falcon_precision prec, gate_decay d)
-{
-    for (int64_t hd = 0; hd < H; hd++) {
-        uint64_t s = 0x6465636179ull + (uint64_t)hd;
-        for (int64_t t = 0; t < T; t++) {
-            const double a = gate_decay_alpha(d, &s, t, T, prec);
-            if (prec == FALCON_FP32) ((float *)alpha)[t * H + hd] = (float)a;
-            else ((double *)alpha)[t * H + hd] = a;
-        }
-    }
-}
-
-static void inputs_set_decay(fb_inputs *in, gate_decay d) { alpha_set_decay(in->alpha, in->T, in->H, in->prec, d); }
-
-/* The inputs of case c (regenerated only when the shape changes, or to
- * restore the drawn alpha after a decay entry), or NULL. */
-static const fb_inputs *inputs_get(const bcase *c, char *why, size_t len)
-{
-    const int has_gain = falcon_variant_has_gain(c->cfg.variant);
-    if (cur.q && cur.T == c->T && cur.H == c->H && cur.n == c->n && cur.m == c->m &&
-        cur.prec == c->cfg.precision && cur.has_gain >= has_gain) {
-        if (cur_decay == c->decay) return &cur;
-        if (c->decay >= 0) { /* another regime: only alpha changes */
-            inputs_set_decay(&cur, (gate_decay)c->decay);
-            cur_decay = c->decay;
-            return &cur;
-        }
-    }
-    inputs_free();
-    cur_decay = -1;
-    const int64_t TH = c->T * c->H, size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
-    const double need = (double)TH * (double)(3 * c->n + 2 * c->m + 2) * (double)size;
-    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (have > 0 && need > 0.5 * have) {
-        snprintf(why, len, "inputs need %.1f GiB, over half of this machine's memory", need / (1 << 30));
-        return NULL;
-    }
-    if (fb_inputs_make(&cur, c->T, c->H, c->n, c->m, c->cfg.precision, has_gain)) {
-        snprintf(why, len, "out of memory for the inputs");
-        return NULL;
-    }
-    if (c->decay >= 0) inputs_set_decay(&cur, (gate_decay)c->decay);
-    cur_decay = c->decay;
-    return &cur;
-}
-
 /* ---- where a chunk call's time goes ---- */
 
 /* One call of case c with the phase clock on, its shares added to ps
@@ -203,7 +148,7 @@ static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi
     const size_t size = c->cfg.precision == FALCON_FP32 ? 4 : 8;
     void *mild = malloc((size_t)(c->T * c->H) * size);
     if (!mild) return;
-    alpha_set_decay(mild, c->T, c->H, c->cfg.precision, GATE_DECAY_MILD);
+    fb_alpha_set_decay(mild, c->T, c->H, c->cfg.precision, GATE_DECAY_MILD);
     falcon_inputs fm = *fi;
     fm.alpha = mild;
     double ratio[MAX_ROUNDS];
@@ -228,46 +173,46 @@ static void paired_counter(fb_state *st, const bcase *c, const falcon_inputs *fi
     fb_side_set(st, keep, "paired_over_mild", fb_median(ratio, (size_t)rounds));
 }
 
-/* The side checks of a repetition (after its timed loop): the input
- * check's share (validation_fraction, and validation_floor with the
- * probe), the phase shares of the blocked forms, a near-reset regime's
- * paired ratio. With --checks-once they are kept in c->side and the
- * case's later repetitions set them again (bench/side-checks.h); without,
- * each repetition measures them, but for the phase shares of calls over a
- * quarter of a second: one call, in the first repetition (such a call runs
- * thousands of blocks, whose shares a second call repeats), kept in
- * c->phases. Nonzero when a call failed (its counters are then not set).
- *
- * The input check is the median of three checks: a single one is at the
- * mercy of the host. Each check right after a call, where a call's own
- * check runs (the first after the timed loop's last call, the others after
- * an untimed one, which is also a phase sample): back to back, the checks
- * find the caches as the previous check left them and read low. Calls over
- * a quarter of a second take one check only. The figures:
- * docs/performance.md, "The benchmark's timings on a shared host". */
+/* The input check's share of a call (validation_fraction, and with the
+ * probe validation_floor): one check right after the timed loop's last
+ * call, where a call's own check runs, in every run of the body, so that
+ * the case's median is over its repetitions (a single check is at the mercy
+ * of the host). Checks back to back, or after a call of another shape,
+ * find the caches as something else left them and read low. The figures:
+ * docs/performance.md, "The benchmark's timings on a shared host".
+ * Nonzero if the check failed. */
+static int input_check(fb_state *st, const bcase *c, const falcon_inputs *fi, double per_call)
+{
+    const double v0 = fb_wall_seconds();
+    if (falcon_validate(&c->cfg, fi, NULL) != FALCON_OK) return 1;
+    fb_state_set_counter(st, "validation_fraction", (fb_wall_seconds() - v0) / per_call, FB_DEFAULT);
+    const double rd = c->workers > 1 ? g.probe.read_all : g.probe.read_1;
+    if (g.probe_ok && rd > 0)
+        fb_state_set_counter(st, "validation_floor", c->in_bytes * 1e-9 / rd / per_call, FB_DEFAULT);
+    return 0;
+}
+
+/* The side checks, untimed calls after the timed loop: the phase shares of
+ * the blocked forms (three calls; one for calls over a quarter of a
+ * second, which run thousands of blocks whose shares a second call
+ * repeats), a near-reset regime's paired ratio. With --checks-once they are
+ * measured in the case's first run of the body and kept in c->side, and
+ * its later runs set them again (bench/side-checks.h); without, every run
+ * measures them, but the phase shares of a long call: once, kept in
+ * c->phases. Nonzero when a call failed. */
 static int side_checks(fb_state *st, bcase *c, const falcon_inputs *fi, void *out, double per_call)
 {
+    if (g.checks_once && c->checked) {
+        fb_side_replay(st, &c->side);
+        return 0;
+    }
+    c->checked = 1;
     fb_side *keep = g.checks_once ? &c->side : NULL;
     const int blocked = c->cfg.form == FALCON_FORM_CHUNK || c->cfg.form == FALCON_FORM_PARALLEL;
-    const int long_call = per_call > 0.25, phases = blocked && (keep || !long_call || !c->profiled);
-    fb_phase_samples ps = {0};
-    double v[3];
-    int nv = 0;
-    for (int i = 0; i < 3; i++) {
-        if (i > 0) {
-            if (long_call) break;
-            const int r = phases ? phase_sample(c, fi, out, &ps) : falcon_run(&c->cfg, fi, NULL, out) == FALCON_OK;
-            if (r == 0) return 1;
-        }
-        const double v0 = fb_wall_seconds();
-        if (falcon_validate(&c->cfg, fi, NULL) != FALCON_OK) return 1;
-        v[nv++] = fb_wall_seconds() - v0;
-    }
-    fb_side_set(st, keep, "validation_fraction", fb_median(v, (size_t)nv) / per_call);
-    const double rd = c->workers > 1 ? g.probe.read_all : g.probe.read_1;
-    if (g.probe_ok && rd > 0) fb_side_set(st, keep, "validation_floor", c->in_bytes * 1e-9 / rd / per_call);
-    if (phases) {
-        if (ps.n > 0 || long_call) /* a third sample (the first, for a long call) */
+    const int long_call = per_call > 0.25;
+    if (blocked && (keep || !long_call || !c->profiled)) {
+        fb_phase_samples ps = {0};
+        for (int i = 0; i < (long_call ? 1 : 3); i++)
             if (phase_sample(c, fi, out, &ps) == 0) return 1;
         c->phases.n = 0;
         fb_phase_counters(st, &ps, g.phase_shares && c->decay < 0, keep ? keep : &c->phases);
@@ -283,7 +228,8 @@ static void body(fb_state *st, void *user)
 {
     bcase *c = user;
     char why[160];
-    const fb_inputs *in = inputs_get(c, why, sizeof why);
+    const fb_inputs *in = fb_inputs_get(c->T, c->H, c->n, c->m, c->cfg.precision,
+                                        falcon_variant_has_gain(c->cfg.variant), c->decay, why, sizeof why);
     if (!in) {
         fb_state_skip_with_error(st, why);
         return;
@@ -309,9 +255,7 @@ static void body(fb_state *st, void *user)
     fb_state_set_counter(st, "GFLOPS", c->flops * 1e-9, rate);
     if (c->cfg.backend == FALCON_BACKEND_CUDA || iters == 0 || elapsed <= 0) return;
     const double per_call = elapsed / (double)iters;
-    if (g.checks_once && c->checked) fb_side_replay(st, &c->side);
-    else if (side_checks(st, c, &fi, in->out, per_call)) return;
-    c->checked = 1;
+    if (input_check(st, c, &fi, per_call) || side_checks(st, c, &fi, in->out, per_call)) return;
     if (!g.probe_ok) return;
     const double gflops = c->flops * 1e-9 * (double)iters / elapsed;
     const int f32 = c->cfg.precision == FALCON_FP32;
@@ -672,7 +616,7 @@ void fb_usage(void)
            "                         FALCON_BENCH_SIMDE=1); left out by default\n"
            "  --max-gflop=X          register no case above X GFLOP per call\n"
            "  --no-probe             skip the startup peak probe (no peak or roofline counters)\n"
-           "  --checks-once          the side checks (validation_fraction, driver_fraction,\n"
+           "  --checks-once          the side checks' untimed calls (driver_fraction, kernel_fraction,\n"
            "                         paired_over_mild, backward_over_forward) in each case's first\n"
            "                         repetition only, not in every one (the quick report's protocol)\n"
            "  --phases               print, for each chunk and masked-parallel case, the phases of the\n"
@@ -755,7 +699,7 @@ int fb_setup(int *argc, char **argv)
 
 void fb_teardown(void)
 {
-    inputs_free();
+    fb_inputs_cache_free();
     fb_ukernels_free();
     fb_backward_free();
     free(gb.cases);

@@ -20,6 +20,8 @@ typedef struct fb_inputs {
 int fb_inputs_make(fb_inputs *in, int64_t T, int64_t H, int64_t n, int64_t m, falcon_precision prec,
                    int has_gain);
 void fb_inputs_free(fb_inputs *in);
+/* alpha as fb_inputs_make drew it, again (after a caller changed it). */
+void fb_inputs_alpha_redraw(fb_inputs *in);
 /* The view falcon_run takes (B = 1; gain only where the variant has one). */
 falcon_inputs fb_inputs_view(const fb_inputs *in, falcon_variant variant);
 

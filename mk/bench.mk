@@ -79,7 +79,7 @@ $(BUILD)/obj/bench/buildinfo.o: bench/buildinfo.c $(BUILD)/obj/bench/buildinfo.s
 
 .PHONY: bench bench-build goals
 ifneq ($(wildcard $(BENCH_HEADER)),)
-BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o phases.o context.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o backward.o)
+BENCH_OBJ := $(addprefix $(BUILD)/obj/bench/,cases.o phases.o input-cache.o context.o inputs.o probe.o flops.o buildinfo.o gbench-shim.o blas.o output.o ukernels.o backward.o)
 # The decay entries take their regimes from the gate (gate_decay_alpha).
 BENCH_GATE_OBJ := $(BUILD)/obj/gate/gate.o
 
