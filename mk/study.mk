@@ -89,11 +89,12 @@ plots: $(BUILD)/falcon-study
 
 # The benchmark step of the report: the default sweep. The quick profile
 # takes 3 short repetitions per case (so that its figures are medians, as
-# make bench's are, only of shorter runs); the full profile takes make
+# make bench's are, only of shorter runs) and measures the side checks once
+# a case (falcon-bench --checks-once); the full profile takes make
 # bench's defaults. `falcon compare` prints each file's protocol and warns
 # when they differ. Set REPORT_BENCH= to leave the benchmark out (a
 # bench.json already in $(REPORT_DIR) is still drawn).
-REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05 BENCH_ARGS="--checks-once $(BENCH_ARGS)"
+REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05 BENCH_ARGS='--checks-once $(BENCH_ARGS)'
 REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
 # Then the peers (bench/peers.py, after the benchmark so that the report
@@ -122,10 +123,10 @@ report-all: $(BUILD)/falcon $(BUILD)/falcon-study
 	step() { name=$$1; shift; t0=$$(date +%s); echo "== $$name: $$*"; "$$@"; rc=$$?; \
 	  echo "$$name $$rc $$(( $$(date +%s) - t0 ))" >> $(REPORT_DIR)/status; return 0; }; \
 	step gate $(LOG_TO) $(REPORT_DIR)/verify.txt $(BUILD)/falcon verify --profile $(PROFILE); \
-	if [ -n "$(REPORT_BENCH)" ]; then step bench $(MAKE) --no-print-directory $(REPORT_BENCH); \
-	else echo "bench - 0" >> $(REPORT_DIR)/status; fi; \
-	if [ -n "$(REPORT_PEERS)" ]; then step peers $(MAKE) --no-print-directory $(REPORT_PEERS); \
-	else echo "peers - 0" >> $(REPORT_DIR)/status; fi; \
+	$(if $(strip $(REPORT_BENCH)),step bench $(MAKE) --no-print-directory $(REPORT_BENCH), \
+	  echo "bench - 0" >> $(REPORT_DIR)/status); \
+	$(if $(strip $(REPORT_PEERS)),step peers $(MAKE) --no-print-directory $(REPORT_PEERS), \
+	  echo "peers - 0" >> $(REPORT_DIR)/status); \
 	step stability $(LOG_TO) $(REPORT_DIR)/stability.txt $(BUILD)/falcon-study stability --profile $(PROFILE) \
 	  --out $(REPORT_DIR)/stability; \
 	step stability-grad $(LOG_TO) $(REPORT_DIR)/stability-grad.txt $(BUILD)/falcon-study stability --grad \

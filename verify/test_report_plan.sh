@@ -15,6 +15,7 @@
 # Ends with "N passed, M failed"; exits non-zero if any failed.
 set -eu
 BUILD=$(cd "${1:?usage: verify/test_report_plan.sh BUILD_DIR}" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 test_workdir
 STUDY=$BUILD/falcon-study
@@ -67,5 +68,18 @@ n=$(grep -c 'MPFR steps)$' run.err || true)
     || bad mpfr_run "$n streams reported MPFR steps, counts: ${counts:-none} (want 30 streams of 2000)"
 grep -q '"tmax_other_backends": 2000' "$WORK/run/stability.json" && ok "stability.json names the other backends' T" \
     || bad json "no tmax_other_backends in stability.json"
+
+# The report's own steps, as make would run them: the benchmark step is
+# there with the quick protocol (a broken shell test once left it out and
+# the report's status said "left out"), and REPORT_BENCH= leaves it out.
+steps=$(make -s -n -C "$ROOT" report-all BUILD="$BUILD" REPORT_DIR="$WORK/r" 2>&1 || true)
+if echo "$steps" | grep -q "step bench make .*bench BENCH_OUT=$WORK/r/bench.json .*BENCH_ARGS='--checks-once" &&
+   echo "$steps" | grep -q "step peers make .*peers PEERS_OUT=$WORK/r/peers.json"
+then ok "the quick report runs the benchmark (--checks-once) and the peers"
+else bad steps "no benchmark or peers step in the quick report: $(echo "$steps" | grep -o 'bench[^;]*;' | head -2 | tr '\n' ' ')"; fi
+none=$(make -s -n -C "$ROOT" report-all BUILD="$BUILD" REPORT_DIR="$WORK/r" REPORT_BENCH= 2>&1 || true)
+if echo "$none" | grep -q 'echo "bench - 0"' && ! echo "$none" | grep -q "step bench"
+then ok "REPORT_BENCH= leaves the benchmark out"
+else bad steps_none "REPORT_BENCH= still runs a benchmark step"; fi
 
 test_end
