@@ -1,16 +1,17 @@
 /*
  * The blocked forms' backward pass at the edges of the range (docs/math.md
- * section 12, "The blocked forms at the edges"): inputs the gradient gate's
- * random cases never reach, where the forward chunk kernel does something
- * the block adjoint does not, so that the backward falls back, head by
- * head, to the recurrent sweep:
+ * section 12.5): inputs the gradient gate's random cases never reach,
+ * where the forward chunk kernel leaves its block algebra, so that the
+ * blocked backward hands the head to the recurrent one:
  *  - keys far from 1, whose x.z leaves the normaliser's range
  *    (falcon_xz_in_range): the forward stores them scaled (section 4.1);
- *  - Falcon-2/2A's gains far from 1, the same through z = g * x;
- *  - a large carried memory that a block's steps project away
- *    (falcon_block_cancels): the forward cuts such a block into halves
- *    (verify/test-carried-memory.c), the block adjoint's recomputed end
- *    state would keep ||F S_0|| / ||S_L|| times its rounding.
+ *    unscaled, x.z overflows (dk wrong by 10^5 thresholds in fp32) or
+ *    underflows (a spurious overflow);
+ *  - Falcon-2/2A's gains far from 1, the same through z = g * x
+ *    (subnormal gains: dgain 4.8 (fp32) to 8.8 (fp64) thresholds);
+ *  - the carried-memory family's adjoint (falcon_block_cancels): a block
+ *    whose steps project G mostly away forms dS_0 as a difference of terms
+ *    of the size of G_L (up to 7.8 thresholds in one block of 30 steps).
  * Each case through every CPU backend present, the chunk and parallel
  * forms (and the recurrent one, the yardstick), fp32 and fp64, against the
  * MPFR reverse sweep; every gradient tensor within the gradient gate's own
@@ -55,8 +56,9 @@ static void scale_inputs(const lim_case *lc, gate_data *d)
     }
 }
 
-/* The worst ratio of error to threshold over the tensors of one run. */
-static double judge(const lim_case *lc, const gate_data *d, const gate_cotangents *ct, const falcon_state *st,
+/* One run: each tensor against its threshold; the line ends with the
+ * worst ratio of error to threshold. */
+static void judge(const lim_case *lc, const gate_data *d, const gate_cotangents *ct, const falcon_state *st,
                     const gate_grad_result *ref, falcon_backend b, falcon_form f, const char *desc)
 {
     gate_grad_result r;
@@ -78,7 +80,6 @@ static double judge(const lim_case *lc, const gate_data *d, const gate_cotangent
     }
     printf(" worst/threshold %.3g\n", worst);
     gate_grad_result_free(&r);
-    return worst;
 }
 
 static void run_case(const lim_case *lc, falcon_precision prec)
