@@ -65,9 +65,14 @@
  * as the forward's solve does; so do the decay adjoints' dot products,
  * the elementwise steps and every running sum.
  *
- * Limits of this kernel: keys and gains whose x.z leaves the normaliser's
- * range (docs/math.md 4.1) are not rescaled, and a block whose end state
- * cancels its memory is not cut into halves as the forward does.
+ * ---- The edges of the range (docs/math.md section 12) ----
+ * The block algebra holds keys unscaled and blocks whole. Where the
+ * forward chunk kernel does not (an example it stores scaled, its x.z out
+ * of the normaliser's range: keys or Falcon-2's gains far from 1; a
+ * regression block that cancels the memory the first sweep carries, or the
+ * adjoint the reverse sweep carries, which it would cut into halves), the
+ * head's gradients come from the recurrent backward, run from the start
+ * (backward-edges.inc.c: the forward's own tests).
  */
 /* Up to 64 blocks (T = 4096 at C = 64) every block start is kept: 64 m n
  * values, 4 MiB at n = m = 128 in fp32, where the checkpointed sweep would
@@ -104,6 +109,7 @@ typedef struct bb_blk {
     const REAL *Z; /* the write directions: X, or Zb with gains */
     int drop;      /* tf32/bf16: fraction bits the products' operands drop (0: fp32, fp64) */
     const REAL *S0p, *Gp, *dOp; /* S0, G_L and dO as the products read them */
+    int edge; /* the head met an edge of the range (backward-edges.inc.c) */
 } bb_blk;
 
 static int RS(bb_open)(bb_work *w, const RS(falcon_head) *h, int64_t L, int64_t nb)
@@ -238,6 +244,7 @@ static const REAL *RS(bb_operand)(const bb_blk *b, const REAL *x, REAL *copy, in
 }
 
 #include "backward-sums.inc.c"
+#include "backward-edges.inc.c"
 
 /* The examples the block's windows reach, [g_lo, g_lo + G) (as the
  * forward's blk_ctx_open), packed: featurized keys X, their values' rows,
@@ -371,6 +378,7 @@ static void RS(bb_forward)(bb_blk *b, const REAL *S0, int reads)
     RS(bb_terms)(b);
     RS(bb_lim_kz)(b);
     RS(bb_nt_panels)(uk, G, G, n, w->X, ldn, b->Z, ldn, w->Kz, ldg, w->lim);
+    RS(bb_edge_keys)(b);
     if (reads) {
         RS(bb_lim_qz)(b);
         RS(bb_nt_panels)(uk, Lc, G, n, w->Q, ldn, b->Z, ldn, w->Qz, ldg, w->lim);
@@ -707,17 +715,26 @@ static void RS(bb_run_forward)(bb_blk *b, int64_t k, REAL *S)
 /* The sweeps (the header's "Recomputation"): forward, keeping the
  * checkpoints and the last segment's starts, then segment by segment in
  * reverse, each segment's starts recomputed from its checkpoint (the last
- * one's are kept), its blocks run backwards. */
+ * one's are kept), its blocks run backwards. An edge of the range (the
+ * header's) met in a block's keys, or in the memories of the first sweep
+ * or the adjoints of the reverse one, stops them with b->edge set. */
 static void RS(bb_sweeps)(bb_blk *b)
 {
     const bb_work *w = b->w;
     const int64_t nb = w->nb, segl = w->segl, nseg = (nb + segl - 1) / segl, last0 = (nseg - 1) * segl;
     const size_t Mx = (size_t)(b->m * w->ldn), bytes = sizeof(REAL) * Mx;
+    const int reg = b->h->regression;
+    double aS = reg ? RS(memory_amax)(w->S, w->ldn, b->m, b->n) : 0, aG = 0;
     for (int64_t k = 0; k < nb; k++) {
         if (k % segl == 0) memcpy(w->ckpt + (size_t)(k / segl) * Mx, w->S, bytes);
         if (k >= last0) memcpy(w->seg + (size_t)(k - last0) * Mx, w->S, bytes);
-        if (k + 1 < nb) RS(bb_run_forward)(b, k, w->S);
+        if (k + 1 < nb) {
+            RS(bb_run_forward)(b, k, w->S);
+            RS(bb_edge_cancel)(b, w->S, &aS);
+        }
+        if (b->edge) return;
     }
+    if (reg) aG = RS(memory_amax)(w->Gad, w->ldn, b->m, b->n);
     for (int64_t s = nseg - 1; s >= 0; s--) {
         const int64_t k0 = s * segl, k1 = k0 + segl < nb ? k0 + segl : nb;
         if (s < nseg - 1) {
@@ -731,6 +748,8 @@ static void RS(bb_sweeps)(bb_blk *b)
             b->c0 = w->starts[k];
             b->Lc = w->starts[k + 1] - b->c0;
             RS(bb_block)(b, w->seg + (size_t)(k - k0) * Mx, w->Gad);
+            RS(bb_edge_cancel)(b, w->Gad, &aG);
+            if (b->edge) return;
         }
     }
 }
@@ -762,6 +781,11 @@ static falcon_status FW(falcon_backward_blocked)(const RS(falcon_grad_head) *g, 
         }
     bb_blk b = {.g = g, .h = h, .uk = h->uk, .src = &src, .w = &w, .n = n, .m = m, .drop = h->operand_drop};
     if (nb > 0) RS(bb_sweeps)(&b);
+    if (b.edge) { /* the header's "The edges of the range" */
+        RS(examples_close)(&src);
+        h->work->put(w.mem, w.mem_bytes);
+        return FW(fw_backward_recurrent)(g);
+    }
     if (g->dS0)
         for (int64_t r = 0; r < m; r++)
             for (int64_t c = 0; c < n; c++) g->dS0[r * n + c] = (double)w.Gad[r * w.ldn + c];
