@@ -35,23 +35,43 @@ int grad_tensor_of_file(const char *file)
     return -1;
 }
 
-/* The cotangents' values exact in the unit (fp32 and fp64 are already;
- * bf16 and fp16 are rounded, in (-1, 1) they always fit). */
-static void round_cotangents(const gate_case *c, grade_unit u, gate_cotangents *ct)
+/* The cotangents times `scale` (a power of two), exact in the unit: fp32
+ * and fp64 values in (-1, 1) are already, bf16 and fp16 are rounded (in
+ * (-1, 1) they always fit). */
+static void scale_cotangents(const gate_case *c, grade_unit u, double scale, gate_cotangents *ct)
 {
-    if (u == GRADE_FP32 || u == GRADE_FP64) return;
     const int64_t nout = c->B * c->T * c->H * c->m, nS = c->B * c->H * c->m * c->n;
-    for (int64_t i = 0; i < nout; i++) {
-        double r = 0;
-        grade_round(ct->dO64[i], u, &r);
-        ct->dO64[i] = r;
-        ((float *)ct->dO)[i] = (float)r;
+    for (int64_t i = 0; i < nout + nS; i++) {
+        double *x = i < nout ? &ct->dO64[i] : &ct->dS[i - nout], r = 0;
+        grade_round(scale * *x, u, &r);
+        *x = r;
+        if (i < nout && u == GRADE_FP64) ((double *)ct->dO)[i] = r;
+        else if (i < nout) ((float *)ct->dO)[i] = (float)r;
     }
-    for (int64_t i = 0; i < nS; i++) {
-        double r = 0;
-        grade_round(ct->dS[i], u, &r);
-        ct->dS[i] = r;
-    }
+}
+
+/* Whether every gradient, times 16 (the largest value scale 4, and room for
+ * a kernel's rounding), is finite in the unit. */
+static int grads_fit(const gate_grad_result *r, grade_unit u)
+{
+    for (int t = 0; t < GG_COUNT; t++)
+        for (int64_t i = 0; i < r->count[t]; i++) {
+            double y;
+            if (grade_round(16 * r->x[t][i], u, &y)) return 0;
+        }
+    return 1;
+}
+
+/* The power of two that brings the largest gradient into the unit's range:
+ * the exact gradients of l2norm on subnormal keys exceed fp32's (1/|k|). */
+static double fitting_scale(const gate_grad_result *r, grade_unit u)
+{
+    double big = 0, y;
+    for (int t = 0; t < GG_COUNT; t++)
+        for (int64_t i = 0; i < r->count[t]; i++) big = fmax(big, fabs(r->x[t][i]));
+    int k = 0;
+    while (k < 1000 && grade_round(16 * ldexp(big, -k), u, &y)) k++;
+    return ldexp(1.0, -k);
 }
 
 falcon_status grad_export_make(const gate_case *c, int carried, const gate_data *d, const falcon_state *init,
@@ -59,9 +79,16 @@ falcon_status grad_export_make(const gate_case *c, int carried, const gate_data 
 {
     memset(g, 0, sizeof *g);
     if (gate_cotangents_make(c, d->prec, &g->ct)) return FALCON_E_NOMEM;
-    round_cotangents(c, u, &g->ct);
+    g->cot_scale = 1;
+    scale_cotangents(c, u, 1, &g->ct);
     const gate_grad_case gc = {*c, carried ? 1 : 0}; /* carried: the state's own gradients exist */
-    const falcon_status s = gate_grad_reference(&gc, d, &g->ct, init, &g->ref);
+    falcon_status s = gate_grad_reference(&gc, d, &g->ct, init, &g->ref);
+    if (!s && !grads_fit(&g->ref, u)) { /* scaled down, and the reference again on the cotangents as they are */
+        g->cot_scale = fitting_scale(&g->ref, u);
+        gate_grad_result_free(&g->ref);
+        scale_cotangents(c, u, g->cot_scale, &g->ct);
+        s = gate_grad_reference(&gc, d, &g->ct, init, &g->ref);
+    }
     if (s) gate_cotangents_free(&g->ct);
     return s;
 }
@@ -162,6 +189,7 @@ int grad_export_write(set_sink *sink, const char *dir, const gate_case *c, falco
     json_t *cot = json_object();
     json_object_set_new(cot, "dO", json_string("dO.npy"));
     json_object_set_new(cot, "dS_T", json_string("dS_T.npy"));
+    json_object_set_new(cot, "scale", json_real(g->cot_scale));
     json_object_set_new(j, "cotangents", cot);
     json_object_set_new(j, "gradients", grads);
     return rc ? 2 : 0;

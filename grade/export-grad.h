@@ -24,10 +24,14 @@ const char *grad_result_file(int t);
 int grad_tensor_of_file(const char *file);
 
 /* The gradients of one configuration: cotangents exact in the unit and the
- * reference's gradients (value scale 1), computed once for its three forms. */
+ * reference's gradients (value scale 1), computed once for its three forms.
+ * cot_scale: the power of two on the gate's cotangents (uniform in (-1, 1))
+ * that keeps every gradient within the unit's range (1 but where an exact
+ * gradient would overflow it). */
 typedef struct grad_export {
     gate_cotangents ct;
     gate_grad_result ref;
+    double cot_scale;
 } grad_export;
 
 /* c: the case with its eps already in the inputs' format; d: its inputs;
