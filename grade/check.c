@@ -26,6 +26,7 @@
 #include "../util/files.h"
 #include "gate.h"
 #include "report.h"
+#include "check-grad.h"
 #include "set.h"
 #include "where.h"
 
@@ -162,8 +163,8 @@ static const char *get_str(json_t *o, const char *key)
 /* An array of `count` values read from an .npy file whose shape must be
  * `want` (checked from the header, before any data is read). 0, or 2 after
  * one error line naming the case and the file. */
-static int read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
-                      double **out, int64_t *count, falcon_dtype *dtype)
+int check_read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
+                     double **out, int64_t *count, falcon_dtype *dtype)
 {
     falcon_npy_reader *r;
     falcon_array info;
@@ -413,8 +414,8 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     int64_t nx = 0, nr = 0;
     int rc = regular_file(name, path) || regular_file(name, refpath) ? 2 : 0;
     falcon_dtype ref_dtype;
-    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx, dtype);
-    if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
+    if (!rc) rc = check_read_array(name, path, path, want, 1, &x, &nx, dtype);
+    if (!rc) rc = check_read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
     if (!rc) *err = gate_relerr(x, r, nx) / u;
     if (!rc) *identical = nx == nr && !memcmp(x, r, sizeof(double) * (size_t)nx);
     if (!rc && w) locate(x, r, want, u, *err, thr, w);
@@ -422,9 +423,10 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     return rc;
 }
 
-/* A case's results are out.npy and state.npy: any other entry is a result
- * under a name that is not read ("state.npy.npy", "S.npy") or a leftover,
- * and ignoring it could judge a case without its state. 0, or 2. */
+/* A case's results are out.npy, state.npy and the gradients (dq.npy, ...):
+ * any other entry is a result under a name that is not read
+ * ("state.npy.npy", "S.npy") or a leftover, and ignoring it could judge a
+ * case without its state. 0, or 2. */
 static int only_result_files(const char *name, const char *rdir)
 {
     DIR *d = opendir(rdir);
@@ -432,9 +434,10 @@ static int only_result_files(const char *name, const char *rdir)
     int rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         const char *f = e->d_name;
-        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy"))
-            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy and state.npy): "
-                           "rename or remove it", name, rdir, f);
+        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy") &&
+            !check_is_grad_file(f))
+            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy, state.npy and the "
+                           "gradients dq.npy ... dhist_v.npy): rename or remove it", name, rdir, f);
     }
     closedir(d);
     return rc;
@@ -572,6 +575,13 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
         rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
         rc = judge_results(name, rdir, cdir, expected, u, o->require_state, out);
+        if (!rc) rc = check_grads(name, rdir, cdir, c, u, out);
+        for (int t = 0; !rc && t < CHECK_NGRAD; t++) { /* a gradient beyond its threshold fails the case */
+            const check_grad *g = &out->grad[t];
+            const double ratio = g->given ? g->err_u / g->thr_u : 0;
+            if (ratio > out->ratio || isnan(ratio)) out->ratio = ratio;
+            if (g->given && g->status == CHECK_FAIL) out->status = CHECK_FAIL;
+        }
     }
     json_decref(c);
     return rc;
