@@ -318,6 +318,19 @@ static json_t *shape_json(int ndim, const int64_t *shape)
     return a;
 }
 
+/* case.json's "inputs": the files of a case's inputs. */
+static json_t *inputs_json(const falcon_inputs *in)
+{
+    json_t *inputs = json_object();
+    json_object_set_new(inputs, "q", json_string("q.npy"));
+    json_object_set_new(inputs, "k", json_string("k.npy"));
+    json_object_set_new(inputs, "v", json_string("v.npy"));
+    json_object_set_new(inputs, "beta", json_string("beta.npy"));
+    json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
+    json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
+    return inputs;
+}
+
 /* The directory of one (case, form); `name` receives its name. */
 static int write_case(set_sink *sink, int index, const export_case *e, const case_data *k, falcon_form form,
                       const export_opts *o, double scale, char *name, size_t name_size, json_t *list)
@@ -397,14 +410,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     json_object_set_new(j, "scale", json_real(scale));
     json_object_set_new(j, "value_scale", json_real(vs));
     json_object_set_new(j, "precision", json_string(grade_unit_name(o->precision)));
-    json_t *inputs = json_object();
-    json_object_set_new(inputs, "q", json_string("q.npy"));
-    json_object_set_new(inputs, "k", json_string("k.npy"));
-    json_object_set_new(inputs, "v", json_string("v.npy"));
-    json_object_set_new(inputs, "beta", json_string("beta.npy"));
-    json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
-    json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
-    json_object_set_new(j, "inputs", inputs);
+    json_object_set_new(j, "inputs", inputs_json(in));
     json_object_set_new(j, "state_in", json_string("state0"));
     json_object_set_new(j, "state_in_npy", json_string("state0.npy"));
     json_t *ref = json_object();
