@@ -66,6 +66,9 @@ static void usage(FILE *f)
             "A failing case's line names its first bad step t (the first step at which the\n"
             "outputs of steps 0..t exceed the threshold) and its batch row and head, or says\n"
             "the state alone failed.\n"
+            "A set exported with --grad also judges the gradients a case's folder holds\n"
+            "(dq.npy ... dS0.npy, falcon grad's names; each against its own threshold; a\n"
+            "NaN fails); a case without any is judged on its forward results and says so.\n"
             "  --format table  (default) the failing cases, a table per variant and form\n"
             "  --format lines  one line per case (<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...) and\n"
             "                  the summary line, nothing else\n");
