@@ -114,6 +114,31 @@ twin "a NaN in dv" dv 'np.where(np.arange(x.size).reshape(x.shape) == 0, np.nan,
 if grep -q "dv: FAIL not finite" twin.txt; then ok "a NaN in a gradient fails as not finite"
 else bad "NaN gradient" "$(grep ' dv: ' twin.txt | head -2)"; fi
 
+# ---- Python: load_case has the cotangents and reference gradients,
+# write_result writes gradients (the CLI's, rewritten through it) ----
+rm -rf pyres && cp -r res pyres && rm -f pyres/*/d*.npy
+if PYTHONPATH="$HERE/../python" "$PY" - gs pyres res <<'EOF' &&
+import os, sys
+import numpy as np
+import falcon_suite
+cs, rd, cli = sys.argv[1:4]
+for name in sorted(os.listdir(rd)):
+    c = falcon_suite.load_case(os.path.join(cs, name))
+    assert c.dO.shape == (c.B, c.T, c.H, c.m) and c.dS_T.shape == (c.B, c.H, c.m, c.n), name
+    assert set(c.ref_grads) == set(c.gradients) and "dS0" in c.ref_grads, name
+    got = {g: np.load(os.path.join(cli, name, g + ".npy")) for g in c.ref_grads}
+    falcon_suite.write_result(rd, name, np.load(os.path.join(rd, name, "out.npy")),
+                              np.load(os.path.join(rd, name, "state.npy")), grads=got)
+try:
+    falcon_suite.write_result(rd, name, got["dS0"], grads={"dS": got["dS0"]})
+    sys.exit("an unknown gradient name was written")
+except ValueError:
+    pass
+EOF
+    "$FALCON" check gs --results pyres --trust-set >stdout.txt && ! grep -q "without gradients" stdout.txt; then
+    ok "python: load_case reads the cotangents and reference gradients; write_result writes gradients"
+else bad "python gradients" "load_case or write_result"; fi
+
 # ---- results without gradients: judged on the forward alone, and said ----
 rm -rf fwd && cp -r res fwd && rm -f fwd/*/d*.npy
 expect "results without gradients: not graded for gradients, said" 0 "21 without gradients" \
