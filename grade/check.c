@@ -27,6 +27,7 @@
 #include "gate.h"
 #include "report.h"
 #include "check-grad.h"
+#include "grad-gate.h"
 #include "set.h"
 #include "where.h"
 
@@ -35,6 +36,7 @@ typedef struct check_opts {
     int unit; /* -1: the set's own precision */
     int verbose;
     int require_state;  /* --require-state: a judged case without state.npy is bad input */
+    int require_grad;   /* --require-grad: a judged case without its gradients is bad input */
     double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
     int trust_set;      /* judge the set as it is, without re-deriving it */
     int format;         /* --format: a check_format */
@@ -45,6 +47,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
             "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
+            "                    [--require-grad]\n"
             "                    [--max-skipped FRACTION] [--trust-set] [--format table|lines]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
@@ -69,6 +72,7 @@ static void usage(FILE *f)
             "A set exported with --grad also judges the gradients a case's folder holds\n"
             "(dq.npy ... dS0.npy, falcon grad's names; each against its own threshold; a\n"
             "NaN fails); a case without any is judged on its forward results and says so.\n"
+            "--require-grad: a judged case without every gradient it has is bad input.\n"
             "  --format table  (default) the failing cases, a table per variant and form\n"
             "  --format lines  one line per case (<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...) and\n"
             "                  the summary line, nothing else\n");
@@ -87,7 +91,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
-        {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
+        {"help", 'h', 0}, {"require-state", 's', 0}, {"require-grad", 'G', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
         {"format", 'f', 1}, {NULL, 0, 0}};
     *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
@@ -106,6 +110,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
         case 'v': o->verbose = 1; break;
         case 'h': *help = 1; return 0;
         case 's': o->require_state = 1; break;
+        case 'G': o->require_grad = 1; break;
         case 'k':
             if (parse_fraction(sc.value, &o->max_skipped))
                 return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
@@ -533,6 +538,19 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
     return 0;
 }
 
+/* --require-grad: every gradient the case has is in its results (a CI run
+ * of a backward pass must not pass on its forward results alone). 0, or 2. */
+static int required_grads(const char *name, const char *rdir, const char *set, const check_case *out)
+{
+    if (!out->grad_ref)
+        return cli_error("%s: --require-grad: '%s' has no reference gradients (export it with --grad)", name, set);
+    for (int t = 0; t < CHECK_NGRAD; t++)
+        if (out->grad[t].has && !out->grad[t].given)
+            return cli_error("%s: '%s': missing gradient %s (--require-grad: write it, or declare the case skipped "
+                             "in manifest.json)", name, rdir, gate_grad_name(t));
+    return 0;
+}
+
 static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
 {
     const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
@@ -579,6 +597,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
     } else {
         rc = judge_results(name, rdir, cdir, expected, u, o->require_state, out);
         if (!rc) rc = check_grads(name, rdir, cdir, c, u, out);
+        if (!rc && o->require_grad) rc = required_grads(name, rdir, o->cases, out);
         for (int t = 0; !rc && t < CHECK_NGRAD; t++) { /* a gradient beyond its threshold fails the case */
             const check_grad *g = &out->grad[t];
             const double ratio = g->given ? g->err_u / g->thr_u : 0;

@@ -145,6 +145,12 @@ expect "results without gradients: not graded for gradients, said" 0 "21 without
     "$FALCON" check gs --results fwd --trust-set
 if grep -q "gradients not given: 21 of 21 cases" stdout.txt; then ok "the table names the cases without gradients"
 else bad "gradients not given" "$(tail -n 4 stdout.txt)"; fi
+expect "--require-grad: results without gradients are bad input" 2 "missing gradient dq" \
+    "$FALCON" check gs --results fwd --trust-set --require-grad
+expect "--require-grad: a set without gradients is bad input" 2 "has no reference gradients" \
+    "$FALCON" check plain --results fwd --trust-set --require-grad
+expect "--require-grad: the kernels' full results pass" 0 "21 passed" "$FALCON" check gs --results res --trust-set \
+    --require-grad
 
 # ---- bad input ----
 one=$(ls res | grep -- '-recurrent' | head -1)
