@@ -26,6 +26,8 @@
 #include "../util/files.h"
 #include "gate.h"
 #include "report.h"
+#include "check-grad.h"
+#include "grad-gate.h"
 #include "set.h"
 #include "where.h"
 
@@ -34,6 +36,7 @@ typedef struct check_opts {
     int unit; /* -1: the set's own precision */
     int verbose;
     int require_state;  /* --require-state: a judged case without state.npy is bad input */
+    int require_grad;   /* --require-grad: a judged case without its gradients is bad input */
     double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
     int trust_set;      /* judge the set as it is, without re-deriving it */
     int format;         /* --format: a check_format */
@@ -44,6 +47,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
             "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
+            "                    [--require-grad]\n"
             "                    [--max-skipped FRACTION] [--trust-set] [--format table|lines]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
@@ -65,6 +69,10 @@ static void usage(FILE *f)
             "A failing case's line names its first bad step t (the first step at which the\n"
             "outputs of steps 0..t exceed the threshold) and its batch row and head, or says\n"
             "the state alone failed.\n"
+            "A set exported with --grad also judges the gradients a case's folder holds\n"
+            "(dq.npy ... dS0.npy, falcon grad's names; each against its own threshold; a\n"
+            "NaN fails); a case without any is judged on its forward results and says so.\n"
+            "--require-grad: a judged case without every gradient it has is bad input.\n"
             "  --format table  (default) the failing cases, a table per variant and form\n"
             "  --format lines  one line per case (<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...) and\n"
             "                  the summary line, nothing else\n");
@@ -83,7 +91,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
 {
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
-        {"help", 'h', 0}, {"require-state", 's', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
+        {"help", 'h', 0}, {"require-state", 's', 0}, {"require-grad", 'G', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
         {"format", 'f', 1}, {NULL, 0, 0}};
     *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
@@ -102,6 +110,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
         case 'v': o->verbose = 1; break;
         case 'h': *help = 1; return 0;
         case 's': o->require_state = 1; break;
+        case 'G': o->require_grad = 1; break;
         case 'k':
             if (parse_fraction(sc.value, &o->max_skipped))
                 return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
@@ -162,8 +171,8 @@ static const char *get_str(json_t *o, const char *key)
 /* An array of `count` values read from an .npy file whose shape must be
  * `want` (checked from the header, before any data is read). 0, or 2 after
  * one error line naming the case and the file. */
-static int read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
-                      double **out, int64_t *count, falcon_dtype *dtype)
+int check_read_array(const char *casename, const char *path, const char *label, json_t *want, int finite,
+                     double **out, int64_t *count, falcon_dtype *dtype)
 {
     falcon_npy_reader *r;
     falcon_array info;
@@ -413,8 +422,8 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     int64_t nx = 0, nr = 0;
     int rc = regular_file(name, path) || regular_file(name, refpath) ? 2 : 0;
     falcon_dtype ref_dtype;
-    if (!rc) rc = read_array(name, path, path, want, 1, &x, &nx, dtype);
-    if (!rc) rc = read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
+    if (!rc) rc = check_read_array(name, path, path, want, 1, &x, &nx, dtype);
+    if (!rc) rc = check_read_array(name, refpath, refpath, want, 1, &r, &nr, &ref_dtype);
     if (!rc) *err = gate_relerr(x, r, nx) / u;
     if (!rc) *identical = nx == nr && !memcmp(x, r, sizeof(double) * (size_t)nx);
     if (!rc && w) locate(x, r, want, u, *err, thr, w);
@@ -422,9 +431,10 @@ static int error_of(const char *name, const char *rdir, const char *file, const 
     return rc;
 }
 
-/* A case's results are out.npy and state.npy: any other entry is a result
- * under a name that is not read ("state.npy.npy", "S.npy") or a leftover,
- * and ignoring it could judge a case without its state. 0, or 2. */
+/* A case's results are out.npy, state.npy and the gradients (dq.npy, ...):
+ * any other entry is a result under a name that is not read
+ * ("state.npy.npy", "S.npy") or a leftover, and ignoring it could judge a
+ * case without its state. 0, or 2. */
 static int only_result_files(const char *name, const char *rdir)
 {
     DIR *d = opendir(rdir);
@@ -432,9 +442,10 @@ static int only_result_files(const char *name, const char *rdir)
     int rc = 0;
     for (struct dirent *e; !rc && (e = readdir(d));) {
         const char *f = e->d_name;
-        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy"))
-            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy and state.npy): "
-                           "rename or remove it", name, rdir, f);
+        if (strcmp(f, ".") && strcmp(f, "..") && strcmp(f, "out.npy") && strcmp(f, "state.npy") &&
+            !check_is_grad_file(f))
+            rc = cli_error("%s: '%s/%s': not a result file (a case's results are out.npy, state.npy and the "
+                           "gradients dq.npy ... dhist_v.npy): rename or remove it", name, rdir, f);
     }
     closedir(d);
     return rc;
@@ -527,6 +538,19 @@ static int judge_results(const char *name, const char *rdir, const char *cdir, j
     return 0;
 }
 
+/* --require-grad: every gradient the case has is in its results (a CI run
+ * of a backward pass must not pass on its forward results alone). 0, or 2. */
+static int required_grads(const char *name, const char *rdir, const char *set, const check_case *out)
+{
+    if (!out->grad_ref)
+        return cli_error("%s: --require-grad: '%s' has no reference gradients (export it with --grad)", name, set);
+    for (int t = 0; t < CHECK_NGRAD; t++)
+        if (out->grad[t].has && !out->grad[t].given)
+            return cli_error("%s: '%s': missing gradient %s (--require-grad: write it, or declare the case skipped "
+                             "in manifest.json)", name, rdir, gate_grad_name(t));
+    return 0;
+}
+
 static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
 {
     const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
@@ -572,6 +596,14 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
         rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
         rc = judge_results(name, rdir, cdir, expected, u, o->require_state, out);
+        if (!rc) rc = check_grads(name, rdir, cdir, c, u, out);
+        if (!rc && o->require_grad) rc = required_grads(name, rdir, o->cases, out);
+        for (int t = 0; !rc && t < CHECK_NGRAD; t++) { /* a gradient beyond its threshold fails the case */
+            const check_grad *g = &out->grad[t];
+            const double ratio = g->given ? g->err_u / g->thr_u : 0;
+            if (ratio > out->ratio || isnan(ratio)) out->ratio = ratio;
+            if (g->given && g->status == CHECK_FAIL) out->status = CHECK_FAIL;
+        }
     }
     json_decref(c);
     return rc;

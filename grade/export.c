@@ -25,6 +25,7 @@
 #include "set.h"
 #include "gate.h"
 #include "design.h"
+#include "export-grad.h"
 #include "../util/paths.h"
 #include "../util/signals.h"
 #include "../util/files.h"
@@ -50,7 +51,9 @@ static void usage(FILE *f)
             "  --layout     falcon (the library's), fla (PyTorch libraries: state [B,H,K,V]),\n"
             "               ggml (ggml_gated_delta_net: n = m cases, reads scaled 1/sqrt(S))\n"
             "  --scale      the read scale of the fla layout (default 1/sqrt(n))\n"
-            "  --decay      none, mild, random, strong, extreme, reset-slow or mix\n");
+            "  --decay      none, mild, random, strong, extreme, reset-slow or mix\n"
+            "  --grad       also seeded cotangents (dO.npy, dS_T.npy), the MPFR reference's\n"
+            "               gradients (ref_dq.npy, ...) and their thresholds (falcon layout)\n");
 }
 
 /* ---- the case list: grade/design.c ---- */
@@ -96,6 +99,8 @@ typedef struct case_data {
     falcon_state *init; /* the initial state (fresh, or carried) */
     gate_result ref;
     double eps;         /* as the reference used it */
+    int has_grad;       /* --grad: grad holds the cotangents and the reference's gradients */
+    grad_export grad;
 } case_data;
 
 static void case_data_free(case_data *k)
@@ -103,6 +108,7 @@ static void case_data_free(case_data *k)
     gate_data_free(&k->d);
     falcon_state_free(k->init);
     gate_result_free(&k->ref);
+    if (k->has_grad) grad_export_free(&k->grad);
 }
 
 /* Round every input (both buffers) to the inputs' format; -1 if a value
@@ -205,7 +211,7 @@ static void edit_inputs(const export_case *e, grade_unit u, gate_data *d)
 
 /* Inputs, initial state and reference of one case; 1 if the case cannot be
  * written in the inputs' format (skipped), -1 on failure. */
-static int case_data_make(const export_case *e, grade_unit u, case_data *k)
+static int case_data_make(const export_case *e, grade_unit u, int grad, case_data *k)
 {
     memset(k, 0, sizeof *k);
     const falcon_precision prec = u == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
@@ -221,7 +227,10 @@ static int case_data_make(const export_case *e, grade_unit u, case_data *k)
     if (s) return -1;
     gate_case c = e->c;
     c.eps = k->eps; /* already in the inputs' format */
-    return gate_reference_from(&c, &k->d, k->init, &k->ref) ? -1 : 0;
+    if (gate_reference_from(&c, &k->d, k->init, &k->ref)) return -1;
+    if (grad && grad_export_make(&c, e->carried, &k->d, k->init, u, &k->grad)) return -1;
+    k->has_grad = grad;
+    return 0;
 }
 
 /* A case whose reference outputs and final memory are all zero cannot
@@ -309,6 +318,19 @@ static json_t *shape_json(int ndim, const int64_t *shape)
     return a;
 }
 
+/* case.json's "inputs": the files of a case's inputs. */
+static json_t *inputs_json(const falcon_inputs *in)
+{
+    json_t *inputs = json_object();
+    json_object_set_new(inputs, "q", json_string("q.npy"));
+    json_object_set_new(inputs, "k", json_string("k.npy"));
+    json_object_set_new(inputs, "v", json_string("v.npy"));
+    json_object_set_new(inputs, "beta", json_string("beta.npy"));
+    json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
+    json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
+    return inputs;
+}
+
 /* The directory of one (case, form); `name` receives its name. */
 static int write_case(set_sink *sink, int index, const export_case *e, const case_data *k, falcon_form form,
                       const export_opts *o, double scale, char *name, size_t name_size, json_t *list)
@@ -388,14 +410,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     json_object_set_new(j, "scale", json_real(scale));
     json_object_set_new(j, "value_scale", json_real(vs));
     json_object_set_new(j, "precision", json_string(grade_unit_name(o->precision)));
-    json_t *inputs = json_object();
-    json_object_set_new(inputs, "q", json_string("q.npy"));
-    json_object_set_new(inputs, "k", json_string("k.npy"));
-    json_object_set_new(inputs, "v", json_string("v.npy"));
-    json_object_set_new(inputs, "beta", json_string("beta.npy"));
-    json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
-    json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
-    json_object_set_new(j, "inputs", inputs);
+    json_object_set_new(j, "inputs", inputs_json(in));
     json_object_set_new(j, "state_in", json_string("state0"));
     json_object_set_new(j, "state_in_npy", json_string("state0.npy"));
     json_t *ref = json_object();
@@ -412,8 +427,13 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     json_object_set_new(expected, "out", shape_json(4, sh_m));
     json_object_set_new(expected, "state", shape_json(4, sh_S));
     json_object_set_new(j, "expected", expected);
+    if (k->has_grad) {
+        gate_case gc = *c;
+        gc.eps = k->eps;
+        rc = grad_export_write(sink, dir, &gc, form, o->precision, vs, &k->grad, j);
+    }
     snprintf(path, sizeof path, "%s/case.json", dir);
-    rc = sink_json(sink, path, j);
+    if (!rc) rc = sink_json(sink, path, j);
     json_decref(j);
     if (!rc) rc = sink_only(sink, dir); /* nothing else in the case's folder */
     if (rc) return rc;
@@ -475,8 +495,8 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
     static const opt_def defs[] = {
         {"profile", 'p', 1}, {"variant", 'v', 1}, {"form", 'f', 1}, {"align", 'a', 1}, {"phi", 'P', 1},
         {"decay", 'd', 1}, {"precision", 'u', 1}, {"layout", 'l', 1}, {"scale", 's', 1}, {"quiet", 'q', 0},
-        {"help", 'h', 0}, {NULL, 0, 0}};
-    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0, 0};
+        {"help", 'h', 0}, {"grad", 'g', 0}, {NULL, 0, 0}};
+    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 0, 0, 0};
     *help = 0;
     opt_scan sc;
     opt_begin(&sc, argc, argv, "falcon cases export", defs, OPT_POSITIONALS);
@@ -505,6 +525,7 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
                 rc = cli_error("cases export: --scale %s: must be a positive number", optarg);
             break;
         case 'q': o->quiet = 1; break;
+        case 'g': o->grad = 1; break;
         case 'h': *help = 1; return 0;
         case OPT_POSITIONAL: o->dir = optarg, ndir++; break;
         default: rc = CLI_FAIL; break; /* OPT_ERROR: reported */
@@ -515,6 +536,9 @@ static int parse_args(int argc, char **argv, export_opts *o, int *help)
         return cli_error("cases export: %s", !ndir ? "no directory given (falcon cases export DIR)"
                                                    : "give one directory");
     if (!*o->dir) return cli_error("cases export: the directory name is empty");
+    if (o->grad && o->layout != GRADE_LAYOUT_FALCON)
+        return cli_error("cases export: --grad with --layout %s: not yet (the gradients are exported in the falcon "
+                         "layout only)", grade_layout_name(o->layout));
     if (o->scale && o->layout != GRADE_LAYOUT_FLA)
         return cli_error("cases export: --scale is for the fla layout (falcon reads are unscaled, "
                            "ggml's are 1/sqrt(S))");
@@ -597,7 +621,7 @@ int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *
         if (!keep(&cases[i], o)) continue;
         if (o->layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
         case_data k;
-        const int made = case_data_make(&cases[i], o->precision, &k);
+        const int made = case_data_make(&cases[i], o->precision, o->grad, &k);
         if (made < 0) rc = cli_error("cases export: case %d: %s", i + 1, falcon_last_error());
         if (!made && reference_is_zero(&k.ref))
             rc = cli_error("cases export: case %d: the reference is all zeros, so a result of zeros would pass "

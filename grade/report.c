@@ -6,6 +6,7 @@
 #include <string.h>
 #include "grade.h"
 #include "report.h"
+#include "grad-gate.h"
 
 /* ---- text from the outside: UTF-8 ---- */
 
@@ -102,6 +103,8 @@ check_tally check_count(const check_report *r)
         t.pass += c->status == CHECK_PASS, t.fail += c->status == CHECK_FAIL, t.skip += c->status == CHECK_SKIP;
         t.unjudgeable += c->status == CHECK_UNJUDGEABLE;
         t.no_state += c->status != CHECK_SKIP && isnan(c->state_u);
+        t.grad_cases += c->status != CHECK_SKIP && c->grad_ref;
+        t.no_grad += c->status != CHECK_SKIP && c->grad_ref && !c->grad_given;
     }
     t.judged = t.pass + t.fail;
     t.too_many_skips = r->max_skipped >= 0 && t.skip > r->max_skipped * r->count;
@@ -116,6 +119,49 @@ int check_failed(const check_report *r)
 {
     const check_tally t = check_count(r);
     return t.fail || t.too_many_skips;
+}
+
+/* ---- gradients: one row per gradient tensor ---- */
+
+/* A gradient over the cases read: cases that have its reference, the ones
+ * whose results hold it, failed and not judgeable among those, the largest
+ * error and error over threshold. */
+typedef struct grad_row {
+    int cases, given, failed, unjudgeable;
+    double err_u, ratio;
+} grad_row;
+
+static void grad_rows(const check_report *r, grad_row rows[CHECK_NGRAD])
+{
+    memset(rows, 0, sizeof(grad_row) * CHECK_NGRAD);
+    for (int i = 0; i < r->count; i++)
+        for (int t = 0; t < CHECK_NGRAD && r->cases[i].status != CHECK_SKIP; t++) {
+            const check_grad *g = &r->cases[i].grad[t];
+            grad_row *w = &rows[t];
+            w->cases += g->has;
+            if (!g->given) continue;
+            w->given++;
+            w->failed += g->status == CHECK_FAIL;
+            w->unjudgeable += g->status == CHECK_UNJUDGEABLE;
+            if (!(g->err_u <= w->err_u)) w->err_u = g->err_u; /* an infinite one (not finite) too */
+            if (!(g->err_u / g->thr_u <= w->ratio)) w->ratio = g->err_u / g->thr_u;
+        }
+}
+
+/* The gradients of a case beyond their thresholds, "dq, dS0" ("" if none). */
+static void grads_failed(char *b, size_t n, const check_case *c)
+{
+    size_t at = 0;
+    b[0] = '\0';
+    for (int t = 0; t < CHECK_NGRAD && at < n; t++)
+        if (c->grad[t].given && c->grad[t].status == CHECK_FAIL)
+            at += (size_t)snprintf(b + at, n - at, "%s%s", at ? ", " : "", gate_grad_name(t));
+}
+
+/* The forward results are within their thresholds (a failure is then the gradients'). */
+static int forward_ok(const check_case *c)
+{
+    return c->out_u <= c->thr_out_u && (isnan(c->state_u) || c->state_u <= c->thr_state_u);
 }
 
 /* ---- words shared by the reports ---- */
@@ -157,7 +203,18 @@ static void where_text(char *b, size_t n, const check_case *c)
     else if (c->where.step >= 0)
         snprintf(b, n, "first bad step t = %lld (batch %lld, head %lld)", (long long)c->where.step,
                  (long long)c->where.batch, (long long)c->where.head);
-    else snprintf(b, n, "state only (%s)", c->no_steps ? "the case has no steps" : "the outputs are within their threshold");
+    else if (forward_ok(c)) {
+        char list[128];
+        grads_failed(list, sizeof list, c);
+        snprintf(b, n, "gradients only (%s)", list);
+    } else snprintf(b, n, "state only (%s)", c->no_steps ? "the case has no steps" : "the outputs are within their threshold");
+}
+
+/* A gradient's error as words: "3.1 u" or "not finite". */
+static void grad_err_text(char *b, size_t n, const check_grad *g)
+{
+    if (isfinite(g->err_u)) snprintf(b, n, "%.3g u", g->err_u);
+    else snprintf(b, n, "not finite (a NaN or an infinity)");
 }
 
 #define IDENTICAL_WHY "identical to the reference bit for bit: a copy of the reference, or an fp64 kernel " \
@@ -188,6 +245,13 @@ static void print_case(FILE *f, const check_case *c, const check_report *r)
     fprintf(f, "%s %s: out %.3g u (threshold %.3g)", word[c->status], c->name, c->out_u, c->thr_out_u);
     if (isnan(c->state_u)) fprintf(f, ", S not given");
     else fprintf(f, ", S %.3g u (threshold %.3g)", c->state_u, c->thr_state_u);
+    for (int t = 0; t < CHECK_NGRAD; t++)
+        if (c->grad[t].given) {
+            char err[64];
+            grad_err_text(err, sizeof err, &c->grad[t]);
+            fprintf(f, ", %s %s (threshold %.3g)", gate_grad_name(t), err, c->grad[t].thr_u);
+        }
+    if (c->grad_ref && !c->grad_given) fprintf(f, ", gradients not given");
     if (c->status == CHECK_UNJUDGEABLE) {
         char why[256];
         unjudgeable_why(why, sizeof why, c, r);
@@ -212,6 +276,25 @@ static void print_group(FILE *f, const group *x)
             x->failed ? "FAIL" : x->unjudgeable == x->read ? "not judgeable" : "pass");
 }
 
+/* The gradients' table, after the forward one, when a case read has
+ * reference gradients: one row per gradient. */
+static void print_grad_table(FILE *f, const check_report *r)
+{
+    grad_row rows[CHECK_NGRAD];
+    grad_rows(r, rows);
+    fprintf(f, "%-10s %6s %9s %11s %12s %10s  %s\n", "gradient", "cases", "not given", "unjudgeable",
+            "max err (u)", "max/thr", "result");
+    for (int t = 0; t < CHECK_NGRAD; t++) {
+        const grad_row *w = &rows[t];
+        if (!w->cases) continue;
+        fprintf(f, "%-10s %6d %9d %11d ", gate_grad_name(t), w->cases, w->cases - w->given, w->unjudgeable);
+        if (!w->given) fprintf(f, "%12s %10s  %s\n", "-", "-", "not given");
+        else fprintf(f, "%12.3g %10.3f  %s\n", w->err_u, w->ratio,
+                     w->failed ? "FAIL" : w->unjudgeable == w->given ? "not judgeable" : "pass");
+    }
+    fputc('\n', f);
+}
+
 /* The lines that qualify the verdict, before the summary line. */
 static void print_notes(FILE *f, const check_report *r, const check_tally *t, const group *g, int ng)
 {
@@ -223,6 +306,10 @@ static void print_notes(FILE *f, const check_report *r, const check_tally *t, co
     if (t->no_state)
         fprintf(f, "state not given: %d case%s judged on their outputs alone, without state.npy "
                 "(--require-state makes that an error)\n", t->no_state, t->no_state == 1 ? "" : "s");
+    if (t->no_grad)
+        fprintf(f, "gradients not given: %d of %d case%s with reference gradients judged on their forward results "
+                "alone, without dq.npy ... (not graded for gradients)\n", t->no_grad, t->grad_cases,
+                t->grad_cases == 1 ? "" : "s");
     for (int k = 0; k < ng; k++)
         if (group_identical(&g[k]))
             fprintf(f, "warning: %s %s: every result is " IDENTICAL_WHY "\n", g[k].variant, g[k].form);
@@ -236,10 +323,11 @@ static void print_notes(FILE *f, const check_report *r, const check_tally *t, co
 static void print_summary(FILE *f, const check_report *r, const check_tally *t, const char *tail)
 {
     fprintf(f, "check (%s units, u = %.3g): %d cases, judged %d of %d", r->unit, r->u, r->count, t->judged, r->count);
-    if (t->unjudgeable && t->no_state)
-        fprintf(f, " (%d not judgeable, %d without state.npy)", t->unjudgeable, t->no_state);
-    else if (t->unjudgeable) fprintf(f, " (%d not judgeable)", t->unjudgeable);
-    else if (t->no_state) fprintf(f, " (%d without state.npy)", t->no_state);
+    const char *sep = " (";
+    if (t->unjudgeable) fprintf(f, "%s%d not judgeable", sep, t->unjudgeable), sep = ", ";
+    if (t->no_state) fprintf(f, "%s%d without state.npy", sep, t->no_state), sep = ", ";
+    if (t->no_grad) fprintf(f, "%s%d without gradients", sep, t->no_grad), sep = ", ";
+    if (*sep == ',') fputc(')', f);
     fprintf(f, ": %d passed, %d failed, %d skipped: %s%s\n", t->pass, t->fail, t->skip,
             t->fail || t->too_many_skips ? "FAILED" : "passed", tail);
 }
@@ -255,6 +343,7 @@ void check_print(FILE *f, const check_report *r, int verbose)
             "unjudgeable", "max out (u)", "max S (u)", "max/thr", "result");
     for (int k = 0; k < ng; k++) print_group(f, &g[k]);
     fputc('\n', f);
+    if (t.grad_cases) print_grad_table(f, r);
     print_notes(f, r, &t, g, ng);
     free(g);
     print_summary(f, r, &t, "");
@@ -286,8 +375,18 @@ static void print_line(FILE *f, const check_case *c, const check_report *r)
                 (long long)c->where.head);
     if (isnan(c->state_u)) fprintf(f, ", state not given");
     else fprintf(f, "%s S %.3g u / %.3g u", c->no_steps ? "" : ",", c->state_u, c->thr_state_u);
-    if (c->status == CHECK_FAIL && c->where.step < 0) fprintf(f, ": state only");
+    if (c->status == CHECK_FAIL && c->where.step < 0) fprintf(f, forward_ok(c) ? ": gradients only" : ": state only");
+    if (c->grad_ref && !c->grad_given) fprintf(f, ", gradients not given");
     fprintf(f, "%s\n", dtype_hint(c, r));
+    for (int t = 0; t < CHECK_NGRAD; t++) { /* one line per gradient given: "<case> dq: OK ..." */
+        const check_grad *g = &c->grad[t];
+        if (!g->given) continue;
+        char err[64];
+        grad_err_text(err, sizeof err, g);
+        fprintf(f, "%s %s: %s %s / %.3g u (kappa %.3g)\n", c->name, gate_grad_name(t),
+                g->status == CHECK_FAIL ? "FAIL" : g->status == CHECK_PASS ? "OK" : "NOT JUDGEABLE", err, g->thr_u,
+                g->kappa);
+    }
 }
 
 void check_print_lines(FILE *f, const check_report *r, int trust_set)
@@ -330,8 +429,48 @@ static json_t *case_json(const check_case *c, const check_report *r)
     json_object_set_new(j, "first_bad_step", at ? json_integer(c->where.step) : json_null());
     json_object_set_new(j, "first_bad_batch", at ? json_integer(c->where.batch) : json_null());
     json_object_set_new(j, "first_bad_head", at ? json_integer(c->where.head) : json_null());
-    json_object_set_new(j, "state_only", json_boolean(c->status == CHECK_FAIL && !at));
+    json_object_set_new(j, "state_only", json_boolean(c->status == CHECK_FAIL && !at && !forward_ok(c)));
+    if (c->grad_ref) { /* a case of a --grad set: each gradient it has, given or not */
+        json_t *grads = json_object();
+        for (int t = 0; t < CHECK_NGRAD; t++) {
+            const check_grad *g = &c->grad[t];
+            if (!g->has) continue;
+            static const char *const gstatus[] = {"pass", "fail", "not given", "unjudgeable"};
+            json_t *e = json_object();
+            json_object_set_new(e, "given", json_boolean(read && g->given));
+            json_object_set_new(e, "status", json_string(read && g->given ? gstatus[g->status] : "not given"));
+            json_object_set_new(e, "err_u", read && g->given ? number_or_null(g->err_u) : json_null());
+            json_object_set_new(e, "finite", read && g->given ? json_boolean(g->finite) : json_null());
+            json_object_set_new(e, "thr_u", json_real(g->thr_u));
+            json_object_set_new(e, "kappa", number_or_null(g->kappa));
+            json_object_set_new(grads, gate_grad_name(t), e);
+        }
+        json_object_set_new(j, "gradients", grads);
+        json_object_set_new(j, "gradients_given", json_boolean(read && c->grad_given));
+    }
     return j;
+}
+
+/* Per gradient over the cases (the gradients' table), when any case has one. */
+static json_t *grad_rows_json(const check_report *r)
+{
+    grad_row rows[CHECK_NGRAD];
+    grad_rows(r, rows);
+    json_t *a = json_array();
+    for (int t = 0; t < CHECK_NGRAD; t++) {
+        const grad_row *w = &rows[t];
+        if (!w->cases) continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "gradient", json_string(gate_grad_name(t)));
+        json_object_set_new(e, "cases", json_integer(w->cases));
+        json_object_set_new(e, "not_given", json_integer(w->cases - w->given));
+        json_object_set_new(e, "failed", json_integer(w->failed));
+        json_object_set_new(e, "unjudgeable", json_integer(w->unjudgeable));
+        json_object_set_new(e, "max_err_u", w->given ? number_or_null(w->err_u) : json_null());
+        json_object_set_new(e, "worst_ratio", w->given ? number_or_null(w->ratio) : json_null());
+        json_array_append_new(a, e);
+    }
+    return a;
 }
 
 /* A group's maxima are null where nothing was read (every case skipped), or
@@ -368,6 +507,8 @@ char *check_json_text(const check_report *r)
     json_object_set_new(counts, "skip", json_integer(t.skip));
     json_object_set_new(counts, "unjudgeable", json_integer(t.unjudgeable));
     json_object_set_new(counts, "state_not_given", json_integer(t.no_state));
+    if (t.grad_cases) json_object_set_new(counts, "gradients_not_given", json_integer(t.no_grad));
+    if (t.grad_cases) json_object_set_new(root, "gradients", grad_rows_json(r));
     json_object_set_new(root, "format", json_string("falcon-check"));
     json_object_set_new(root, "version", json_integer(1));
     json_object_set_new(root, "cases_dir", json_text(r->cases_dir));
@@ -483,14 +624,55 @@ static void junit_case(text *b, const check_case *c, const check_report *r)
     xml_raw(b, "</testcase>\n");
 }
 
+/* The gradients' suite: one test per gradient given (classname
+ * falcon.<variant>.<form>.gradients, name "<case> <gradient>"). */
+static void junit_grads(text *b, const check_report *r)
+{
+    grad_row rows[CHECK_NGRAD];
+    grad_rows(r, rows);
+    int tests = 0, failures = 0, unjudgeable = 0;
+    for (int t = 0; t < CHECK_NGRAD; t++) tests += rows[t].given, failures += rows[t].failed,
+                                               unjudgeable += rows[t].unjudgeable;
+    xml_raw(b, "  <testsuite name=\"gradients\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", tests, failures,
+            unjudgeable);
+    for (int i = 0; i < r->count; i++) {
+        const check_case *c = &r->cases[i];
+        for (int t = 0; t < CHECK_NGRAD && c->status != CHECK_SKIP; t++) {
+            const check_grad *g = &c->grad[t];
+            if (!g->given) continue;
+            xml_raw(b, "    <testcase classname=\"falcon.");
+            xml_put(b, c->variant);
+            xml_raw(b, ".");
+            xml_put(b, c->form);
+            xml_raw(b, ".gradients\" name=\"");
+            xml_put(b, c->name);
+            xml_raw(b, " %s\" time=\"0\">", gate_grad_name(t));
+            char err[64];
+            grad_err_text(err, sizeof err, g);
+            if (g->status == CHECK_FAIL)
+                xml_raw(b, "<failure message=\"%s above threshold (%s units)\">%s %s (threshold %.6g u, kappa %.4g)"
+                        "</failure>", gate_grad_name(t), r->unit, gate_grad_name(t), err, g->thr_u, g->kappa);
+            else if (g->status == CHECK_UNJUDGEABLE)
+                xml_raw(b, "<skipped message=\"not judgeable in %s: threshold %.3g u\"/>", r->unit, g->thr_u);
+            else xml_raw(b, "<system-out>%s %s (threshold %.6g u)</system-out>", gate_grad_name(t), err, g->thr_u);
+            xml_raw(b, "</testcase>\n");
+        }
+    }
+    xml_raw(b, "  </testsuite>\n");
+}
+
 char *check_junit_text(const check_report *r)
 {
     text b = {0};
     put(&b, "", 0);
     const check_tally t = check_count(r);
     xml_raw(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    grad_row rows[CHECK_NGRAD];
+    grad_rows(r, rows);
+    int gtests = 0, gfail = 0, gunj = 0;
+    for (int k = 0; k < CHECK_NGRAD; k++) gtests += rows[k].given, gfail += rows[k].failed, gunj += rows[k].unjudgeable;
     xml_raw(&b, "<testsuites name=\"falcon check (%s units)\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
-            r->unit, r->count, t.fail, t.skip + t.unjudgeable);
+            r->unit, r->count + gtests, t.fail + gfail, t.skip + t.unjudgeable + gunj);
     group *g = calloc((size_t)r->count + 1, sizeof *g);
     const int ng = g ? groups_of(r, g) : 0;
     for (int k = 0; k < ng; k++) {
@@ -508,6 +690,7 @@ char *check_junit_text(const check_report *r)
         xml_raw(&b, "  </testsuite>\n");
     }
     free(g);
+    if (gtests) junit_grads(&b, r);
     xml_raw(&b, "</testsuites>\n");
     if (b.oom) {
         free(b.b);

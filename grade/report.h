@@ -18,6 +18,17 @@ typedef enum check_status {
     CHECK_UNJUDGEABLE /* within its threshold, but the threshold allows more than CHECK_MAX_RELERR */
 } check_status;
 
+/* One gradient of a case exported with --grad (docs/cases.md, "Gradients"). */
+#define CHECK_NGRAD 10 /* gate_grad_tensor's GG_COUNT: dq, dk, dv, dbeta, dalpha, dgain, dS0, dprev_key, dhist_k, dhist_v */
+typedef struct check_grad {
+    int has;              /* the case has the reference's gradient */
+    int given;            /* the results hold it */
+    int finite;           /* every element of the given gradient is finite */
+    double err_u, thr_u;  /* the normwise relative error and threshold in units of roundoff */
+    double kappa;         /* the reference's conditioning (INFINITY: the reference is 0, its terms are not) */
+    check_status status;  /* PASS, FAIL or UNJUDGEABLE (given), else SKIP */
+} check_grad;
+
 typedef struct check_case {
     char name[256], variant[16], form[16], align[16], decay[16]; /* cut at a UTF-8 character boundary */
     check_status status;
@@ -29,6 +40,9 @@ typedef struct check_case {
     const char *dtype;            /* the result out.npy's format: "float16", "float32", "float64" */
     int no_steps;                 /* T = 0: the case's only result is its final state */
     check_where where;            /* outputs beyond their threshold: the first bad step (else all -1) */
+    int grad_ref;                 /* the case has reference gradients (a set exported with --grad) */
+    int grad_given;               /* how many of them the results hold (0: not graded for gradients) */
+    check_grad grad[CHECK_NGRAD];
 } check_case;
 
 /* How the cases are printed: the table (failing cases, groups, notes) or
@@ -49,6 +63,7 @@ typedef struct check_report {
  * more skipped cases than --max-skipped allows. */
 typedef struct check_tally {
     int pass, fail, skip, unjudgeable, judged, no_state, identical_groups, too_many_skips;
+    int grad_cases, no_grad; /* cases read that have reference gradients; of those, the ones given none */
 } check_tally;
 
 /* src copied into dst (size bytes), cut at the last whole UTF-8 character

@@ -26,6 +26,7 @@ typedef struct export_opts {
     double scale;         /* 0: the layout's default */
     int quiet;
     int progress;         /* a "case i of N" line on stderr (a terminal) */
+    int grad;             /* --grad: cotangents, reference gradients and their thresholds too */
 } export_opts;
 
 typedef struct set_sink set_sink;

@@ -64,6 +64,7 @@ json_t *grade_export_record(const export_opts *o)
         const int v = filter_value(o, i);
         json_object_set_new(j, filter_keys[i], v < 0 ? json_null() : json_string(filter_name(i, v)));
     }
+    if (o->grad) json_object_set_new(j, "grad", json_true()); /* absent: a set without gradients, as before */
     return j;
 }
 
@@ -76,14 +77,15 @@ void grade_export_command(const export_opts *o, char *buf, size_t size)
         const int v = filter_value(o, i);
         if (v >= 0) at += (size_t)snprintf(buf + at, size - at, " --%s %s", filter_keys[i], filter_name(i, v));
     }
-    if (o->scale && at < size) snprintf(buf + at, size - at, " --scale %.17g", o->scale);
+    if (o->scale && at < size) at += (size_t)snprintf(buf + at, size - at, " --scale %.17g", o->scale);
+    if (o->grad && at < size) snprintf(buf + at, size - at, " --grad");
 }
 
 /* The export's arguments from the record; 0, or -1 when one is missing or
  * not a value the export takes. */
 static int from_record(json_t *r, export_opts *o)
 {
-    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 1, 0};
+    *o = (export_opts){NULL, 0, -1, -1, -1, -1, -1, GRADE_FP32, GRADE_LAYOUT_FALCON, 0, 1, 0, 0};
     const char *profile = json_string_value(json_object_get(r, "profile"));
     const char *precision = json_string_value(json_object_get(r, "precision"));
     const char *layout_name = json_string_value(json_object_get(r, "layout"));
@@ -98,6 +100,9 @@ static int from_record(json_t *r, export_opts *o)
     o->layout = (grade_layout)layout;
     o->scale = json_is_null(scale) ? 0 : json_real_value(scale);
     if (json_is_real(scale) && (!(o->scale > 0) || !isfinite(o->scale) || o->layout != GRADE_LAYOUT_FLA)) return -1;
+    json_t *grad = json_object_get(r, "grad"); /* only ever true: a set without gradients has no key */
+    if (grad && (!json_is_true(grad) || o->layout != GRADE_LAYOUT_FALCON)) return -1;
+    o->grad = grad != NULL;
     for (int i = 0; i < NFILTER; i++) {
         json_t *v = json_object_get(r, filter_keys[i]);
         if (!v) return -1;

@@ -24,9 +24,10 @@ FALCON_SCRIPT_TESTS := cli usage rules stream outputs python twins readme grad
         test-grad-study
 $(FALCON_SCRIPT_TESTS:%=test-%): test-%:
 	bash verify/test_$*.sh $(BUILD)/falcon
-# The grading tests: three scripts, each on a set of its own, every one run
+# The grading tests: four scripts, each on a set of its own, every one run
 # even after a failure.
-CHECK_SCRIPTS := verify/test_check.sh verify/test_check_results.sh verify/test_check_verdicts.sh
+CHECK_SCRIPTS := verify/test_check.sh verify/test_check_results.sh verify/test_check_verdicts.sh \
+                 verify/test_check_grad.sh
 test-check:
 	@rc=0; for t in $(CHECK_SCRIPTS); do echo "== $$t"; bash $$t $(BUILD)/falcon || rc=1; done; exit $$rc
 test-plots:

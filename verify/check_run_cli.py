@@ -2,15 +2,36 @@
 """Run the falcon CLI as the implementation under test on every case of an
 exported set: for each case, `falcon run` with the case's configuration,
 its inputs and its initial state (the checkpoint), writing
-RDIR/<case>/out.npy and state.npy for `falcon check`.
+RDIR/<case>/out.npy and state.npy for `falcon check`. With --grad, on a set
+exported with --grad, also `falcon grad` with the case's cotangents
+(dO.npy, dS_T.npy): the gradients the case has a reference for
+(case.json "gradients"), RDIR/<case>/dq.npy and so on.
 
-  check_run_cli.py FALCON CASES RDIR [--backend B] [--precision fp32|fp64]
-                   [--form-of-case | --form F]
+  check_run_cli.py FALCON CASES RDIR [--backend B] [--precision fp32|fp64] [--grad]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
+
+
+def run_grad(a, c, d, out, common):
+    """falcon grad into a scratch folder, then the case's gradients moved
+    beside out.npy (falcon grad writes dprev_key and the history's
+    gradients for any checkpoint, a fresh state's too: only the ones the
+    case has a reference for are results)."""
+    scratch = out + ".grad"
+    args = [a.falcon, "grad"] + common + ["--dO", os.path.join(d, c["cotangents"]["dO"]),
+                                          "--dS", os.path.join(d, c["cotangents"]["dS_T"]), "--out", scratch]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        sys.stderr.write("%s: falcon grad failed: %s" % (c["name"], r.stderr))
+        return 1
+    for g in c["gradients"].values():
+        os.replace(os.path.join(scratch, g["result"]), os.path.join(out, g["result"]))
+    shutil.rmtree(scratch)
+    return 0
 
 
 def main(argv):
@@ -21,6 +42,7 @@ def main(argv):
     p.add_argument("results")
     p.add_argument("--backend", default="auto")
     p.add_argument("--precision", default="fp32")
+    p.add_argument("--grad", action="store_true")
     a = p.parse_args(argv)
     with open(os.path.join(a.cases, "index.json")) as f:
         index = json.load(f)
@@ -31,18 +53,21 @@ def main(argv):
             c = json.load(f)
         out = os.path.join(a.results, c["name"])
         os.makedirs(out, exist_ok=True)
-        args = [a.falcon, "run", "--variant", c["variant"], "--form", c["form"], "--align", c["align"],
-                "--phi", c["phi"], "--eps", repr(c["eps"]), "--window", str(c["window"]),
-                "--chunk", str(c["chunk"]), "--backend", a.backend, "--precision", a.precision,
-                "--threads", "1", "--checkpoint-in", os.path.join(d, c["state_in"]),
-                "--out", os.path.join(out, "out.npy"), "--state-out", os.path.join(out, "state.npy")]
+        common = ["--variant", c["variant"], "--form", c["form"], "--align", c["align"],
+                  "--phi", c["phi"], "--eps", repr(c["eps"]), "--window", str(c["window"]),
+                  "--chunk", str(c["chunk"]), "--backend", a.backend, "--precision", a.precision,
+                  "--threads", "1", "--checkpoint-in", os.path.join(d, c["state_in"])]
         for name, file in c["inputs"].items():
             if file:
-                args += ["--" + name, os.path.join(d, file)]
+                common += ["--" + name, os.path.join(d, file)]
+        args = [a.falcon, "run"] + common + ["--out", os.path.join(out, "out.npy"),
+                                             "--state-out", os.path.join(out, "state.npy")]
         r = subprocess.run(args, capture_output=True, text=True)
         if r.returncode:
             failed += 1
             sys.stderr.write("%s: falcon run failed: %s" % (c["name"], r.stderr))
+        if a.grad and "gradients" in c:
+            failed += run_grad(a, c, d, out, common)
     return 1 if failed else 0
 
 

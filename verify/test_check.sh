@@ -2,7 +2,7 @@
 # Grading outside implementations, end to end: `falcon cases export`, an
 # implementation (the falcon CLI itself, driven by verify/check_run_cli.py),
 # then `falcon check` -- its table, exit status, JSON and JUnit XML, and
-# every kind of bad input it must refuse with exit 2. Three scripts, each on
+# every kind of bad input it must refuse with exit 2. Four scripts, each on
 # a set of its own (`make test-check` runs them; helpers in verify/lib.sh):
 #   verify/test_check.sh          the export: the set, its determinism, its
 #                                 syncs, signals during it, its filters;
@@ -10,7 +10,9 @@
 #                                 results, where a case went wrong, coverage,
 #                                 skipped cases, bad input;
 #   verify/test_check_verdicts.sh verdicts that cannot be vacuous, a trusted
-#                                 set, the fla layout.
+#                                 set, the fla layout;
+#   verify/test_check_grad.sh     gradients: export --grad, the project's
+#                                 kernels passing, wrong gradient twins failing.
 #
 #   verify/test_check.sh build/falcon
 #

@@ -284,6 +284,12 @@ def load_case(case_dir):
     ns.ref_state = np.load(os.path.join(case_dir, ref["state"])) if ref.get("state") else None
     if not hasattr(ns, "scale"):
         ns.scale = 1.0
+    # A set exported with --grad: the cotangents and the reference's
+    # gradients ({"dq": array, ...}, the ones the case has); None otherwise.
+    cot, grads = meta.get("cotangents"), meta.get("gradients")
+    ns.dO = np.load(os.path.join(case_dir, cot["dO"])) if cot else None
+    ns.dS_T = np.load(os.path.join(case_dir, cot["dS_T"])) if cot else None
+    ns.ref_grads = {g: np.load(os.path.join(case_dir, e["reference"])) for g, e in grads.items()} if grads else None
     return ns
 
 
@@ -315,8 +321,13 @@ def _plain_name(name):
     return name
 
 
-def write_result(results_dir, name, out, state=None):
-    """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`. Arrays
+GRADIENTS = ("dq", "dk", "dv", "dbeta", "dalpha", "dgain", "dS0", "dprev_key", "dhist_k", "dhist_v")
+
+
+def write_result(results_dir, name, out, state=None, grads=None):
+    """Write RDIR/<name>/out.npy (and state.npy) for `falcon check`; grads,
+    for a set exported with --grad: {"dq": array, ...} written as dq.npy and
+    so on (the names of GRADIENTS; an unknown one is refused). Arrays
     (numpy, or torch tensors: bf16 and fp16 ones widened exactly to float32)
     keep their float dtype (float16, float32 or float64), little-endian;
     integers become float64; complex, bool and other arrays are refused.
@@ -336,7 +347,12 @@ def write_result(results_dir, name, out, state=None):
         a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
         _replace_file(os.path.join(d, fname), lambda f: np.save(f, a))
 
+    for g in grads or {}:
+        if g not in GRADIENTS:
+            raise ValueError("grads: %r is not one of %s" % (g, ", ".join(GRADIENTS)))
     save("out.npy", out)
+    for g, a in (grads or {}).items():
+        save(g + ".npy", a)
     if state is not None:
         save("state.npy", state)
     else:
