@@ -45,7 +45,7 @@ falcon_status RS(falcon_backward_cpu)(const falcon_config *cfg, const falcon_inp
     const int threads = falcon_threads(cfg);
     const int team = (int64_t)threads < heads ? threads : (int)heads;
     const int64_t L = cfg->form == FALCON_FORM_CHUNK ? falcon_chunk_block(cfg->chunk, cfg->window)
-                                                    : falcon_parallel_block(cfg->window);
+                                                    : falcon_parallel_backward_block(in->n, in->m, cfg->window);
     falcon_status result = FALCON_OK;
     int64_t failed = INT64_MAX; /* the first head (in order) that failed */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)

@@ -184,6 +184,10 @@ falcon_status falcon_backward_validate(const falcon_plan *plan, const falcon_inp
  * result beyond rounding; falcon_set_backward_checkpoint fixes it for
  * tests (0: the default again). */
 int64_t falcon_backward_checkpoint(void);
+/* Steps per block of the masked-parallel form's backward pass: the chunk
+ * form's automatic blocks (falcon_chunk_of(FALCON_CHUNK_AUTO, ...)), not
+ * the forward's one block of up to 4096 terms (docs/math.md 12.5). */
+int64_t falcon_parallel_backward_block(int64_t n, int64_t m, int64_t window);
 void falcon_set_backward_checkpoint(int64_t steps);
 falcon_status falcon_cuda_run(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *work, void *out);

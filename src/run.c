@@ -40,6 +40,15 @@ int64_t falcon_parallel_block(int64_t window)
     return L < 1 ? 1 : L;
 }
 
+/* The adjoint of one block of T steps goes through a transposed solve of
+ * T W terms whose rounding outgrows the gradient gate's sqrt(depth) model
+ * on long undecayed sequences; blocks of the chunk form's size do not
+ * (the figures: docs/math.md 12.5). */
+int64_t falcon_parallel_backward_block(int64_t n, int64_t m, int64_t window)
+{
+    return falcon_chunk_block(falcon_chunk_of(FALCON_CHUNK_AUTO, n, m, window), window);
+}
+
 /* The chunk form's cost per step, in FMAs, with blocks of C steps and a
  * window of W: the products with the memory ([X; Q] S^T and the
  * end-of-block write, 3 n m) do not depend on C; the block's own system

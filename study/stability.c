@@ -138,7 +138,7 @@ static void usage(FILE *f)
             "Profiles: quick: falcon1, falcon1a, falcon3 in fp32 and fp64, every decay regime, T to\n"
             "  1e6 on the most capable backend, 1e5 on the others (--tmax-others), parallel form to\n"
             "  2000; the fp32 falcon1 and falcon3 streams also run the chunk form in tf32 and bf16\n"
-            "  (operands rounded as tensor cores do) on the most capable backend;\n"
+            "  (operands rounded as tensor cores do) on the most capable backend, to --tmax-others;\n"
             "  full: every variant, T to 1e7 (parallel 20000), tf32 and bf16 as in quick;\n"
             "  huge: falcon1, falcon1a, falcon3, every decay regime, fp32 and fp64, T to 1e9: for a\n"
             "    cluster, an estimated %.0f core-hours (from the throughput measured per stream);\n"
@@ -199,11 +199,13 @@ static void build_streams(const params *P, stream *ss)
         /* One backend, the most capable (auto's choice) unless --backend names
          * one: the rounding is the framework's, the same in every backend,
          * which differ only in how they accumulate in fp32 (2^-13 of tf32's
-         * unit or less), and the gate runs every backend in these formats. */
+         * unit or less), and the gate runs every backend in these formats.
+         * As far as the other backends (--tmax-others): the depth of T goes
+         * to fp32 and fp64, whose growth the operand formats share. */
         for (int p = 0; p < 2 && s->ncurve < MAXCURVE && P->tmax >= 100; p++)
             if (gate_backend_runs(best, stab_operand_formats[p]))
                 s->c[s->ncurve++] = (curve){.backend = best, .form = FALCON_FORM_CHUNK, .prec = stab_operand_formats[p],
-                                            .tmax = P->tmax};
+                                            .tmax = P->tmax_other};
     }
 }
 

@@ -148,7 +148,8 @@ Test(flops, backward_counts_its_kernels)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int64_t W = falcon_variant_has_window(cases[i].v) ? 4 : 1;
-        const int64_t L = cases[i].f == FALCON_FORM_CHUNK ? falcon_chunk_block(cases[i].C, W) : falcon_parallel_block(W);
+        const int64_t L = cases[i].f == FALCON_FORM_CHUNK ? falcon_chunk_block(cases[i].C, W)
+                                                          : falcon_parallel_backward_block(cases[i].n, cases[i].m, W);
         const double got = backward_counted(cases[i].v, cases[i].f, cases[i].T, cases[i].n, cases[i].m, W,
                                             cases[i].C ? cases[i].C : 64, cases[i].decay);
         const double want = falcon_backward_flops(cases[i].f, falcon_variant_is_regression(cases[i].v),
