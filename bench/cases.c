@@ -118,6 +118,7 @@ static struct {
     int phases;       /* --phases: print each profiled call's phases */
     int phase_shares; /* the goals sweep: each phase's share of a call as a counter too */
     int checks_once;  /* --checks-once: the side checks in a case's first repetition only */
+    int scalar_reps;  /* --scalar-reps=N: the scalar backend's repetitions (0: the flag's) */
 } g;
 
 /* ---- where a chunk call's time goes ---- */
@@ -329,7 +330,7 @@ static int add_decay(falcon_backend b, falcon_variant v, falcon_form f, falcon_p
         g.cases = cs, g.cap = nc;
     }
     g.cases[g.count++] = c;
-    return fb_register(c->name, body, c);
+    return fb_register_reps(c->name, body, c, b == FALCON_BACKEND_SCALAR ? g.scalar_reps : 0);
 }
 
 static int add(falcon_backend b, falcon_variant v, falcon_form f, falcon_precision p, int64_t T,
@@ -619,6 +620,9 @@ void fb_usage(void)
            "  --checks-once          the side checks' untimed calls (driver_fraction, kernel_fraction,\n"
            "                         paired_over_mild, backward_over_forward) in each case's first\n"
            "                         repetition only, not in every one (the quick report's protocol)\n"
+           "  --scalar-reps=N        the scalar backend's cases with N repetitions, the others with\n"
+           "                         --benchmark_repetitions (the quick report: 1; its calls are the\n"
+           "                         longest, its figures feed no goal; one repetition has no median)\n"
            "  --phases               print, for each chunk and masked-parallel case, the phases of the\n"
            "                         calls its driver_fraction comes from (mean and median a block)\n"
            "  --out=FILE             the results as JSON in FILE, replaced only by a run that\n"
@@ -644,6 +648,15 @@ int fb_setup(int *argc, char **argv)
         else if (strcmp(a, "--no-probe") == 0) probe = 0;
         else if (strcmp(a, "--phases") == 0) g.phases = 1;
         else if (strcmp(a, "--checks-once") == 0) g.checks_once = 1;
+        else if (strncmp(a, "--scalar-reps=", 14) == 0) {
+            char *end;
+            const long r = strtol(a + 14, &end, 10);
+            if (*end || end == a + 14 || r < 1 || r > 100) {
+                fprintf(stderr, "falcon-bench: --scalar-reps wants a count in [1, 100], got '%s'\n", a + 14);
+                return 2;
+            }
+            g.scalar_reps = (int)r;
+        }
         else if (strncmp(a, "--max-gflop=", 12) == 0) {
             char *end;
             g.max_gflop = strtod(a + 12, &end);
@@ -681,7 +694,7 @@ int fb_setup(int *argc, char **argv)
                             "measurement): no peak or roofline counters in this run\n");
     }
     const fb_run_facts facts = {sweep, simde, g.ncpu, g.probe_asked, g.probe_ok ? &g.probe : NULL, cpu_backends,
-                                 ncpu_backends, g.checks_once};
+                                 ncpu_backends, g.checks_once, g.scalar_reps};
     fb_add_run_context(&facts);
     const int full = strcmp(sweep, "full") == 0, goals = strcmp(sweep, "goals") == 0;
     g.phase_shares = goals;

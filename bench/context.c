@@ -92,6 +92,7 @@ void fb_add_run_context(const fb_run_facts *r)
     ctx("falcon_threads", "%d (OpenMP max threads; %d CPUs online)", omp_get_max_threads(), r->ncpu);
     ctx("falcon_sweep", "%s%s", r->sweep, r->simde ? " +avx512-simde" : "");
     ctx("falcon_side_checks", "%s", r->checks_once ? "each case's first repetition" : "every repetition");
+    if (r->scalar_reps > 0) ctx("falcon_scalar_repetitions", "%d", r->scalar_reps);
     buf[0] = 0;
     for (int b = 0; b < r->nbackends; b++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s=%s", b ? "; " : "",

@@ -17,6 +17,7 @@ typedef struct fb_run_facts {
     const falcon_backend *backends; /* the CPU backends benchmarked */
     int nbackends;
     int checks_once;   /* --checks-once: side checks in each case's first repetition only */
+    int scalar_reps;   /* --scalar-reps: the scalar backend's repetitions (0: as the others) */
 } fb_run_facts;
 
 /* Adds the falcon_* context entries (fb_add_context) of the run. */

@@ -51,14 +51,17 @@ bool flag_true(int argc, char **argv, const char *name)
 
 }  // namespace
 
-extern "C" int fb_register(const char *name, fb_fn fn, void *user)
+extern "C" int fb_register_reps(const char *name, fb_fn fn, void *user, int repetitions)
 {
-    if (!name || !fn) return -1;
-    benchmark::RegisterBenchmark(name, [fn, user](benchmark::State &st) {
+    if (!name || !fn || repetitions < 0) return -1;
+    auto *b = benchmark::RegisterBenchmark(name, [fn, user](benchmark::State &st) {
         fn(reinterpret_cast<fb_state *>(&st), user);
     })->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (repetitions > 0) b->Repetitions(repetitions);
     return 0;
 }
+
+extern "C" int fb_register(const char *name, fb_fn fn, void *user) { return fb_register_reps(name, fn, user, 0); }
 
 extern "C" int fb_state_keep_running(fb_state *st) { return S(st).KeepRunning(); }
 

@@ -37,6 +37,8 @@ enum {
  * heads on OpenMP threads, whose work the main thread's CPU time would miss.
  * `user` must outlive the run. Returns 0, or -1 on a null argument. */
 int fb_register(const char *name, fb_fn fn, void *user);
+/* The same with its own count of repetitions (0: --benchmark_repetitions). */
+int fb_register_reps(const char *name, fb_fn fn, void *user, int repetitions);
 
 /* The timing loop: true while more iterations are wanted. The clock starts at
  * the first call, so work done before it is not timed. */

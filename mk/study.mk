@@ -89,12 +89,14 @@ plots: $(BUILD)/falcon-study
 
 # The benchmark step of the report: the default sweep. The quick profile
 # takes 3 short repetitions per case (so that its figures are medians, as
-# make bench's are, only of shorter runs) and measures the side checks once
-# a case (falcon-bench --checks-once); the full profile takes make
+# make bench's are, only of shorter runs), measures the side checks once a
+# case (falcon-bench --checks-once), and the scalar backend's cases, half
+# of the benchmark's timed calls, once (--scalar-reps=1: single samples,
+# without a median); the full profile takes make
 # bench's defaults. `falcon compare` prints each file's protocol and warns
 # when they differ. Set REPORT_BENCH= to leave the benchmark out (a
 # bench.json already in $(REPORT_DIR) is still drawn).
-REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05 BENCH_ARGS='--checks-once $(BENCH_ARGS)'
+REPORT_BENCH_quick := BENCH_REPS=3 BENCH_MIN_TIME=0.05 BENCH_ARGS='--checks-once --scalar-reps=1 $(BENCH_ARGS)'
 REPORT_BENCH_full  :=
 REPORT_BENCH ?= bench BENCH_OUT=$(REPORT_DIR)/bench.json $(REPORT_BENCH_$(PROFILE))
 # Then the peers (bench/peers.py, after the benchmark so that the report

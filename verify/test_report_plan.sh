@@ -74,9 +74,9 @@ grep -q '"tmax_other_backends": 2000' "$WORK/run/stability.json" && ok "stabilit
 # there with the quick protocol (a broken shell test once left it out and
 # the report's status said "left out"), and REPORT_BENCH= leaves it out.
 steps=$(make -s -n -C "$ROOT" report-all BUILD="$BUILD" REPORT_DIR="$WORK/r" 2>&1 || true)
-if echo "$steps" | grep -q "step bench make .*bench BENCH_OUT=$WORK/r/bench.json .*BENCH_ARGS='--checks-once" &&
+if echo "$steps" | grep -q "step bench make .*bench BENCH_OUT=$WORK/r/bench.json .*BENCH_ARGS='--checks-once --scalar-reps=1" &&
    echo "$steps" | grep -q "step peers make .*peers PEERS_OUT=$WORK/r/peers.json"
-then ok "the quick report runs the benchmark (--checks-once) and the peers"
+then ok "the quick report runs the benchmark (--checks-once --scalar-reps=1) and the peers"
 else bad steps "no benchmark or peers step in the quick report: $(echo "$steps" | grep -o 'bench[^;]*;' | head -2 | tr '\n' ' ')"; fi
 none=$(make -s -n -C "$ROOT" report-all BUILD="$BUILD" REPORT_DIR="$WORK/r" REPORT_BENCH= 2>&1 || true)
 if echo "$none" | grep -q 'echo "bench - 0"' && ! echo "$none" | grep -q "step bench"
