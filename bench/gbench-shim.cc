@@ -6,7 +6,9 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gbench-shim.h"
 
@@ -48,6 +50,32 @@ bool flag_true(int argc, char **argv, const char *name)
     for (char &c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return v == "1" || v == "t" || v == "y" || v == "true" || v == "yes" || v == "on";
 }
+
+// The file's reporter: Google Benchmark names a case given repetitions of
+// its own ".../repeats:N" (falcon-bench --scalar-reps); the file keeps the
+// name the case has in every other run, so that the report's tables,
+// `falcon compare` and the baselines find it (its "repetitions" says N).
+class SameNames : public benchmark::BenchmarkReporter
+{
+  public:
+    explicit SameNames(benchmark::BenchmarkReporter *inner) : inner_(inner) {}
+    bool ReportContext(const Context &context) override
+    {
+        inner_->SetOutputStream(&GetOutputStream());
+        inner_->SetErrorStream(&GetErrorStream());
+        return inner_->ReportContext(context);
+    }
+    void ReportRuns(const std::vector<Run> &runs) override
+    {
+        std::vector<Run> same(runs);
+        for (Run &r : same) r.run_name.repetitions.clear();
+        inner_->ReportRuns(same);
+    }
+    void Finalize() override { inner_->Finalize(); }
+
+  private:
+    std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+};
 
 }  // namespace
 
@@ -92,6 +120,8 @@ int main(int argc, char **argv)
     const std::string min_time = flag_value(argc, argv, "benchmark_min_time", "0.5");
     const bool interleaved = flag_true(argc, argv, "benchmark_enable_random_interleaving");
     if (int rc = fb_out_begin(&argc, &argv)) return rc;
+    const bool to_file = !flag_value(argc, argv, "benchmark_out", "").empty();
+    const std::string out_format = flag_value(argc, argv, "benchmark_out_format", "json");
     benchmark::Initialize(&argc, argv, help);  // takes the --benchmark_* flags
     benchmark::AddCustomContext("falcon_repetitions", reps);
     benchmark::AddCustomContext("falcon_min_time", min_time);
@@ -99,7 +129,11 @@ int main(int argc, char **argv)
     int rc = fb_setup(&argc, argv);            // takes ours, registers, probes
     if (rc >= 0) return rc;
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-    const size_t ran = benchmark::RunSpecifiedBenchmarks();
+    // --out and --benchmark_out write JSON (the default format) with the
+    // names kept; another --benchmark_out_format is the library's own.
+    SameNames file(new benchmark::JSONReporter());
+    const size_t ran = to_file && out_format == "json" ? benchmark::RunSpecifiedBenchmarks(nullptr, &file)
+                                                        : benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     fb_teardown();
     return fb_out_end(ran);

@@ -27,8 +27,9 @@
 #   tiny run of one;
 # - --checks-once: every median of a short case has the side checks'
 #   counters, and the context says when they were measured;
-# - --scalar-reps=1: the scalar backend's case runs once, the others
-#   keep their repetitions, and bench-dat reads both;
+# - --scalar-reps=1: the scalar backend's case runs once under its usual
+#   name in the file, the others keep their repetitions, and bench-dat
+#   reads both;
 # - the backward entries (backward/...): the chunk form on every CPU
 #   backend, and a tiny run of one with its time over the forward's;
 # - falcon-study bench-dat's chunk sweep names the default chunk size;
@@ -153,7 +154,7 @@ fi
 # falcon-study bench-dat still writes both cases.
 reps_re="^recurrent/falcon1/(scalar|[a-z0-9]*[0-9]+)/fp32/T:4096/n:64/m:64/heads:8/threads:1/"
 if "$BENCH" --no-probe --scalar-reps=1 --benchmark_filter="$reps_re" --benchmark_min_time=0.01 \
-     --benchmark_repetitions=3 --benchmark_format=json > reps.json 2> reps.err; then
+     --benchmark_repetitions=3 --out=reps.json > reps.out 2> reps.err; then
     sc_it=$(grep -c '"run_name": "recurrent/falcon1/scalar/.*"run_type": "iteration"' <(tr -d '\n' < reps.json | sed 's/}/}\n/g') || true)
     sc_med=$(grep -c '"name": "recurrent/falcon1/scalar/[^"]*_median"' reps.json || true)
     ot_med=$(grep -c '"name": "recurrent/falcon1/[a-z0-9]*[0-9]/[^"]*_median"' reps.json || true)
@@ -161,10 +162,11 @@ if "$BENCH" --no-probe --scalar-reps=1 --benchmark_filter="$reps_re" --benchmark
     dat_ok=0
     if [ -x "$BUILD/falcon-study" ] && "$BUILD/falcon-study" bench-dat reps.json --out repsdat > repsdat.log 2>&1 &&
        [ "$(awk '$1 == "recurrent" && $12 > 0 { n++ } END { print n + 0 }' repsdat/cases.dat)" = 2 ]; then dat_ok=1; fi
+    # the file keeps the names of every other run (the library appends /repeats:1)
     if [ "$sc_it" = 1 ] && [ "$sc_med" = 0 ] && [ "$ot_med" = 1 ] && [ $dat_ok = 1 ] &&
-       grep -q '"falcon_scalar_repetitions": "1"' reps.json
-    then ok "--scalar-reps=1: the scalar case once (no median), the other with its 3; bench-dat reads both"
-    else bad scalar-reps "scalar iterations $sc_it (want 1), scalar medians $sc_med (0), other medians $ot_med (1), bench-dat $dat_ok"; fi
+       grep -q '"falcon_scalar_repetitions": "1"' reps.json && ! grep -q 'repeats:' reps.json
+    then ok "--scalar-reps=1: the scalar case once (no median, its usual name), the other with its 3; bench-dat reads both"
+    else bad scalar-reps "scalar iterations $sc_it (want 1), scalar medians $sc_med (0), other medians $ot_med (1), bench-dat $dat_ok, $(grep -c 'repeats:' reps.json) names with repeats:"; fi
 else
     bad scalar-reps "exit status $?: $(tail -3 reps.err | tr '\n' ' ')"
 fi
