@@ -46,13 +46,17 @@ sanitize: sanitize-build
 
 # The gate (run by sanitize, with its settings). Criterion reports a leak
 # found when a test's process exits after it passed without failing the
-# test: the log is searched for every sanitizer report.
+# test: the log is searched for every sanitizer report
+# (verify/tools/sanitizer-reports.awk, which leaves out the one leak of
+# Criterion's own runner, whose stack holds no frame of ours); the
+# sanitizers' exit code 86 with no finding in the log is that leak.
 .PHONY: sanitize-gate
 sanitize-gate:
 	@echo "$(BUILD)/falcon-verify --jobs=$$(nproc) (log: $(BUILD)/gate.log)"; \
 	$(BUILD)/falcon-verify --jobs=$$(nproc) \
 	  $(if $(SANITIZE_SKIP),--filter='!($(SANITIZE_SKIP))') >$(BUILD)/gate.log 2>&1; status=$$?; \
 	grep -E '^\[====\] Synthesis' $(BUILD)/gate.log; \
-	if grep -nE 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|UndefinedBehavior)Sanitizer' \
-	     $(BUILD)/gate.log; then echo "sanitize: the gate has sanitizer reports" >&2; exit 1; fi; \
+	if ! awk -f verify/tools/sanitizer-reports.awk $(BUILD)/gate.log; then \
+	  echo "sanitize: the gate has sanitizer reports" >&2; exit 1; fi; \
+	if [ $$status = 86 ]; then echo "sanitize: Criterion's runner leaked its own (not a finding)"; status=0; fi; \
 	exit $$status
