@@ -323,12 +323,18 @@ done:
     return rc;
 }
 
+/* Every gradient array and its length in floats: one list for the
+ * allocation and the copy back. */
+#define FC_GRADS(X)                                                                       \
+    X(dq, rows * n) X(dk, rows * n) X(dv, rows * m) X(dbeta, rows) X(dalpha, rows)          \
+    X(dgain, rows * n) X(dS0, heads * m * n) X(dprev, heads * n) X(dhk, heads * keep * n)  \
+    X(dhv, heads * keep * m)
 /* A device array for a host gradient array of count floats (NULL: none). */
 #define FC_GRAD_OUT(name, count) \
-    if (hp->name) FC_CK("allocating device gradients", fc_dev_array(&al, &d.name, (const float *)0, count))
+    if (hp->name) FC_CK("allocating device gradients", fc_dev_array(&al, &d.name, (const float *)0, count));
 #define FC_GRAD_BACK(name, count) \
     if (hp->name) FC_CK("copying the gradients back", \
-                        cudaMemcpy(hp->name, d.name, sizeof(float) * (size_t)(count), cudaMemcpyDeviceToHost))
+                        cudaMemcpy(hp->name, d.name, sizeof(float) * (size_t)(count), cudaMemcpyDeviceToHost));
 
 extern "C" int fc_dev_bw_exec(fc_grad_problem *hp, char *msg, size_t len)
 {
@@ -348,16 +354,7 @@ extern "C" int fc_dev_bw_exec(fc_grad_problem *hp, char *msg, size_t len)
     FC_CK("copying the cotangents to the device", fc_dev_array(&al, &d_dS, hp->dS, heads * m * n));
     d.dO = d_dO;
     d.dS = d_dS;
-    FC_GRAD_OUT(dq, rows * n);
-    FC_GRAD_OUT(dk, rows * n);
-    FC_GRAD_OUT(dv, rows * m);
-    FC_GRAD_OUT(dbeta, rows);
-    FC_GRAD_OUT(dalpha, rows);
-    FC_GRAD_OUT(dgain, rows * n);
-    FC_GRAD_OUT(dS0, heads * m * n);
-    FC_GRAD_OUT(dprev, heads * n);
-    FC_GRAD_OUT(dhk, heads * keep * n);
-    FC_GRAD_OUT(dhv, heads * keep * m);
+    FC_GRADS(FC_GRAD_OUT)
     snprintf(what, sizeof what, "the backward's checkpoints: n = %lld, m = %lld, T = %lld, every %lld steps",
              (long long)n, (long long)m, (long long)d.f.T, (long long)d.c);
     if ((rc = fc_dev_scratch(&al, d.ws, heads, &wave, &d.f.scratch, what, msg, len))) goto done;
@@ -370,16 +367,7 @@ extern "C" int fc_dev_bw_exec(fc_grad_problem *hp, char *msg, size_t len)
         FC_CK("launching the backward kernel", cudaGetLastError());
     }
     FC_CK("running the backward kernels", cudaDeviceSynchronize());
-    FC_GRAD_BACK(dq, rows * n);
-    FC_GRAD_BACK(dk, rows * n);
-    FC_GRAD_BACK(dv, rows * m);
-    FC_GRAD_BACK(dbeta, rows);
-    FC_GRAD_BACK(dalpha, rows);
-    FC_GRAD_BACK(dgain, rows * n);
-    FC_GRAD_BACK(dS0, heads * m * n);
-    FC_GRAD_BACK(dprev, heads * n);
-    FC_GRAD_BACK(dhk, heads * keep * n);
-    FC_GRAD_BACK(dhv, heads * keep * m);
+    FC_GRADS(FC_GRAD_BACK)
 
 done:
     fc_dev_free_all(&al);
