@@ -120,14 +120,20 @@ static falcon_status run_backward(const falcon_plan *plan, const falcon_inputs *
     return s;
 }
 
+falcon_status falcon_backward_plan(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *state,
+                                   const void *dO, const double *dS_T, const falcon_grads *grads, falcon_plan *plan)
+{
+    falcon_status s = falcon_plan_make(cfg, in, plan);
+    if (s || (s = falcon_validate_plan(plan, in, state, 0))) return s;
+    return falcon_backward_validate(plan, in, dO, dS_T, grads);
+}
+
 falcon_status falcon_backward(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *state,
                               const void *dO, const double *dS_T, const falcon_grads *grads)
 {
     falcon_plan plan;
-    falcon_status s = falcon_plan_make(cfg, in, &plan);
-    if (s || (s = falcon_validate_plan(&plan, in, state, 0)) ||
-        (s = falcon_backward_validate(&plan, in, dO, dS_T, grads)))
-        return s;
+    falcon_status s = falcon_backward_plan(cfg, in, state, dO, dS_T, grads, &plan);
+    if (s) return s;
     if (!plan.available)
         return falcon_fail_in("config.backend", "backend-unavailable", FALCON_E_UNAVAILABLE,
                               "backend %s is not available here: %s", plan.backend_name,

@@ -179,6 +179,11 @@ int falcon_mpfr_available(void);
  * the gradient buffers, after falcon_validate_plan. */
 falcon_status falcon_backward_validate(const falcon_plan *plan, const falcon_inputs *in, const void *dO,
                                        const double *dS_T, const falcon_grads *grads);
+/* backward.c: falcon_backward's whole validation (the plan, falcon_run's
+ * rules, the cotangents and the gradient buffers), nothing written; the
+ * plan in *plan. */
+falcon_status falcon_backward_plan(const falcon_config *cfg, const falcon_inputs *in, const falcon_state *state,
+                                   const void *dO, const double *dS_T, const falcon_grads *grads, falcon_plan *plan);
 /* backward.c: the recurrent backward's checkpoint spacing in steps
  * (docs/math.md 12.2; 0: about sqrt(T), the default). It changes no
  * result beyond rounding; falcon_set_backward_checkpoint fixes it for

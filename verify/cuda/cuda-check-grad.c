@@ -51,10 +51,8 @@ static falcon_status emu_backward(const falcon_config *cfg, const falcon_inputs 
                                   const void *dO, const double *dS_T, const falcon_grads *grads)
 {
     falcon_plan plan;
-    falcon_status s = falcon_plan_make(cfg, in, &plan);
-    if (s || (s = falcon_validate_plan(&plan, in, state, 0)) ||
-        (s = falcon_backward_validate(&plan, in, dO, dS_T, grads)))
-        return s;
+    falcon_status s = falcon_backward_plan(cfg, in, state, dO, dS_T, grads, &plan);
+    if (s) return s;
     falcon_state *fresh = NULL;
     if (!state && (s = falcon_state_create(in->B * in->H, in->n, in->m, cfg->window, &fresh))) return s;
     const falcon_state_view view = falcon_state_get_view(state ? state : fresh);
