@@ -189,8 +189,10 @@ static int backward_error(const grad_ctx *c)
 
 static int run_backward(grad_ctx *c)
 {
-    const falcon_inputs in = {c->B, c->T, c->H, c->n, c->m, c->in[G_Q].data, c->in[G_K].data, c->in[G_V].data,
-                              c->in[G_BETA].data, c->in[G_ALPHA].data, c->in[G_GAIN].data};
+    const falcon_inputs in = {.B = c->B, .T = c->T, .H = c->H, .n = c->n, .m = c->m,
+                              .q = c->in[G_Q].data, .k = c->in[G_K].data,
+                              .v = c->in[G_V].data,
+                              .beta = c->in[G_BETA].data, .alpha = c->in[G_ALPHA].data, .gain = c->in[G_GAIN].data};
     const falcon_grads g = {c->d[D_Q].data, c->d[D_K].data, c->d[D_V].data, c->d[D_BETA].data,
                             c->d[D_ALPHA].data, c->d[D_GAIN].data, c->d[D_S0].data, c->d[D_PREV].data,
                             c->d[D_HK].data, c->d[D_HV].data};

@@ -202,8 +202,9 @@ static falcon_inputs make_inputs(const run_ctx *c, int64_t len)
     static const char present = 0;
     const void *p[NUM_INPUTS];
     for (int i = 0; i < NUM_INPUTS; i++) p[i] = !c->paths[i] ? NULL : c->buf[i] ? c->buf[i] : &present;
-    const falcon_inputs in = {c->d.B, len, c->d.H, c->d.n, c->d.m,
-                              p[IN_Q], p[IN_K], p[IN_V], p[IN_BETA], p[IN_ALPHA], p[IN_GAIN]};
+    const falcon_inputs in = {.B = c->d.B, .T = len, .H = c->d.H, .n = c->d.n, .m = c->d.m,
+                              .q = p[IN_Q], .k = p[IN_K], .v = p[IN_V],
+                              .beta = p[IN_BETA], .alpha = p[IN_ALPHA], .gain = p[IN_GAIN]};
     return in;
 }
 

@@ -162,8 +162,9 @@ static inline void fuzz_decode_call(fuzz_bytes *b, fuzz_call *c)
     c->valid = valid_sizes(B, T, H, n, m);
     c->rows = c->valid ? B * T * H : 0;
     fuzz_decode_tensors(b, c, n, m);
-    const falcon_inputs in = {B, T, H, n, m, c->t.q, c->t.k, c->t.v, c->t.beta, has_alpha ? c->t.alpha : NULL,
-                              has_gain ? c->t.gain : NULL};
+    const falcon_inputs in = {.B = B, .T = T, .H = H, .n = n, .m = m, .q = c->t.q, .k = c->t.k,
+                              .v = c->t.v, .beta = c->t.beta, .alpha = has_alpha ? c->t.alpha : NULL,
+                              .gain = has_gain ? c->t.gain : NULL};
     c->in = in;
 }
 

@@ -67,8 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(!paths[i] || (paths[i] >= text && paths[i] <= text + size), "path %zu points elsewhere", i);
         const falcon_config cfg = cli_config(&a);
         static const float dummy[1];
-        const falcon_inputs in = {1, 0, 1, 4, 3, dummy, dummy, dummy, dummy, a.alpha ? dummy : NULL,
-                                  a.gain ? dummy : NULL};
+        const falcon_inputs in = {.B = 1, .T = 0, .H = 1, .n = 4, .m = 3, .q = dummy, .k = dummy,
+                                  .v = dummy, .beta = dummy, .alpha = a.alpha ? dummy : NULL,
+                                  .gain = a.gain ? dummy : NULL};
         const falcon_status s = falcon_validate(&cfg, &in, NULL);
         FUZZ_CHECK(s == FALCON_OK || *falcon_last_error(), "a failure without a message");
     }

@@ -90,9 +90,10 @@ static falcon_inputs layout(const gate_case *c, char *p, size_t es)
     const int64_t rows = c->B * c->T * c->H, n = c->n, m = c->m;
     char *q = p, *k = q + es * rows * n, *g = k + es * rows * n, *v = g + es * rows * n;
     char *beta = v + es * rows * m, *alpha = beta + es * rows;
-    return (falcon_inputs){c->B, c->T, c->H, n, m, q, k, v, beta,
-                           c->decay == GATE_DECAY_NONE ? NULL : alpha,
-                           falcon_variant_has_gain(c->variant) ? g : NULL};
+    return (falcon_inputs){.B = c->B, .T = c->T, .H = c->H, .n = n, .m = m, .q = q, .k = k,
+                           .v = v, .beta = beta,
+                           .alpha = c->decay == GATE_DECAY_NONE ? NULL : alpha,
+                           .gain = falcon_variant_has_gain(c->variant) ? g : NULL};
 }
 
 int gate_data_make(const gate_case *c, falcon_precision prec, gate_data *d)

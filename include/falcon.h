@@ -123,20 +123,48 @@ typedef struct falcon_config {
  * window 1, chunk FALCON_CHUNK_AUTO, 256 bits, threads 0. */
 void falcon_config_default(falcon_config *cfg);
 
+/* Which query/key head value head h reads when H value heads share
+ * H_qk = qk_heads query/key heads (G = H / H_qk value heads each). */
+typedef enum falcon_head_map {
+    FALCON_HEADS_INTERLEAVED = 0, /* h / G: each q/k head repeated G times in a row
+                                     (torch repeat_interleave; fla, FlashInfer) */
+    FALCON_HEADS_TILED            /* h % H_qk: the q/k heads tiled G times (torch repeat) */
+} falcon_head_map;
+
 /*
  * Inputs for B x H independent sequences in the [B][T][H][D] layout of the
  * PyTorch linear-attention libraries; one sequence is B = H = 1 ([T][D]).
  * The element type is double for FALCON_FP64 and float for the others.
+ * The fields after gain are zero for a plain batch (a designated or
+ * positional initializer that stops at gain gives one).
+ *
+ * Packed variable-length batch (fla's cu_seqlens): B = 1 and seqs >= 1
+ * offsets after 0 = cu_seqlens[0] <= ... <= cu_seqlens[seqs] = T; sequence
+ * i is steps [cu_seqlens[i], cu_seqlens[i + 1]) of the packed tensors (a
+ * length may be 0) and owns state heads i * H .. i * H + H - 1, so nothing
+ * flows from one sequence into the next. Its results equal those of
+ * running each sequence alone, bit for bit, in every backend and form.
+ *
+ * Grouped heads: q and k hold qk_heads heads ([B][T][qk_heads][n]) that
+ * the H value heads share through head_map; v, beta, alpha, gain, the
+ * outputs and the state are per value head. The results equal those of
+ * the plain call with q and k repeated to H heads, bit for bit; their
+ * gradients are summed over the value heads that share them (in double,
+ * in head order, rounded once).
  */
 typedef struct falcon_inputs {
     int64_t B, T, H; /* T >= 0, B, H >= 1 */
     int64_t n, m;    /* key/query width, value width */
-    const void *q;     /* [B][T][H][n] */
-    const void *k;     /* [B][T][H][n] */
+    const void *q;     /* [B][T][H_qk][n], H_qk = qk_heads (H when 0) */
+    const void *k;     /* [B][T][H_qk][n] */
     const void *v;     /* [B][T][H][m] */
     const void *beta;  /* [B][T][H] */
     const void *alpha; /* [B][T][H], or NULL for no decay */
     const void *gain;  /* [B][T][H][n]; required by Falcon-2/2A, NULL otherwise */
+    const int64_t *cu_seqlens; /* [seqs + 1], or NULL: B sequences of T steps */
+    int64_t seqs;              /* sequences packed, with cu_seqlens; 0 without */
+    int64_t qk_heads;          /* H_qk, dividing H; 0: H (one q/k head per value head) */
+    falcon_head_map head_map;  /* with qk_heads < H */
 } falcon_inputs;
 
 /* One sequence: B = H = 1. */
@@ -145,8 +173,12 @@ falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m,
                                      const void *beta, const void *alpha,
                                      const void *gain);
 
+/* The state heads a call's inputs carry: seqs x H for a packed batch,
+ * B x H otherwise (-1 for NULL). */
+int64_t falcon_inputs_state_heads(const falcon_inputs *in);
+
 /*
- * The carried state of `heads` = B*H sequences: memory S [heads][m][n], the
+ * The carried state of `heads` = B*H sequences (seqs*H packed): memory S [heads][m][n], the
  * previous raw key (prefix alignment) and the last W-1 raw examples (window
  * variants). Stored in double whatever the run precision (an fp32 value is
  * exact in double). A fresh state has S = 0, no previous key, no history.
@@ -303,7 +335,8 @@ const char *falcon_last_error(void);
  * the next failure in this thread; numbers are -1 when not known.
  *
  * input: what the failure concerns: a tensor of falcon_inputs (q, k, v,
- * beta, alpha, gain; "inputs" for the struct), a size (T, B, H, n, m, t0,
+ * beta, alpha, gain, cu_seqlens; "inputs" for the struct), a size (T, B,
+ * H, n, m, t0, seqs, qk_heads, head_map,
  * "B x H", "B x T x H x max(n, m)"; heads, window for a state), a config
  * field (config.variant ... config.threads; "config" for the struct), out,
  * a state array (S, prev_key, hist_k, hist_v; "state" for the state), a
@@ -315,7 +348,9 @@ const char *falcon_last_error(void);
  * beta-range (regression), beta-ip-range (inner product), alpha-range,
  * gain-range, null, gain-required, gain-unexpected. Sizes: T-range,
  * heads-range, n-range, m-range, too-many-heads, too-many-elements,
- * t0-range. Config: unknown-enum, format-form, format-backend, eps-range,
+ * t0-range. Layouts: cu-seqlens-batch (B != 1), cu-seqlens-range (seqs,
+ * or an offset out of order; index: the offset), qk-heads-range (input
+ * qk_heads), unknown-enum (input head_map). Config: unknown-enum, format-form, format-backend, eps-range,
  * window-range, window-falcon1, chunk-range, mpfr-bits, threads-range.
  * State: state-shape, state-window, state-fit (a value beyond the run's
  * precision; dS_T too), state-finite. Gradients: grad-required (a buffer

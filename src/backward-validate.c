@@ -32,7 +32,7 @@ static falcon_status check_dO(const falcon_plan *plan, const falcon_inputs *in, 
 static falcon_status check_dS_T(const falcon_plan *plan, const falcon_inputs *in, const double *dS_T)
 {
     if (!dS_T) return FALCON_OK;
-    const int64_t per = in->m * in->n, count = in->B * in->H * per;
+    const int64_t per = in->m * in->n, count = falcon_inputs_state_heads(in) * per;
     const int64_t bad = falcon_first_unfit(dS_T, count, 0x7ff0000000000000ull, 0);
     if (bad >= 0)
         return falcon_blame_at(falcon_fail(FALCON_E_NONFINITE, "dS_T[%lld] = %g: cotangents must be finite",

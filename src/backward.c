@@ -139,6 +139,8 @@ falcon_status falcon_backward(const falcon_config *cfg, const falcon_inputs *in,
                               "backend %s is not available here: %s", plan.backend_name,
                               falcon_backend_describe(plan.backend));
     if ((s = check_route(&plan))) return s;
+    /* Packed sequences and grouped heads: plain calls (src/layout.c). */
+    if (!falcon_inputs_plain(in)) return falcon_backward_layout(&plan, in, state, dO, dS_T, grads);
     if (in->T == 0) {
         no_steps(in, plan.cfg.window, dS_T, grads);
         return FALCON_OK;

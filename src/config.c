@@ -27,8 +27,15 @@ falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m, const void
                                      const void *v, const void *beta, const void *alpha,
                                      const void *gain)
 {
-    falcon_inputs in = {1, T, 1, n, m, q, k, v, beta, alpha, gain};
+    falcon_inputs in = {.B = 1, .T = T, .H = 1, .n = n, .m = m, .q = q, .k = k, .v = v,
+                        .beta = beta, .alpha = alpha, .gain = gain};
     return in;
+}
+
+int64_t falcon_inputs_state_heads(const falcon_inputs *in)
+{
+    if (!in) return -1;
+    return in->cu_seqlens ? in->seqs * in->H : in->B * in->H;
 }
 
 static const char *const variant_names[] = {"falcon1", "falcon2", "falcon3",

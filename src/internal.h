@@ -108,6 +108,22 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 falcon_status falcon_state_clone(const falcon_state *src, int copy_memory, falcon_state **out);
 /* Move the contents of src into dst (same sizes) and free src. */
 void falcon_state_take(falcon_state *dst, falcon_state *src);
+/* Heads [h0, h0 + part->heads) of whole copied into part, or back from
+ * it (the same n, m and window). */
+void falcon_state_heads_get(const falcon_state *whole, int64_t h0, falcon_state *part);
+void falcon_state_heads_put(falcon_state *whole, int64_t h0, const falcon_state *part);
+
+/* Packed batches and grouped heads (src/layout.c). plain: neither; the
+ * q/k head value head h reads; falcon_run_from's and falcon_backward's
+ * calls of such inputs, validated and their backend available, lowered to
+ * plain calls of the library. */
+int falcon_inputs_plain(const falcon_inputs *in);
+int64_t falcon_qk_heads(const falcon_inputs *in);
+int64_t falcon_qk_head_of(const falcon_inputs *in, int64_t h);
+falcon_status falcon_run_layout(const falcon_config *cfg, const falcon_inputs *in, falcon_state *state, void *out,
+                                int64_t t0);
+falcon_status falcon_backward_layout(const falcon_plan *plan, const falcon_inputs *in, const falcon_state *state,
+                                     const void *dO, const double *dS_T, const falcon_grads *grads);
 
 
 /* npy-write.c: write buffers to a new file and fsync it (inside a transaction's

@@ -126,6 +126,8 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
     /* No steps: nothing to compute and the state stays as it is. (The
      * tensors and out may be NULL then: no backend may offset them.) */
     if (in->T == 0) return FALCON_OK;
+    /* Packed sequences and grouped heads: plain calls (src/layout.c). */
+    if (!falcon_inputs_plain(in)) return falcon_run_layout(&plan.cfg0, in, state, out, t0);
 
     /* The backend's row: a whole-call function, or the micro-kernels and
      * drivers of a CPU backend for the run's precision. */

@@ -177,3 +177,30 @@ void falcon_state_advance(falcon_state *st, const falcon_config *cfg, const falc
 #undef KEY_AT
 #undef VAL_AT
 }
+
+/* Heads [h0, h0 + part->heads) of whole, copied into part or back (same
+ * n, m, window): a packed batch runs each sequence on its heads alone
+ * (src/layout.c). */
+static void copy_heads(falcon_state *dst, int64_t dh, const falcon_state *src, int64_t sh, int64_t count)
+{
+    const int64_t mn = src->m * src->n, n = src->n, m = src->m, keep = src->keep;
+    memcpy(dst->S + dh * mn, src->S + sh * mn, sizeof(double) * (size_t)(count * mn));
+    memcpy(dst->prev_key + dh * n, src->prev_key + sh * n, sizeof(double) * (size_t)(count * n));
+    memcpy(dst->has_prev + dh, src->has_prev + sh, (size_t)count);
+    memcpy(dst->hist_k + dh * keep * n, src->hist_k + sh * keep * n, sizeof(double) * (size_t)(count * keep * n));
+    memcpy(dst->hist_v + dh * keep * m, src->hist_v + sh * keep * m, sizeof(double) * (size_t)(count * keep * m));
+    memcpy(dst->hist_len + dh, src->hist_len + sh, sizeof(int64_t) * (size_t)count);
+    memcpy(dst->scale + dh, src->scale + sh, sizeof(double) * (size_t)count);
+}
+
+void falcon_state_heads_get(const falcon_state *whole, int64_t h0, falcon_state *part)
+{
+    copy_heads(part, 0, whole, h0, part->heads);
+    part->memory_f32 = whole->memory_f32;
+}
+
+void falcon_state_heads_put(falcon_state *whole, int64_t h0, const falcon_state *part)
+{
+    copy_heads(whole, h0, part, 0, part->heads);
+    whole->memory_f32 = whole->memory_f32 && part->memory_f32;
+}

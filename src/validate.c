@@ -39,10 +39,10 @@ static const char *rule_id(rule r, double x)
 }
 
 /* A failure at element i of row (b, t, h) of tensor `name`: its fields. */
-static falcon_status blame_element(falcon_status s, const falcon_inputs *in, const char *name, rule r, double x,
-                                   int64_t flat, int64_t b, int64_t t, int64_t h)
+static falcon_status blame_element(falcon_status s, int64_t H, const char *name, rule r, double x, int64_t flat,
+                                   int64_t b, int64_t t, int64_t h)
 {
-    return falcon_blame_at(s, name, rule_id(r, x), flat, t, b * in->H + h);
+    return falcon_blame_at(s, name, rule_id(r, x), flat, t, b * H + h);
 }
 
 /* 1 when every element lies in [lo, hi] (lo itself excluded when lo_open),
@@ -66,13 +66,15 @@ static int all_in_range(const void *p, falcon_precision prec, int64_t count, dou
     return prec != FALCON_FP64 ? in_range_f32(p, count, lo, lo_open, hi) : in_range_f64(p, count, lo, lo_open, hi64);
 }
 
-/* Check every element of one [B][T][H][width] tensor against a rule. */
+/* Check every element of one [B][T][heads][width] tensor against a rule
+ * (heads: H, or the q/k heads of grouped inputs). */
 static falcon_status check_tensor(const falcon_plan *plan, const falcon_inputs *in, int64_t t0,
                                   const char *name, const void *p, int64_t width, rule r)
 {
     char at[96];
     const falcon_config *cfg = &plan->cfg;
-    const int64_t rows = in->B * in->T * in->H;
+    const int qk = !strcmp(name, "q") || !strcmp(name, "k");
+    const int64_t H = qk ? falcon_qk_heads(in) : in->H, rows = in->B * in->T * H;
     const int threads = plan->cfg.threads;
     if (r == RULE_FINITE && falcon_all_finite_fast(p, cfg->precision, rows * width, threads))
         return FALCON_OK;
@@ -91,9 +93,9 @@ static falcon_status check_tensor(const falcon_plan *plan, const falcon_inputs *
                                            (r == RULE_GAIN && x >= 0));
             if (ok) continue;
             /* Only a failure pays for naming the index. */
-            const int64_t h = row % in->H, t = t0 + (row / in->H) % in->T, b = row / (in->H * in->T);
+            const int64_t h = row % H, t = t0 + (row / H) % in->T, b = row / (H * in->T);
             const char *w = where(in, b, t, h, width > 1 ? i : -1, at, sizeof at);
-#define BLAME(f) blame_element((f), in, name, r, x, row * width + i, b, t, h)
+#define BLAME(f) blame_element((f), H, name, r, x, row * width + i, b, t, h)
             if (!isfinite(x))
                 return BLAME(falcon_fail(FALCON_E_NONFINITE, "%s%s = %g: inputs must be finite", name, w, x));
             if (r == RULE_OPERAND && !(fabs(x) <= omax))
@@ -192,6 +194,50 @@ static falcon_status check_config_values(const falcon_plan *plan)
     return FALCON_OK;
 }
 
+/* cu_seqlens: B = 1 and seqs + 1 offsets from 0 to T that never decrease. */
+static falcon_status check_packed(const falcon_inputs *in)
+{
+    if (!in->cu_seqlens) {
+        if (in->seqs == 0) return FALCON_OK;
+        return falcon_fail_in("seqs", "cu-seqlens-range", FALCON_E_ARGUMENT,
+                              "seqs = %lld without cu_seqlens: a packed batch gives both", (long long)in->seqs);
+    }
+    if (in->B != 1)
+        return falcon_fail_in("cu_seqlens", "cu-seqlens-batch", FALCON_E_SHAPE,
+                              "cu_seqlens with B = %lld: a packed batch has B = 1, its sequences are "
+                              "cu_seqlens' segments of the T steps", (long long)in->B);
+    if (in->seqs < 1 || in->seqs > (1 << 24) / in->H)
+        return falcon_fail_in("seqs", "cu-seqlens-range", FALCON_E_SHAPE,
+                              "seqs = %lld: must be >= 1, and seqs x H (H = %lld) at most 2^24 heads",
+                              (long long)in->seqs, (long long)in->H);
+    const int64_t *cu = in->cu_seqlens;
+    for (int64_t i = 0; i <= in->seqs; i++) {
+        const char *why = i == 0 && cu[0] != 0                ? "the first offset must be 0"
+                          : cu[i] < 0 || cu[i] > in->T         ? "an offset must lie in [0, T]"
+                          : i > 0 && cu[i] < cu[i - 1]         ? "offsets must not decrease"
+                          : i == in->seqs && cu[i] != in->T    ? "the last offset must be T"
+                                                               : NULL;
+        if (why)
+            return falcon_blame_at(falcon_fail(FALCON_E_SHAPE, "cu_seqlens[%lld] = %lld (T = %lld): %s",
+                                               (long long)i, (long long)cu[i], (long long)in->T, why),
+                                   "cu_seqlens", "cu-seqlens-range", i, -1, -1);
+    }
+    return FALCON_OK;
+}
+
+/* Grouped heads: qk_heads divides H, head_map known. */
+static falcon_status check_grouped(const falcon_inputs *in)
+{
+    if (in->qk_heads < 0 || in->qk_heads > in->H || (in->qk_heads > 0 && in->H % in->qk_heads))
+        return falcon_fail_in("qk_heads", "qk-heads-range", FALCON_E_SHAPE,
+                              "qk_heads = %lld: must divide H = %lld (0: H)", (long long)in->qk_heads,
+                              (long long)in->H);
+    if ((unsigned)in->head_map > FALCON_HEADS_TILED)
+        return falcon_fail_in("head_map", "unknown-enum", FALCON_E_ARGUMENT, "head_map = %d: unknown head mapping",
+                              (int)in->head_map);
+    return FALCON_OK;
+}
+
 static falcon_status check_shapes(const falcon_plan *plan, const falcon_inputs *in)
 {
     const falcon_config *cfg = &plan->cfg;
@@ -217,6 +263,8 @@ static falcon_status check_shapes(const falcon_plan *plan, const falcon_inputs *
     if (elems > 4e18)
         return falcon_fail_in("B x T x H x max(n, m)", "too-many-elements",
                               FALCON_E_SHAPE, "B x T x H x max(n, m) = %g elements: too large (at most 4e18)", elems);
+    falcon_status s;
+    if ((s = check_packed(in)) || (s = check_grouped(in))) return s;
     if (in->T > 0 && (!in->q || !in->k || !in->v || !in->beta))
         return falcon_fail_in(!in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta", "null",
                               FALCON_E_ARGUMENT, "%s is NULL", !in->q ? "q" : !in->k ? "k" : !in->v ? "v" : "beta");
@@ -318,11 +366,13 @@ static falcon_status check_state(const falcon_plan *plan, const falcon_inputs *i
 {
     const falcon_config *cfg = &plan->cfg;
     if (!st) return FALCON_OK;
-    if (st->heads != in->B * in->H || st->n != in->n || st->m != in->m)
+    if (st->heads != falcon_inputs_state_heads(in) || st->n != in->n || st->m != in->m)
         return falcon_fail_in("state", "state-shape", FALCON_E_SHAPE,
-                              "state is [%lld heads][m=%lld][n=%lld] but the inputs have %lld x %lld heads, m = %lld, n = %lld",
-                              (long long)st->heads, (long long)st->m, (long long)st->n, (long long)in->B,
-                              (long long)in->H, (long long)in->m, (long long)in->n);
+                              "state is [%lld heads][m=%lld][n=%lld] but the inputs have %lld x %lld heads, m = %lld, "
+                              "n = %lld",
+                              (long long)st->heads, (long long)st->m, (long long)st->n,
+                              (long long)(in->cu_seqlens ? in->seqs : in->B), (long long)in->H, (long long)in->m,
+                              (long long)in->n);
     if (st->window != cfg->window)
         return falcon_fail_in("state", "state-window",
                               FALCON_E_SHAPE, "state was created for window %lld, the run uses window %lld",

@@ -101,7 +101,8 @@ static void bw_make(const bcase *c, bdata *d, falcon_backend be)
     d->gain = falcon_variant_has_gain(c->v) ? bw_fill(&s, rows * c->n, 0.5, 1.5, 0) : NULL;
     d->dO = bw_fill(&s, rows * c->m, 0, 1, 1);
     d->dS = bw_fill(&s, heads * c->m * c->n, 0, 1, 1);
-    d->in = (falcon_inputs){c->B, c->T, c->H, c->n, c->m, d->q, d->k, d->v, d->beta, d->alpha, d->gain};
+    d->in = (falcon_inputs){.B = c->B, .T = c->T, .H = c->H, .n = c->n, .m = c->m, .q = d->q, .k = d->k,
+                            .v = d->v, .beta = d->beta, .alpha = d->alpha, .gain = d->gain};
     /* the first segment: its own values, from a random memory */
     const int64_t rows1 = c->B * T1 * c->H;
     double *q1 = bw_fill(&s, rows1 * c->n, 0.1, 1, 1), *k1 = bw_fill(&s, rows1 * c->n, 0.1 * c->key_scale, c->key_scale, 1);
@@ -112,7 +113,8 @@ static void bw_make(const bcase *c, bdata *d, falcon_backend be)
     cr_assert(o1);
     cr_assert(falcon_state_create(heads, c->n, c->m, c->W, &d->st) == FALCON_OK);
     cr_assert(falcon_state_set_memory(d->st, S0) == FALCON_OK);
-    const falcon_inputs in1 = {c->B, T1, c->H, c->n, c->m, q1, k1, v1, b1, a1, g1};
+    const falcon_inputs in1 = {.B = c->B, .T = T1, .H = c->H, .n = c->n, .m = c->m, .q = q1, .k = k1,
+                               .v = v1, .beta = b1, .alpha = a1, .gain = g1};
     cr_assert(falcon_run(&d->cfg, &in1, d->st, o1) == FALCON_OK, "%s", falcon_last_error());
     free(q1), free(k1), free(v1), free(b1), free(a1), free(g1), free(o1), free(S0);
 }
@@ -501,7 +503,8 @@ Test(backward, validation)
     falcon_config cfg;
     falcon_config_default(&cfg);
     cfg.precision = FALCON_FP64, cfg.variant = FALCON_3, cfg.window = 3, cfg.backend = FALCON_BACKEND_SCALAR;
-    falcon_inputs in = {1, 3, 2, 4, 3, q, k, v, beta, alpha, NULL};
+    falcon_inputs in = {.B = 1, .T = 3, .H = 2, .n = 4, .m = 3, .q = q, .k = k,
+                        .v = v, .beta = beta, .alpha = alpha, .gain = NULL};
     bbufs b;
     falcon_grads g = bw_sentinel(&b);
     dO[7] = NAN;
@@ -513,7 +516,8 @@ Test(backward, validation)
     for (int i = 0; i < 24; i++) qf[i] = (float)q[i], kf[i] = (float)k[i];
     for (int i = 0; i < 18; i++) vf[i] = (float)v[i], dOf[i] = (float)dO[i];
     for (int i = 0; i < 6; i++) bf[i] = (float)beta[i], af[i] = (float)alpha[i];
-    const falcon_inputs in32 = {1, 3, 2, 4, 3, qf, kf, vf, bf, af, NULL};
+    const falcon_inputs in32 = {.B = 1, .T = 3, .H = 2, .n = 4, .m = 3, .q = qf, .k = kf,
+                                .v = vf, .beta = bf, .alpha = af, .gain = NULL};
     bw_refused(&cfg, &in32, NULL, dOf, dS, &g, &b, FALCON_E_RANGE, "dS_T", "state-fit");
     dS[5] = 0.05, cfg.precision = FALCON_FP64;
     bw_refused(&cfg, &in, NULL, dO, dS, NULL, &b, FALCON_E_ARGUMENT, "grads", "null");
@@ -555,7 +559,8 @@ Test(backward, no_steps)
     falcon_config cfg;
     falcon_config_default(&cfg);
     cfg.precision = FALCON_FP64, cfg.variant = FALCON_3, cfg.window = 3;
-    const falcon_inputs in = {1, 0, 2, 4, 3, NULL, NULL, NULL, NULL, NULL, NULL};
+    const falcon_inputs in = {.B = 1, .T = 0, .H = 2, .n = 4, .m = 3, .q = NULL, .k = NULL,
+                              .v = NULL, .beta = NULL, .alpha = NULL, .gain = NULL};
     bbufs b;
     falcon_grads g = bw_sentinel(&b);
     g.dalpha = g.dgain = NULL;

@@ -148,7 +148,8 @@ static falcon_status reference(const gate_case *c, const gate_data *d, const dou
             if (in->alpha) memcpy(alpha + hs, (const double *)in->alpha + row, sizeof(double) * (size_t)H);
             if (in->gain) memcpy(g + hs * n, (const double *)in->gain + row * n, dn);
         }
-        falcon_inputs in1 = {B, 1, H, n, m, q, k, v, beta, in->alpha ? alpha : NULL, in->gain ? g : NULL};
+        falcon_inputs in1 = {.B = B, .T = 1, .H = H, .n = n, .m = m, .q = q, .k = k,
+                             .v = v, .beta = beta, .alpha = in->alpha ? alpha : NULL, .gain = in->gain ? g : NULL};
         if ((s = falcon_run(&cfg, &in1, st, o))) break;
         const double *S = falcon_state_get_view(st).S;
         for (int64_t hh = 0; hh < heads; hh++) {

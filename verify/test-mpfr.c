@@ -130,7 +130,8 @@ static double kappa_by_steps(const gate_case *c, const gate_data *d)
             beta[hh] = ((const double *)in->beta)[row];
             if (in->alpha) alpha[hh] = ((const double *)in->alpha)[row];
         }
-        falcon_inputs in1 = {B, 1, H, n, m, q, k, v, beta, in->alpha ? alpha : NULL, in->gain ? g : NULL};
+        falcon_inputs in1 = {.B = B, .T = 1, .H = H, .n = n, .m = m, .q = q, .k = k,
+                             .v = v, .beta = beta, .alpha = in->alpha ? alpha : NULL, .gain = in->gain ? g : NULL};
         cr_assert_eq(falcon_run(&cfg, &in1, st, o), FALCON_OK, "%s", falcon_last_error());
         const double *S = falcon_state_get_view(st).S;
         for (int64_t hh = 0; hh < heads; hh++) {

@@ -117,7 +117,8 @@ Test(phase_clock, a_chunk_call_fills_it_with_phases_inside_the_call)
     cfg.precision = FALCON_FP32;
     cfg.chunk = C;
     cfg.threads = 1;
-    falcon_inputs in = {1, T, H, N, N, q, k, v, b, a, NULL};
+    falcon_inputs in = {.B = 1, .T = T, .H = H, .n = N, .m = N, .q = q, .k = k,
+                        .v = v, .beta = b, .alpha = a, .gain = NULL};
     falcon_phase_summary sm;
     falcon_phase_clock_begin();
     const unsigned long long t0 = falcon_phase_clock_now();

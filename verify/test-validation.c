@@ -288,7 +288,8 @@ Test(validation, batched_index_names_b_t_h)
     falcon_config c;
     falcon_config_default(&c);
     c.precision = FALCON_FP64;
-    falcon_inputs in = {2, 3, 2, NN, MM, q, q, v, beta, NULL, NULL};
+    falcon_inputs in = {.B = 2, .T = 3, .H = 2, .n = NN, .m = MM, .q = q, .k = q,
+                        .v = v, .beta = beta, .alpha = NULL, .gain = NULL};
     cr_expect_eq(falcon_run(&c, &in, NULL, out), FALCON_E_RANGE);
     cr_expect(strstr(falcon_last_error(), "beta[b=1,t=2,h=1]") != NULL, "%s", falcon_last_error());
     for (int i = 0; i < 2 * 3 * 2 * MM; i++) cr_expect_eq(out[i], 12345.0);
@@ -306,7 +307,8 @@ Test(validation, error_info_names_input_rule_index_step_head)
     falcon_config c;
     falcon_config_default(&c);
     c.precision = FALCON_FP64;
-    falcon_inputs in = {2, 3, 2, NN, MM, q, q, v, beta, NULL, NULL};
+    falcon_inputs in = {.B = 2, .T = 3, .H = 2, .n = NN, .m = MM, .q = q, .k = q,
+                        .v = v, .beta = beta, .alpha = NULL, .gain = NULL};
     cr_assert_eq(falcon_run_from(&c, &in, NULL, out, 10), FALCON_E_RANGE);
     const falcon_error_info *e = falcon_last_error_info();
     cr_expect_eq(e->status, FALCON_E_RANGE);
@@ -388,8 +390,9 @@ Test(validation, a_failed_call_leaves_a_carried_state_as_it_was)
                 for (int i = 0; i < T * H * MM; i++) vf[i] = (float)vd[i];
                 for (int i = 0; i < T * H; i++) bf[i] = (float)bd[i];
                 const int f64 = p == FALCON_FP64;
-                const falcon_inputs in = {1, T, H, NN, MM, f64 ? (void *)qd : qf, f64 ? (void *)qd : qf,
-                                          f64 ? (void *)vd : vf, f64 ? (void *)bd : bf, NULL, NULL};
+                const falcon_inputs in = {.B = 1, .T = T, .H = H, .n = NN, .m = MM,
+                                          .q = f64 ? (void *)qd : qf, .k = f64 ? (void *)qd : qf,
+                                          .v = f64 ? (void *)vd : vf, .beta = f64 ? (void *)bd : bf, .alpha = NULL, .gain = NULL};
                 double S0[H * NN * MM];
                 memcpy(S0, falcon_state_get_view(st).S, sizeof S0);
                 const falcon_status s = falcon_run(&c, &in, st, f64 ? (void *)out : outf);

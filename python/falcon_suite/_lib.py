@@ -73,6 +73,10 @@ class Inputs(ctypes.Structure):
         ("beta", c_void_p),
         ("alpha", c_void_p),
         ("gain", c_void_p),
+        ("cu_seqlens", ctypes.POINTER(c_int64)),
+        ("seqs", c_int64),
+        ("qk_heads", c_int64),
+        ("head_map", c_int),
     ]
 
 

@@ -153,7 +153,8 @@ static falcon_status run_case(const cc_case *k, const gate_data *d, const falcon
         const int64_t t0 = cuts[sg], t1 = cuts[sg + 1], Ts = t1 - t0, n = c->n, m = c->m;
         float *p[6] = {slice(in->q, c, n, t0, t1), slice(in->k, c, n, t0, t1), slice(in->v, c, m, t0, t1),
                        slice(in->beta, c, 1, t0, t1), slice(in->alpha, c, 1, t0, t1), slice(in->gain, c, n, t0, t1)};
-        falcon_inputs seg = {c->B, Ts, c->H, n, m, p[0], p[1], p[2], p[3], p[4], p[5]};
+        falcon_inputs seg = {.B = c->B, .T = Ts, .H = c->H, .n = n, .m = m, .q = p[0], .k = p[1],
+                             .v = p[2], .beta = p[3], .alpha = p[4], .gain = p[5]};
         const int64_t cnt = c->B * Ts * c->H * m;
         float *o = malloc(sizeof(float) * (size_t)(cnt + 1));
         for (int64_t i = 0; o && i < cnt; i++) o[i] = NAN; /* every output must be written */
