@@ -442,10 +442,10 @@ class MemoryIgnored(Falcon):
 
 
 @twin("state-wrong-batch", "a carried state with several batch rows", "the initial state of batch row b + 1 mod B",
-      lambda c: carried_any(c) and c.B > 1)
+      lambda c: carried_any(c) and (c.B > 1 or packed(c)))
 class StateWrongBatch(Falcon):
     def carried(self, st, b, h):
-        return super().carried(st, (b + 1) % self.case.B, h)
+        return super().carried(st, (b + 1) % len(self.sequences()), h)
 
 
 @twin("state-wrong-head", "a carried state with several heads", "the initial state of head h + 1 mod H",
@@ -498,6 +498,46 @@ class BatchSwappedOut(Falcon):
 class StateWrongHeadOut(Falcon):
     def layout(self, out, state):
         return super().layout(out, np.roll(state, 1, axis=1))
+
+
+# ---- packed batches and grouped heads ----
+def packed(c):
+    return getattr(c, "cu_seqlens", None) is not None and c.T > 0
+
+
+def grouped(mapping):
+    return lambda c: getattr(c, "qk_heads", c.H) < c.H and c.head_map == mapping and c.T > 0
+
+
+PACKED_LAYOUTS = ("falcon", "fla")  # ggml_gated_delta_net has neither
+
+
+@twin("packed-state-leaks", "a packed batch (cu_seqlens)",
+      "each packed sequence starts from the state the sequence before it ended with", packed, PACKED_LAYOUTS)
+class PackedStateLeaks(Falcon):
+    def start(self, st, s, h, ended):
+        if not packed(self.case) or h not in ended:
+            return super().start(st, s, h, ended)
+        hd = ended[h]
+        return hd.S, hd.prev, list(hd.window)
+
+
+@twin("packed-start-off-by-one", "a packed batch (cu_seqlens)",
+      "each packed sequence starts one step late (cu_seqlens read as the last step before it)", packed,
+      PACKED_LAYOUTS)
+class PackedStartOffByOne(Falcon):
+    def sequences(self):
+        if not packed(self.case):
+            return super().sequences()
+        return [(b, min(t0 + 1, t1), t1, s) for b, t0, t1, s in super().sequences()]
+
+
+@twin("interleaved-read-as-tiled", "grouped heads, interleaved",
+      "value head h reads q/k head h % H_qk where the mapping is h // G", grouped("interleaved"), PACKED_LAYOUTS)
+class InterleavedReadAsTiled(Falcon):
+    def qk_head(self, h):
+        hq = getattr(self.case, "qk_heads", self.case.H)
+        return h % hq
 
 
 # ---- chunk boundaries and long sequences ----
@@ -605,8 +645,13 @@ class T0ZeroState(Falcon):
         return super().layout(out, np.zeros_like(state) if self.case.T == 0 else state)
 
 
-@twin("t1-read-before-write", "a single step (T = 1)", "with T = 1 the read comes before the write",
-      lambda c: c.T == 1)
+def single_step(c):
+    """T = 1, or a packed sequence of one step (a call of one step)."""
+    cu = getattr(c, "cu_seqlens", None)
+    return c.T == 1 or (cu is not None and bool(np.any(np.diff(cu) == 1)))
+
+
+@twin("t1-read-before-write", "a single step (T = 1)", "with T = 1 the read comes before the write", single_step)
 class T1ReadBeforeWrite(Falcon):
     def step(self, hd, t):
         if hd.T != 1:

@@ -165,8 +165,32 @@ class Falcon:
 
     # ---- a whole case ----
     def features(self, c):
-        """phi of the queries and keys [B,T,H,n]."""
+        """phi of the queries and keys [B,T,H_qk,n]."""
         return self.phi(c.q), self.phi(c.k)
+
+    def sequences(self):
+        """(b, t0, t1, s): the steps [t0, t1) of batch row b, run from state
+        row s. A packed case (cu_seqlens, B = 1) has one per sequence, each
+        with its own state row: nothing flows from one into the next."""
+        c = self.case
+        cu = getattr(c, "cu_seqlens", None)
+        if cu is None:
+            return [(b, 0, c.T, b) for b in range(c.B)]
+        return [(0, int(cu[i]), int(cu[i + 1]), i) for i in range(len(cu) - 1)]
+
+    def qk_head(self, h):
+        """The query/key head value head h reads: grouped heads share them,
+        interleaved (h // G, each repeated G times) or tiled (h % H_qk)."""
+        c = self.case
+        hq = getattr(c, "qk_heads", c.H)
+        if hq == c.H:
+            return h
+        return h % hq if c.head_map == "tiled" else h // (c.H // hq)
+
+    def start(self, st, s, h, ended):
+        """The initial (S, prev, hist) of head h of state row s; ended: the
+        heads' final hd of the sequence before, in a packed case."""
+        return self.carried(st, s, h)
 
     def run(self):
         """Every head of the case. Returns (out, state) in the case's layout."""
@@ -177,20 +201,23 @@ class Falcon:
         alpha = decays(c)
         alpha = None if alpha is None else alpha.astype(dt)
         gain = c.gain.astype(dt) if c.variant in GAINS else None
-        B, T, H, n = c.q.shape
-        m = v.shape[-1]
-        out = np.empty((B, T, H, m), dtype=dt)
-        states = []
-        for b in range(B):
+        B, T, H, m = v.shape
+        n = c.q.shape[-1]
+        out = np.zeros((B, T, H, m), dtype=dt)
+        states, ended = [], {}
+        seqs = self.sequences()
+        for b, t0, t1, s in seqs:
             for h in range(H):
-                S, prev, hist = self.carried(c.state_in, b, h)
-                hd = SimpleNamespace(fq=fq[b, :, h], fk=fk[b, :, h], v=v[b, :, h], beta=beta[b, :, h],
-                                     alpha=None if alpha is None else alpha[b, :, h],
-                                     gain=None if gain is None else gain[b, :, h], T=T,
+                S, prev, hist = self.start(c.state_in, s, h, ended)
+                g, span = self.qk_head(h), slice(t0, t1)
+                hd = SimpleNamespace(fq=fq[b, span, g], fk=fk[b, span, g], v=v[b, span, h], beta=beta[b, span, h],
+                                     alpha=None if alpha is None else alpha[b, span, h],
+                                     gain=None if gain is None else gain[b, span, h], T=t1 - t0,
                                      S=self.keep(S, None, -1), prev=prev, window=deque(hist, maxlen=self.W))
-                out[b, :, h] = self.run_head(hd)
+                out[b, span, h] = self.run_head(hd)
                 states.append(hd.S)
-        return self.layout(out, np.stack(states).reshape(B, H, m, n))
+                ended[h] = hd
+        return self.layout(out, np.stack(states).reshape(len(seqs), H, m, n))
 
     def layout(self, out, state):
         """The library's state [B,H,m,n] in the case's layout: fla keeps S^T
@@ -247,7 +274,8 @@ def half_unfit(case):
     big = max(float(np.max(np.abs(a))) if a is not None and a.size else 0.0 for a in arrays)
     if big > HALF_MAX / 4:  # the margin: a step forms sums of a few such values
         return "a value of %.3g: half's largest finite number is 65504" % big
-    x = Falcon(case, np.float64).phi(case.k)  # the features, and the write directions z = g * x
+    f = Falcon(case, np.float64)
+    x = f.phi(case.k)[:, :, [f.qk_head(h) for h in range(case.H)]]  # the features per value head, and z = g * x
     z = x if case.variant not in GAINS or case.gain is None else case.gain.astype(np.float64) * x
     xz = np.sum(x * z, axis=-1)
     xz = xz[xz > 0]  # a zero direction writes nothing (Falcon.learn)

@@ -400,7 +400,7 @@ static void locate(const double *x, const double *r, json_t *want, double u, dou
     int64_t dim[4];
     for (size_t i = 0; i < 4; i++) dim[i] = json_integer_value(json_array_get(want, i));
     if (!(err <= thr) && json_array_size(want) == 4 && check_where_first_bad(x, r, dim, u, thr, w) && dim[1] > 0)
-        *w = (check_where){dim[1] - 1, 0, 0}; /* summed in another order, the whole array is over: the last step */
+        *w = (check_where){.step = dim[1] - 1, .batch = 0, .head = 0, .seq = -1, .seq_step = -1}; /* summed in another order, the whole array is over: the last step */
 }
 
 /* The error of the result `file` (out.npy or state.npy in rdir) against the
@@ -551,11 +551,22 @@ static int required_grads(const char *name, const char *rdir, const char *set, c
     return 0;
 }
 
+/* A packed case's first bad step as its sequence and the step there
+ * (cu: case.json's offsets, [seqs + 1]). */
+static void locate_sequence(json_t *cu, check_where *w)
+{
+    const size_t count = json_array_size(cu);
+    for (size_t i = 0; w->step >= 0 && i + 1 < count; i++) {
+        const int64_t t0 = json_integer_value(json_array_get(cu, i)), t1 = json_integer_value(json_array_get(cu, i + 1));
+        if (w->step >= t0 && w->step < t1) w->seq = (int64_t)i, w->seq_step = w->step - t0;
+    }
+}
+
 static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, check_case *out)
 {
     const char *name = get_str(row, "name"), *dirname = get_str(row, "dir");
     memset(out, 0, sizeof *out);
-    out->where = (check_where){-1, -1, -1};
+    out->where = (check_where){.step = -1, .batch = -1, .head = -1, .seq = -1, .seq_step = -1};
     check_copy_text(out->name, sizeof out->name, name);
     check_copy_text(out->variant, sizeof out->variant, get_str(row, "variant"));
     check_copy_text(out->form, sizeof out->form, get_str(row, "form"));
@@ -596,6 +607,7 @@ static int judge_case(const check_opts *o, json_t *row, json_t *skip, double u, 
         rc = cli_error("%s: '%s': no thresholds or expected shapes", name, path);
     } else {
         rc = judge_results(name, rdir, cdir, expected, u, o->require_state, out);
+        if (!rc) locate_sequence(json_object_get(c, "cu_seqlens"), &out->where);
         if (!rc) rc = check_grads(name, rdir, cdir, c, u, out);
         if (!rc && o->require_grad) rc = required_grads(name, rdir, o->cases, out);
         for (int t = 0; !rc && t < CHECK_NGRAD; t++) { /* a gradient beyond its threshold fails the case */

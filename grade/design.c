@@ -181,6 +181,46 @@ static export_case row_case(const int *r, uint64_t seed)
     return e;
 }
 
+void grade_packed_lengths(int seqs, int64_t T, int64_t *len)
+{
+    static const int64_t pattern[GRADE_MAX_SEQS - 1] = {0, 1, 9, 0, 3};
+    int64_t used = 0;
+    for (int i = 0; i + 1 < seqs; i++) used += len[i] = pattern[i];
+    len[seqs - 1] = T - used;
+}
+
+/* Packed batches and grouped heads (docs/math.md section 13), every
+ * variant from a carried state, so that a state leaking from one sequence
+ * into the next or a head reading another's queries changes the result:
+ * packed, six sequences of 0 to 16 steps (T = 29, the longest not a
+ * multiple of the chunk); grouped, 2 q/k heads for 4 value heads in both
+ * mappings; and both at once for two variants. */
+enum { LAYOUT_COUNT = 6 + 6 + 2 };
+static int layout_families(export_case *e, uint64_t seed)
+{
+    int n = 0;
+    for (int v = FALCON_1; v <= FALCON_3A; v++) {
+        const int W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1;
+        e[n++] = (export_case){.c = {(falcon_variant)v, (falcon_align)(v % 2), FALCON_PHI_IDENTITY, GATE_DECAY_RANDOM,
+                                     1, 29, 2, 5, 4, W, 8, 1e-6, 1.0, seed++},
+                               .carried = 1, .seqs = GRADE_MAX_SEQS};
+    }
+    for (int v = FALCON_1; v <= FALCON_3A; v++) {
+        const int W = falcon_variant_has_window((falcon_variant)v) ? 3 : 1;
+        e[n++] = (export_case){.c = {(falcon_variant)v, (falcon_align)(v / 3), FALCON_PHI_ELU1, GATE_DECAY_RANDOM,
+                                     2, 11, 4, 5, 4, W, 8, 1e-6, 1.0, seed++},
+                               .carried = 1, .qk_heads = 2, .head_map = (falcon_head_map)(v % 2)};
+    }
+    for (int i = 0; i < 2; i++) {
+        const falcon_variant v = i ? FALCON_3A : FALCON_1;
+        e[n++] = (export_case){.c = {v, FALCON_ALIGN_PREFIX, FALCON_PHI_IDENTITY, GATE_DECAY_RANDOM, 1, 29, 4, 5, 4,
+                                     i ? 3 : 1, 8, 1e-6, 1.0, seed++},
+                               .carried = 1, .seqs = GRADE_MAX_SEQS, .qk_heads = 2,
+                               .head_map = (falcon_head_map)i};
+    }
+    return n;
+}
+
 /* The families a covering array of pairs does not reach. */
 static int families(export_case *e, uint64_t seed)
 {
@@ -257,11 +297,12 @@ int grade_design_cases(int profile, export_case **out)
     gate_case *table = NULL;
     const int ntable = profile ? gate_cases(1, &table) : 0;
     if (ntable < 0) return -1;
-    export_case *e = calloc((size_t)(MAX_ROWS + FAMILY_COUNT + ntable + 12 + 6 * GATE_DECAY_COUNT), sizeof *e);
+    export_case *e = calloc((size_t)(MAX_ROWS + FAMILY_COUNT + LAYOUT_COUNT + ntable + 12 + 6 * GATE_DECAY_COUNT), sizeof *e);
     int n = -1;
     if (e) {
         n = quick_cases(e);
         if (profile) n += full_cases(e + n, table, ntable);
+        n += layout_families(e + n, 320000u); /* last: the earlier cases keep their numbers */
     }
     free(table);
     *out = e;

@@ -17,7 +17,17 @@ typedef struct export_case {
     int subnormal;   /* some steps' keys and queries are subnormal (l2norm makes them count) */
     int memory_log2; /* the carried memory is scaled by 2^memory_log2 (0: as warmed up) */
     int unit_beta;   /* every beta is exactly 1 */
+    /* Layouts (docs/math.md section 13); 0 for a plain batch: */
+    int seqs;        /* a packed batch (B = 1) of seqs sequences, lengths grade_packed_lengths */
+    int qk_heads;    /* grouped heads: q and k hold qk_heads of the H heads */
+    falcon_head_map head_map;
 } export_case;
+
+/* The lengths of a packed case's seqs sequences (at most GRADE_MAX_SEQS),
+ * given its T: 0, 1, 9, 0, 3 and the rest of T (much longer than the
+ * others), cut to seqs; their sum is T. */
+#define GRADE_MAX_SEQS 6
+void grade_packed_lengths(int seqs, int64_t T, int64_t *len);
 
 /* The cases of a profile: 0 quick (a covering array plus feature
  * families), 1 full (quick's cases, the gate's whole table, long cases

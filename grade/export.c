@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "grade.h"
 #include "set.h"
+#include "export-layout.h"
 #include "gate.h"
 #include "design.h"
 #include "export-grad.h"
@@ -87,6 +88,12 @@ static void describe_stress(const export_case *e, char *buf, size_t size)
                        "key and query entries exactly 0");
     ADD(e->subnormal, "subnormal keys and queries, which l2norm scales to unit length");
     ADD(e->memory_log2, "a large carried memory that the regression steps project away");
+    ADD(e->seqs, "a packed batch (cu_seqlens): sequences of 0, 1, 9, 0, 3 and 16 steps, each on its own state "
+                 "(nothing may flow from one into the next)");
+    ADD(e->qk_heads && e->head_map == FALCON_HEADS_INTERLEAVED,
+        "grouped heads: value head h reads q/k head h / (H / qk_heads) (interleaved)");
+    ADD(e->qk_heads && e->head_map == FALCON_HEADS_TILED, "grouped heads: value head h reads q/k head h % qk_heads "
+                                                          "(tiled)");
     ADD(c->phi == FALCON_PHI_ELU1 && !e->carried && c->align == FALCON_ALIGN_PREFIX,
         "a fresh prefix state: step 1 has no example (elu1 of a zero key would be 1)");
 #undef ADD
@@ -101,6 +108,7 @@ typedef struct case_data {
     double eps;         /* as the reference used it */
     int has_grad;       /* --grad: grad holds the cotangents and the reference's gradients */
     grad_export grad;
+    case_layout lay;    /* a packed case's offsets, which d's inputs point to */
 } case_data;
 
 static void case_data_free(case_data *k)
@@ -138,13 +146,14 @@ static falcon_status carried_state(const export_case *e, grade_unit u, falcon_st
 {
     const gate_case *c = &e->c;
     gate_case w = *c;
+    w.B = layout_state_heads(e) / c->H; /* a packed case's sequences warm up as batch rows */
     w.T = 7;
     w.seed = c->seed + 77777;
     w.decay = GATE_DECAY_RANDOM; /* the case's own regime may not fit the inputs' format in fp64 (extreme) */
     gate_data d;
     if (gate_data_make(&w, FALCON_FP64, &d)) return FALCON_E_NOMEM;
     falcon_status s = u == GRADE_FP64 ? FALCON_OK : round_inputs(&d, &w, u) ? FALCON_E_RANGE : FALCON_OK;
-    const int64_t heads = c->B * c->H, size = heads * c->m * c->n;
+    const int64_t heads = layout_state_heads(e), size = heads * c->m * c->n;
     double *S = malloc(sizeof(double) * (size_t)(size + 1) + sizeof(double) * (size_t)(w.T * heads * c->m));
     if (!s && !S) s = FALCON_E_NOMEM;
     if (!s) s = falcon_state_create(heads, c->n, c->m, c->window, out);
@@ -221,13 +230,16 @@ static int case_data_make(const export_case *e, grade_unit u, int grad, case_dat
     if (u != GRADE_FP64 && u != GRADE_FP32 &&
         (round_inputs(&k->d, &e->c, u) || grade_round(k->eps, u, &k->eps) || k->eps <= 0))
         return 1;
+    layout_apply(e, &k->d, &k->lay);
     falcon_status s = e->carried ? carried_state(e, u, &k->init)
-                                 : falcon_state_create(e->c.B * e->c.H, e->c.n, e->c.m, e->c.window, &k->init);
+                                 : falcon_state_create(layout_state_heads(e), e->c.n, e->c.m, e->c.window, &k->init);
     if (s == FALCON_E_RANGE) return 1;
     if (s) return -1;
     gate_case c = e->c;
     c.eps = k->eps; /* already in the inputs' format */
-    if (gate_reference_from(&c, &k->d, k->init, &k->ref)) return -1;
+    if (layout_is_plain(e) ? gate_reference_from(&c, &k->d, k->init, &k->ref)
+                           : layout_reference(e, &c, &k->d, k->init, &k->ref))
+        return -1;
     if (grad && grad_export_make(&c, e->carried, &k->d, k->init, u, &k->grad)) return -1;
     k->has_grad = grad;
     return 0;
@@ -263,11 +275,12 @@ static int scaled_fit(const double *x, int64_t count, double c, grade_unit u)
     return 1;
 }
 
-static double form_value_scale(const gate_case *c, const case_data *k, falcon_form form, grade_unit u)
+static double form_value_scale(const export_case *e, const case_data *k, falcon_form form, grade_unit u)
 {
+    const gate_case *c = &e->c;
     const double s = ldexp(1.0, (int)form);
     const falcon_state_view st = falcon_state_get_view(k->init);
-    const int64_t rows = c->B * c->T * c->H, heads = c->B * c->H;
+    const int64_t rows = c->B * c->T * c->H, heads = layout_state_heads(e);
     const int ok = scaled_fit(k->d.in64.v, rows * c->m, s, u) && scaled_fit(st.S, heads * c->m * c->n, s, u) &&
                    scaled_fit(st.hist_v, heads * st.keep * c->m, s, u) &&
                    scaled_fit(k->ref.out, rows * c->m, s, GRADE_FP64) &&
@@ -328,6 +341,7 @@ static json_t *inputs_json(const falcon_inputs *in)
     json_object_set_new(inputs, "beta", json_string("beta.npy"));
     json_object_set_new(inputs, "alpha", in->alpha ? json_string("alpha.npy") : json_null());
     json_object_set_new(inputs, "gain", in->gain ? json_string("gain.npy") : json_null());
+    if (in->cu_seqlens) json_object_set_new(inputs, "cu_seqlens", json_string("cu_seqlens.npy"));
     return inputs;
 }
 
@@ -337,25 +351,29 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
 {
     const gate_case *c = &e->c;
     /* The profile's letter first: a name means one case in every set. */
-    snprintf(name, name_size, "%c%04d-%s-%s-%s-%s-%s%s", o->profile ? 'f' : 'q', index,
+    snprintf(name, name_size, "%c%04d-%s-%s-%s-%s-%s%s%s%s", o->profile ? 'f' : 'q', index,
              falcon_variant_name(c->variant), falcon_align_name(c->align), falcon_phi_name(c->phi),
-             gate_decay_name(c->decay), falcon_form_name(form), e->carried ? "-carried" : "");
+             gate_decay_name(c->decay), falcon_form_name(form), e->carried ? "-carried" : "",
+             e->seqs ? "-packed" : "", !e->qk_heads ? "" : e->head_map ? "-grouped-tiled" : "-grouped-interleaved");
     const char *dir = name; /* inside the set */
     char path[4200];
     if (sink_dir(sink, dir)) return 2;
     const falcon_dtype dt = o->precision == GRADE_FP64 ? FALCON_DTYPE_F64 : FALCON_DTYPE_F32;
-    const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, heads = B * H;
-    const int64_t sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m}, sh_1[3] = {B, T, H};
-    const int64_t sh_S[4] = {B, H, o->layout == GRADE_LAYOUT_FLA ? n : m, o->layout == GRADE_LAYOUT_FLA ? m : n};
+    const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, heads = layout_state_heads(e);
+    const int64_t sh_qk[4] = {B, T, layout_qk_heads(e), n}, sh_n[4] = {B, T, H, n}, sh_m[4] = {B, T, H, m},
+                  sh_1[3] = {B, T, H};
+    const int64_t sh_S[4] = {heads / H, H, o->layout == GRADE_LAYOUT_FLA ? n : m,
+                             o->layout == GRADE_LAYOUT_FLA ? m : n};
     const falcon_inputs *in = &k->d.in64;
-    const double vs = form_value_scale(c, k, form, o->precision);
+    const double vs = form_value_scale(e, k, form, o->precision);
     double *buf = malloc(sizeof(double) * (size_t)(2 * heads * m * n + B * T * H * m + 1));
     int rc = buf ? 0 : cli_error("out of memory");
     falcon_state *init = NULL;
     if (!rc && gate_state_scaled(k->init, vs, &init)) rc = cli_error("%s", falcon_last_error());
     if (!rc) {
         for (int64_t i = 0; i < B * T * H * m; i++) buf[i] = vs * ((const double *)in->v)[i];
-        rc = write_npy(sink, dir, "q.npy", dt, 4, sh_n, in->q) || write_npy(sink, dir, "k.npy", dt, 4, sh_n, in->k) ||
+        rc = write_npy(sink, dir, "q.npy", dt, 4, sh_qk, in->q) || write_npy(sink, dir, "k.npy", dt, 4, sh_qk, in->k) ||
+             (in->cu_seqlens && layout_write_offsets(sink, dir, in)) ||
              write_npy(sink, dir, "v.npy", dt, 4, sh_m, buf) || write_npy(sink, dir, "beta.npy", dt, 3, sh_1, in->beta) ||
              (in->alpha && write_npy(sink, dir, "alpha.npy", dt, 3, sh_1, in->alpha)) ||
              (in->gain && write_npy(sink, dir, "gain.npy", dt, 4, sh_n, in->gain))
@@ -384,7 +402,8 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     if (rc) return rc;
 
     const falcon_precision fp = o->precision == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
-    const double thr_S = gate_threshold(c, form, fp), thr_O = gate_threshold_out(c, form, fp, k->ref.read_cond);
+    const gate_case tc = layout_threshold_case(e); /* a packed case's: its longest sequence's */
+    const double thr_S = gate_threshold(&tc, form, fp), thr_O = gate_threshold_out(&tc, form, fp, k->ref.read_cond);
     char stress[512];
     describe_stress(e, stress, sizeof stress);
     json_t *j = json_object();
@@ -405,6 +424,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     json_object_set_new(j, "seed", json_integer((json_int_t)c->seed));
     json_object_set_new(j, "decay", json_string(gate_decay_name(c->decay)));
     json_object_set_new(j, "carried_state", json_boolean(e->carried));
+    layout_json(e, j);
     json_object_set_new(j, "stresses", json_string(stress));
     json_object_set_new(j, "layout", json_string(grade_layout_name(o->layout)));
     json_object_set_new(j, "scale", json_real(scale));
@@ -619,6 +639,10 @@ int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *
             break;
         }
         if (!keep(&cases[i], o)) continue;
+        /* ggml_gated_delta_net has neither packed sequences nor a head
+         * mapping to state; the gradients of these layouts are not
+         * exported yet (docs/cases.md, "Packed batches and grouped heads") */
+        if (!layout_is_plain(&cases[i]) && (o->layout == GRADE_LAYOUT_GGML || o->grad)) continue;
         if (o->layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
         case_data k;
         const int made = case_data_make(&cases[i], o->precision, o->grad, &k);

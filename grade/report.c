@@ -200,6 +200,10 @@ static const char *dtype_hint(const check_case *c, const check_report *r)
 static void where_text(char *b, size_t n, const check_case *c)
 {
     if (c->status != CHECK_FAIL) snprintf(b, n, "%s", "");
+    else if (c->where.seq >= 0)
+        snprintf(b, n, "first bad step t = %lld (packed sequence %lld, its step %lld; head %lld)",
+                 (long long)c->where.step, (long long)c->where.seq, (long long)c->where.seq_step,
+                 (long long)c->where.head);
     else if (c->where.step >= 0)
         snprintf(b, n, "first bad step t = %lld (batch %lld, head %lld)", (long long)c->where.step,
                  (long long)c->where.batch, (long long)c->where.head);
@@ -370,7 +374,10 @@ static void print_line(FILE *f, const check_case *c, const check_report *r)
     }
     fprintf(f, "%s", c->status == CHECK_FAIL ? "FAIL" : "OK");
     if (!c->no_steps) fprintf(f, " out %.3g u / %.3g u", c->out_u, c->thr_out_u);
-    if (c->where.step >= 0)
+    if (c->where.seq >= 0)
+        fprintf(f, " at t = %lld (packed sequence %lld, its step %lld), head %lld", (long long)c->where.step,
+                (long long)c->where.seq, (long long)c->where.seq_step, (long long)c->where.head);
+    else if (c->where.step >= 0)
         fprintf(f, " at t = %lld, batch %lld, head %lld", (long long)c->where.step, (long long)c->where.batch,
                 (long long)c->where.head);
     if (isnan(c->state_u)) fprintf(f, ", state not given");

@@ -41,7 +41,7 @@ static double step_error(const double *x, const double *r, const int64_t dim[4],
 int check_where_first_bad(const double *x, const double *r, const int64_t dim[4], double u, double thr,
                           check_where *w)
 {
-    w->step = w->batch = w->head = -1;
+    w->step = w->batch = w->head = w->seq = w->seq_step = -1;
     const int64_t count = dim[0] * dim[1] * dim[2] * dim[3];
     if (count <= 0) return -1;
     const double s = scale_of(x, r, count);

@@ -9,6 +9,7 @@
  * each when there is none. */
 typedef struct check_where {
     int64_t step, batch, head;
+    int64_t seq, seq_step; /* a packed case's: the sequence of step, and its step there; else -1 */
 } check_where;
 
 /* x (the result) and r (the reference), both of shape dim = [B,T,H,m] (the

@@ -173,20 +173,22 @@ def twin_run(fbin, work, layout, cdir, cases, cls):
 
 
 # ---- the twins' self-test, on synthetic cases ----
-def synthetic(layout, variant, phi, align, T, B=2, H=2, seed=0):
+def synthetic(layout, variant, phi, align, T, B=2, H=2, seed=0, cu=None, qk_heads=None, head_map="interleaved"):
     """A case namespace as falcon_suite.load_case gives, made up here, that has
     every feature a twin keys on: several batch rows and heads, a carried
     state (memory, a previous key on some heads only, a full window
     history, a non-zero stored key where has_prev is false), decay, gains,
     a beta = 0 step and betas above 1, exact zeros and tiny rows (1e-160,
     whose x.x underflows) in the keys and queries, a head whose values are
-    subnormal, a read scale outside the falcon layout."""
+    subnormal, a read scale outside the falcon layout. cu: packed offsets
+    (B = 1, a state row per sequence); qk_heads: grouped q/k heads."""
     regression, has_window = numpy_falcon.SUPPORTED[variant]
     rng = np.random.default_rng(seed)
     n = 4
     m = n if layout == "ggml" else 3
     W = 3 if has_window else 1
-    q, k = rng.standard_normal((2, B, T, H, n))
+    hq = qk_heads or H
+    q, k = rng.standard_normal((2, B, T, hq, n))
     if T > 2:
         q[0, 1, 0, :2] = k[0, 1, 0, :2] = 0.0
         q[-1, 2, -1] *= 1e-160
@@ -195,13 +197,14 @@ def synthetic(layout, variant, phi, align, T, B=2, H=2, seed=0):
     beta = rng.uniform(0, 2 if regression else 1, (B, T, H))
     if T:
         beta[0, min(3, T - 1), 0] = 0.0
-    heads = B * H
+    rows = B if cu is None else len(cu) - 1
+    heads = rows * H
     st = {"S": rng.standard_normal((heads, m, n)), "prev_key": rng.standard_normal((heads, n)),
           "has_prev": np.arange(heads) % 2 == 0, "hist_k": rng.standard_normal((heads, W - 1, n)),
           "hist_v": rng.standard_normal((heads, W - 1, m)), "hist_len": np.full(heads, W - 1)}
     if H > 1:  # the last head's values and memory subnormal
         v[:, :, -1] *= 1e-310
-        for b in range(B):
+        for b in range(rows):
             st["S"][b * H + H - 1] *= 1e-310
             st["hist_v"][b * H + H - 1] *= 1e-310
     return SimpleNamespace(
@@ -209,7 +212,8 @@ def synthetic(layout, variant, phi, align, T, B=2, H=2, seed=0):
         phi=phi, eps=1e-6, window=W, B=B, T=T, H=H, n=n, m=m, layout=layout, decay="random",
         scale=1.0 if layout == "falcon" else 1.0 / np.sqrt(n), q=q, k=k, v=v, beta=beta,
         alpha=rng.uniform(0.5, 1.0, (B, T, H)), g=None,
-        gain=rng.uniform(0, 2, (B, T, H, n)) if variant in numpy_falcon.GAINS else None, state_in=st)
+        gain=rng.uniform(0, 2, (B, T, H, n)) if variant in numpy_falcon.GAINS else None, state_in=st,
+        cu_seqlens=None if cu is None else np.asarray(cu, dtype=np.int64), qk_heads=hq, head_map=head_map)
 
 
 def synthetic_set(layout):
@@ -220,6 +224,12 @@ def synthetic_set(layout):
               synthetic(layout, "falcon1", "identity", "prefix", 1001, B=1, H=1, seed=2),
               synthetic(layout, "falcon1", "identity", "same", 1, seed=3),
               synthetic(layout, "falcon1", "identity", "prefix", 0, seed=4)]
+    if layout != "ggml":  # packed batches and grouped heads (ggml's op has neither)
+        cu = [0, 0, 1, 10, 10, 13, 29]
+        cases += [synthetic(layout, "falcon3", "identity", "prefix", 29, B=1, H=2, seed=5, cu=cu),
+                  synthetic(layout, "falcon1a", "elu1", "same", 11, H=4, seed=6, qk_heads=2),
+                  synthetic(layout, "falcon2", "identity", "prefix", 11, H=4, seed=7, qk_heads=2, head_map="tiled"),
+                  synthetic(layout, "falcon3a", "identity", "prefix", 29, B=1, H=4, seed=8, cu=cu, qk_heads=2)]
     return cases
 
 

@@ -264,14 +264,17 @@ def load_case(case_dir):
     whose "inputs" name one; the sets this version exports give decays as
     alpha only, so it is None), gain (or None), state0 (the layout's state
     array), ref_out, ref_state, and `state_in`: load_checkpoint() of the
-    initial carried state (S, prev_key, has_prev, hist_k, hist_v, hist_len)."""
+    initial carried state (S, prev_key, has_prev, hist_k, hist_v, hist_len).
+    A packed case (docs/cases.md) has cu_seqlens (int64 [seqs + 1]) and
+    seqs; a grouped one qk_heads and head_map ("interleaved" or "tiled");
+    cu_seqlens is None and seqs, qk_heads absent for the others."""
     with open(os.path.join(case_dir, "case.json")) as f:
         meta = json.load(f)
     ns = types.SimpleNamespace(**meta)
     ns.dir = case_dir
     ns.case = meta
     inputs = meta.get("inputs", {})
-    for key in ("q", "k", "v", "beta", "alpha", "g", "gain"):
+    for key in ("q", "k", "v", "beta", "alpha", "g", "gain", "cu_seqlens"):
         fname = inputs.get(key)
         setattr(ns, key, np.load(os.path.join(case_dir, fname)) if fname else None)
     st = meta.get("state_in")

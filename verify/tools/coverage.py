@@ -46,12 +46,21 @@ def features(d, c):
         f.add("n != m")
     if W > 1 and W > T > 0:
         f.add("window longer than T")
+    if c.get("seqs"):
+        f.add("packed batch (cu_seqlens)")
+        lengths = np.diff(c["cu_seqlens"])
+        if np.any(lengths == 0):
+            f.add("packed sequence of 0 steps")
+        if np.any(lengths == 1):
+            f.add("packed sequence of 1 step")
+    if c.get("qk_heads", H) < H:
+        f.add("grouped heads " + c["head_map"])
     st = os.path.join(d, c["state_in"])
     S0 = _load(st, "S.npy")
     if np.any(S0 != 0):
         f.add("carried memory")
-        heads = S0.reshape(B * H, -1)
-        if B * H > 1 and any(np.array_equal(heads[0], heads[i]) for i in range(1, B * H)):
+        heads = S0.reshape(S0.shape[0] * S0.shape[1], -1)
+        if len(heads) > 1 and any(np.array_equal(heads[0], heads[i]) for i in range(1, len(heads))):
             f.add("carried memory repeated across heads")
         elif B > 1:
             f.add("carried memory differing per batch row")
@@ -105,8 +114,9 @@ def required(layout):
             "carried previous key", "carried window history", "prefix first step without an example",
             "large carried memory", "beta = 0", "beta = 2", "exact zeros in keys", "subnormal keys", "small keys (x.x near eps)",
             "window longer than T"]
-    if layout != "ggml":
-        req.append("n != m")
+    if layout != "ggml":  # ggml_gated_delta_net has square memories, no cu_seqlens, no head mapping
+        req += ["n != m", "packed batch (cu_seqlens)", "packed sequence of 0 steps", "packed sequence of 1 step",
+                "grouped heads interleaved", "grouped heads tiled"]
     return req
 
 

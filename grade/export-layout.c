@@ -1,0 +1,195 @@
+/* Packed batches and grouped heads in a case set (export-layout.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export-layout.h"
+#include "../src/internal.h" /* falcon_state_heads_get: a sequence's heads of a state */
+
+int layout_is_plain(const export_case *e) { return !e->seqs && !e->qk_heads; }
+
+int64_t layout_state_heads(const export_case *e) { return (e->seqs ? e->seqs : e->c.B) * e->c.H; }
+
+int64_t layout_qk_heads(const export_case *e) { return e->qk_heads ? e->qk_heads : e->c.H; }
+
+/* The q/k head value head h reads (falcon.h, falcon_head_map). */
+static int64_t qk_head_of(const export_case *e, int64_t h)
+{
+    const int64_t Hq = layout_qk_heads(e), G = e->c.H / Hq;
+    return e->head_map == FALCON_HEADS_TILED ? h % Hq : h / G;
+}
+
+gate_case layout_threshold_case(const export_case *e)
+{
+    gate_case c = e->c;
+    if (e->seqs) {
+        int64_t len[GRADE_MAX_SEQS];
+        grade_packed_lengths(e->seqs, c.T, len);
+        c.T = 0;
+        for (int i = 0; i < e->seqs; i++) c.T = len[i] > c.T ? len[i] : c.T;
+    }
+    return c;
+}
+
+/* One tensor's q/k heads kept: row r's head g from value head first[g],
+ * moved down in place (a destination never passes its source). */
+static void keep_qk_heads(const export_case *e, char *x, size_t es)
+{
+    const int64_t H = e->c.H, Hq = layout_qk_heads(e), rows = e->c.B * e->c.T;
+    const size_t row = (size_t)e->c.n * es;
+    int64_t first[64];
+    for (int64_t g = 0; g < Hq; g++) first[g] = -1;
+    for (int64_t h = H - 1; h >= 0; h--) first[qk_head_of(e, h)] = h;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t g = 0; g < Hq; g++)
+            memmove(x + (size_t)(r * Hq + g) * row, x + (size_t)(r * H + first[g]) * row, row);
+}
+
+void layout_apply(const export_case *e, gate_data *d, case_layout *l)
+{
+    const size_t es = d->prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
+    if (e->qk_heads) {
+        keep_qk_heads(e, (char *)d->in.q, es), keep_qk_heads(e, (char *)d->in.k, es);
+        keep_qk_heads(e, (char *)d->in64.q, sizeof(double)), keep_qk_heads(e, (char *)d->in64.k, sizeof(double));
+        d->in.qk_heads = d->in64.qk_heads = e->qk_heads;
+        d->in.head_map = d->in64.head_map = e->head_map;
+    }
+    if (e->seqs) {
+        int64_t len[GRADE_MAX_SEQS];
+        grade_packed_lengths(e->seqs, e->c.T, len);
+        l->cu[0] = 0;
+        for (int i = 0; i < e->seqs; i++) l->cu[i + 1] = l->cu[i] + len[i];
+        d->in.cu_seqlens = d->in64.cu_seqlens = l->cu;
+        d->in.seqs = d->in64.seqs = e->seqs;
+    }
+}
+
+/* q or k of d (double) repeated to the value heads; NULL out of memory. */
+static double *repeated(const export_case *e, const double *x)
+{
+    const int64_t H = e->c.H, Hq = layout_qk_heads(e), rows = e->c.B * e->c.T, n = e->c.n;
+    double *out = malloc(sizeof(double) * (size_t)(rows * H * n + 1));
+    for (int64_t r = 0; out && r < rows; r++)
+        for (int64_t h = 0; h < H; h++)
+            memcpy(out + (r * H + h) * n, x + (r * Hq + qk_head_of(e, h)) * n, sizeof(double) * (size_t)n);
+    return out;
+}
+
+static double norm2(const double *x, int64_t count)
+{
+    double s = 0;
+    for (int64_t i = 0; i < count; i++) s += x[i] * x[i];
+    return s;
+}
+
+/* Sequence i of the packed inputs d (double) as a case of its own: B = 1,
+ * its steps, and its heads of init in *part. */
+static falcon_status packed_sequence(const gate_case *c, const gate_data *d,
+                                     const falcon_state *init, int i, gate_case *ci, gate_data *di,
+                                     falcon_state **part)
+{
+    const int64_t H = c->H, n = c->n, m = c->m, t0 = d->in64.cu_seqlens[i];
+    *ci = *c;
+    ci->T = d->in64.cu_seqlens[i + 1] - t0;
+    *di = *d;
+    falcon_inputs *in = &di->in64;
+    in->T = ci->T, in->cu_seqlens = NULL, in->seqs = 0;
+    in->q = (const double *)in->q + t0 * H * n, in->k = (const double *)in->k + t0 * H * n;
+    in->v = (const double *)in->v + t0 * H * m, in->beta = (const double *)in->beta + t0 * H;
+    if (in->alpha) in->alpha = (const double *)in->alpha + t0 * H;
+    if (in->gain) in->gain = (const double *)in->gain + t0 * H * n;
+    falcon_status s = falcon_state_create(H, n, m, c->window, part);
+    if (!s) falcon_state_heads_get(init, (int64_t)i * H, *part);
+    return s;
+}
+
+/* The packed reference: sequence by sequence into r (out rows and state
+ * heads at their packed places); read_cond from the sequences' sums. */
+static falcon_status packed_reference(const export_case *e, const gate_case *c, const gate_data *d,
+                                      const falcon_state *init, gate_result *r)
+{
+    const int64_t H = c->H, m = c->m, mn = c->m * c->n;
+    r->out_count = c->T * H * m, r->state_count = e->seqs * H * mn;
+    r->out = calloc((size_t)(r->out_count + 1), sizeof(double));
+    r->S = calloc((size_t)(r->state_count + 1), sizeof(double));
+    falcon_status s = r->out && r->S ? FALCON_OK : FALCON_E_NOMEM;
+    double num = 0, den = 0;
+    for (int i = 0; i < e->seqs && !s; i++) {
+        gate_case ci;
+        gate_data di;
+        falcon_state *part = NULL;
+        gate_result ri;
+        s = packed_sequence(c, d, init, i, &ci, &di, &part);
+        if (!s) s = gate_reference_from(&ci, &di, part, &ri);
+        falcon_state_free(part);
+        if (s) break;
+        const int64_t t0 = d->in64.cu_seqlens[i];
+        memcpy(r->out + t0 * H * m, ri.out, sizeof(double) * (size_t)ri.out_count);
+        memcpy(r->S + i * H * mn, ri.S, sizeof(double) * (size_t)ri.state_count);
+        const double o2 = norm2(ri.out, ri.out_count);
+        num += ri.read_cond * ri.read_cond * o2, den += o2;
+        gate_result_free(&ri);
+    }
+    r->read_cond = den > 0 ? sqrt(num / den) : 1.0;
+    if (s) gate_result_free(r);
+    return s;
+}
+
+falcon_status layout_reference(const export_case *e, const gate_case *c, const gate_data *d,
+                               const falcon_state *init, gate_result *r)
+{
+    gate_data plain = *d;
+    double *q = NULL, *k = NULL;
+    if (e->qk_heads) {
+        q = repeated(e, d->in64.q), k = repeated(e, d->in64.k);
+        if (!q || !k) {
+            free(q), free(k);
+            return FALCON_E_NOMEM;
+        }
+        plain.in64.q = q, plain.in64.k = k, plain.in64.qk_heads = 0;
+    }
+    const falcon_status s = e->seqs ? packed_reference(e, c, &plain, init, r) : gate_reference_from(c, &plain, init, r);
+    free(q), free(k);
+    return s;
+}
+
+/* A .npy version 1.0 header for int64 [count]: magic, version, length,
+ * then the dictionary padded with spaces to a 64-byte multiple. */
+int layout_write_offsets(set_sink *sink, const char *dir, const falcon_inputs *in)
+{
+    char dict[128], rel[4200];
+    const int len = snprintf(dict, sizeof dict, "{'descr': '<i8', 'fortran_order': False, 'shape': (%lld,), }",
+                             (long long)(in->seqs + 1));
+    const size_t total = (10 + (size_t)len + 1 + 63) / 64 * 64, hlen = total - 10;
+    unsigned char *bytes = calloc(1, total + sizeof(int64_t) * (size_t)(in->seqs + 1));
+    if (!bytes) return cli_error("out of memory");
+    memcpy(bytes, "\x93NUMPY\x01\x00", 8);
+    bytes[8] = (unsigned char)(hlen & 0xff), bytes[9] = (unsigned char)(hlen >> 8);
+    memset(bytes + 10, ' ', hlen);
+    memcpy(bytes + 10, dict, (size_t)len);
+    bytes[total - 1] = '\n';
+    for (int64_t i = 0; i <= in->seqs; i++) { /* little-endian whatever the host */
+        const uint64_t x = (uint64_t)in->cu_seqlens[i];
+        for (int b = 0; b < 8; b++) bytes[total + (size_t)i * 8 + (size_t)b] = (unsigned char)(x >> (8 * b));
+    }
+    snprintf(rel, sizeof rel, "%s/cu_seqlens.npy", dir);
+    const int rc = sink_file(sink, rel, bytes, total + sizeof(int64_t) * (size_t)(in->seqs + 1));
+    free(bytes);
+    return rc;
+}
+
+void layout_json(const export_case *e, json_t *j)
+{
+    if (e->seqs) {
+        int64_t len[GRADE_MAX_SEQS], at = 0;
+        grade_packed_lengths(e->seqs, e->c.T, len);
+        json_t *cu = json_array();
+        json_array_append_new(cu, json_integer(0));
+        for (int i = 0; i < e->seqs; i++) json_array_append_new(cu, json_integer(at += len[i]));
+        json_object_set_new(j, "seqs", json_integer(e->seqs));
+        json_object_set_new(j, "cu_seqlens", cu); /* cu_seqlens.npy's values, for readers of case.json */
+    }
+    if (!e->qk_heads) return;
+    json_object_set_new(j, "qk_heads", json_integer(e->qk_heads));
+    json_object_set_new(j, "head_map", json_string(e->head_map == FALCON_HEADS_TILED ? "tiled" : "interleaved"));
+}
