@@ -182,7 +182,8 @@ def _ptr(a):
 
 def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
         backend="auto", precision="fp32", align="prefix", phi="identity", eps=1e-6,
-        window=1, chunk="auto", threads=0, state=None, mpfr_bits=256):
+        window=1, chunk="auto", threads=0, state=None, mpfr_bits=256, cu_seqlens=None,
+        qk_heads=None, head_map="interleaved"):
     """Run a Falcon recurrence with libfalcon.
 
     Shapes: one sequence q, k, gain [T,n], v [T,m], beta, alpha [T]; or a
@@ -193,12 +194,28 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     run the chunk form with its matrix products' operands rounded to those
     formats and fp32 accumulation, as tensor cores compute (form="chunk").
 
+    Layouts (docs/math.md section 13), in every backend and form:
+
+    cu_seqlens: a packed batch of variable-length sequences (fla's
+    convention): integer offsets [seqs+1] into the T steps of inputs with
+    B = 1 ([1,T,H,D]); sequence i is steps cu_seqlens[i]:cu_seqlens[i+1]
+    and has a state of its own (heads i*H .. i*H+H-1), so the memory is
+    [seqs,H,m,n] ([seqs,m,n] for [T,D] inputs) and a State passed in has
+    seqs*H heads. The result is each sequence's run alone, bit for bit.
+    qk_heads, head_map: grouped heads. q and k are [B,T,qk_heads,n] while
+    v is [B,T,H,m] (qk_heads is q's head count; given, it must be that);
+    value head h reads q/k head h // (H/qk_heads) ("interleaved": torch's
+    repeat_interleave, fla) or h % qk_heads ("tiled": torch's repeat).
+    The result is the call with q and k repeated to H heads, bit for bit.
+    The library checks the values (offsets from 0 to T that never
+    decrease, B = 1, qk_heads dividing H): FalconError names the rule.
+
     state: None (a fresh state), a State (carried and updated in place), or an
-    array with the initial memory S ([m,n] or [B,H,m,n]; no previous key and
-    no history).
+    array with the initial memory S ([m,n], [B,H,m,n] or, packed,
+    [seqs,H,m,n]; no previous key and no history).
 
     Returns (out, S): the reads [T,m] or [B,T,H,m] in the run's precision and
-    the final memory [m,n] or [B,H,m,n] in float64 (the state is kept in
+    the final memory [m,n], [B,H,m,n] or [seqs,H,m,n] in float64 (the state is kept in
     double; after an fp32 recurrent run with a decay it is a float32 matrix
     times a float32 scale, the lazy decay of docs/math.md section 8). Raises FalconError (with falcon_last_error()) on a non-zero status.
     """
@@ -207,14 +224,13 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
         raise ValueError("precision must be 'fp32', 'fp64', 'tf32' or 'bf16', not %r" % (precision,))
     dt = _DTYPES[precision]
     as_torch = _is_torch(q)  # tensors in, tensors out
-    sh, (q, k, v, beta, alpha, gain) = call_arrays(dt, q, k, v, beta, alpha, gain)
-    batched, lead, (B, T, H, n, m) = sh.batched, sh.lead, sh.dims
-
+    sh, arrays = call_arrays(dt, q, k, v, beta, alpha, gain, cu_seqlens=cu_seqlens, qk_heads=qk_heads)
+    m = sh.dims[4]
     cfg = make_config(variant=variant, form=form, backend=backend, precision=precision, align=align,
                       phi=phi, eps=eps, window=window, chunk=chunk, threads=threads, mpfr_bits=mpfr_bits)
-    inp = _lib.Inputs(B, T, H, n, m, _ptr(q), _ptr(k), _ptr(v), _ptr(beta), _ptr(alpha), _ptr(gain))
-    st, own = _state_for(state, cfg, B, H, n, m, batched)
-    out = np.empty(lead + (m,), dtype=dt)
+    inp = make_inputs(sh, arrays, head_map)
+    st, own = _state_for(state, cfg, sh)
+    out = np.empty(sh.lead + (m,), dtype=dt)
     try:
         status = L.falcon_run(ctypes.byref(cfg), ctypes.byref(inp), st._h,
                               out.ctypes.data_as(ctypes.c_void_p))
@@ -223,7 +239,7 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     finally:
         if own is not None:
             own.close()
-    S = S.reshape((B, H, m, n)) if batched else S.reshape((m, n))
+    S = S.reshape(sh.state_shape)
     if as_torch:
         import torch
         return torch.from_numpy(out), torch.from_numpy(S)
@@ -231,31 +247,100 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
 
 
 class Shapes:
-    """What q and v say: batched, lead ((B,T,H) or (T,)) and dims (B,T,H,n,m)."""
+    """What q, v and cu_seqlens say of a call's shapes.
 
-    def __init__(self, q, v):
+    batched: [B,T,H,D] inputs (else one sequence [T,D], B = H = 1); lead:
+    (B,T,H) or (T,), v's, beta's and the reads' leading dimensions; qlead:
+    q's and k's ((B,T,qk_heads) or (T,)); dims: (B,T,H,n,m); qk_heads: q's
+    head count (H_qk); cu: the offsets as int64 or None, seqs: their count
+    of sequences (len(cu) - 1); heads: the state's (seqs*H packed, else
+    B*H); state_shape: the final memory's. Only what the shapes need is
+    checked here: the values (B = 1 with cu_seqlens, the offsets, qk_heads
+    dividing H) are the library's rules, reported by it."""
+
+    def __init__(self, q, v, cu_seqlens=None, qk_heads=None):
         if q.ndim == 2:
             self.batched = False
             T, n = q.shape
-            B = H = 1
+            B = Hq = 1
         elif q.ndim == 4:
             self.batched = True
-            B, T, H, n = q.shape
+            B, T, Hq, n = q.shape
         else:
-            raise ValueError("q must be [T,n] or [B,T,H,n], got shape %s" % (q.shape,))
+            raise ValueError("q must be [T,n] or [B,T,H_qk,n], got shape %s" % (q.shape,))
+        if v.ndim != q.ndim or v.shape[:q.ndim - 2] != q.shape[:q.ndim - 2]:
+            want = "(B, T, H, m) with (B, T) = %s" % (q.shape[:2],) if self.batched else "(%d, m)" % T
+            raise ValueError("v has shape %s, expected %s" % (v.shape, want))
+        H = v.shape[2] if self.batched else 1
+        if Hq == 0 and H != 0:  # the library reads qk_heads 0 as H: q and k would be read past their end
+            raise ValueError("q has shape %s: no heads, while v has %d" % (q.shape, H))
+        if qk_heads is not None and _lib.as_int("qk_heads", qk_heads, 1, 2**63 - 1) != Hq:
+            raise ValueError("qk_heads = %d but q has %d heads (shape %s): q and k are [B,T,qk_heads,n]"
+                             % (qk_heads, Hq, q.shape))
         self.lead = (B, T, H) if self.batched else (T,)
-        if v.ndim != q.ndim or v.shape[:-1] != q.shape[:-1]:
-            raise ValueError("v has shape %s, expected %s + (m,)" % (v.shape, self.lead))
+        self.qlead = (B, T, Hq) if self.batched else (T,)
         self.dims = (B, T, H, n, v.shape[-1])
+        self.qk_heads = Hq
+        self.cu = _offsets(cu_seqlens)
+        self.seqs = None if self.cu is None else len(self.cu) - 1
+        m = v.shape[-1]
+        if self.cu is None:
+            self.heads = B * H
+            self.state_shape = (B, H, m, n) if self.batched else (m, n)
+        else:  # (a count below 1 is the library's to refuse: the shape then has none)
+            count = max(self.seqs, 0)
+            self.heads = count * H
+            self.state_shape = (count, H, m, n) if self.batched else (count, m, n)
 
 
-def call_arrays(dt, q, k, v, beta, alpha, gain):
+def _offsets(cu_seqlens):
+    """cu_seqlens as a contiguous int64 array (None stays None): 1-D and of
+    integers, converted exactly (floats and values beyond int64 are refused,
+    not rounded or wrapped); their order and range are the library's rules."""
+    if cu_seqlens is None:
+        return None
+    c = as_numpy(cu_seqlens)
+    if c.ndim != 1:
+        raise ValueError("cu_seqlens has shape %s: it is 1-D, [seqs + 1] offsets" % (c.shape,))
+    if c.dtype.kind not in "iu" and c.size:  # (an empty list is float64 to numpy)
+        raise TypeError("cu_seqlens has dtype %s: the offsets are integers" % c.dtype)
+    if c.dtype.kind == "u" and c.size and int(c.max()) > 2**63 - 1:
+        raise ValueError("cu_seqlens: %d does not fit in int64" % int(c.max()))
+    return np.ascontiguousarray(c, dtype=np.int64)
+
+
+def call_arrays(dt, q, k, v, beta, alpha, gain, cu_seqlens=None, qk_heads=None):
     """(Shapes, the six inputs as contiguous arrays of dt; None stays None)."""
     q, v = as_numpy(q), as_numpy(v)
-    sh = Shapes(q, v)
+    sh = Shapes(q, v, cu_seqlens, qk_heads)
     q = _arr(q, dt, "q")
+    n = sh.dims[3]
     return sh, (q, _arr(k, dt, "k", q.shape), _arr(v, dt, "v"), _arr(beta, dt, "beta", sh.lead),
-                _arr(alpha, dt, "alpha", sh.lead), _arr(gain, dt, "gain", q.shape))
+                _arr(alpha, dt, "alpha", sh.lead), _arr(gain, dt, "gain", sh.lead + (n,)))
+
+
+# falcon_head_map (include/falcon.h)
+_HEAD_MAPS = {"interleaved": 0, "tiled": 1}
+
+
+def make_inputs(sh, arrays, head_map="interleaved"):
+    """The falcon_inputs of call_arrays' result. It points into `arrays` and
+    sh.cu: they must outlive the call. head_map: "interleaved", "tiled", or
+    an enum value (passed on for the library to check)."""
+    if isinstance(head_map, str):
+        if head_map not in _HEAD_MAPS:
+            raise ValueError("unknown head_map %r: 'interleaved' or 'tiled'" % (head_map,))
+        head_map = _HEAD_MAPS[head_map]
+    else:
+        head_map = _lib.as_int("head_map", head_map, -2**31, 2**31 - 1)
+    B, T, H, n, m = sh.dims
+    inp = _lib.Inputs(B, T, H, n, m, *[_ptr(a) for a in arrays])
+    if sh.cu is not None:
+        inp.cu_seqlens = sh.cu.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+        inp.seqs = sh.seqs
+    inp.qk_heads = sh.qk_heads
+    inp.head_map = head_map
+    return inp
 
 
 def make_config(*, variant, form, backend, precision, align, phi, eps, window, chunk, threads, mpfr_bits):
@@ -278,20 +363,22 @@ def make_config(*, variant, form, backend, precision, align, phi, eps, window, c
     return cfg
 
 
-def _state_for(state, cfg, B, H, n, m, batched):
+def _state_for(state, cfg, sh):
     """(the State to run on, the one to close after or None): the caller's
-    State, or a new one holding the memory array `state` (or a fresh one)."""
+    State, or a new one holding the memory array `state` (or a fresh one)
+    of sh.state_shape."""
     own = None
     if state is None or not isinstance(state, State):
         S0 = None
-        if state is not None:  # [m,n] or [B,H,m,n], nothing else (a transposed S is not reinterpreted)
+        if state is not None:  # sh.state_shape, nothing else (a transposed S is not reinterpreted)
             S0 = _arr(state, np.float64, "state")
-            want = (B, H, m, n) if batched else (m, n)
-            if S0.shape != want:
-                raise ValueError("state has shape %s, expected %s" % (S0.shape, want))
-        own = State(B * H, n, m, max(cfg.window, 1))
-        if S0 is not None:
-            own.memory = S0.reshape((B * H, m, n))
+            if S0.shape != sh.state_shape:
+                raise ValueError("state has shape %s, expected %s" % (S0.shape, sh.state_shape))
+        # At least one head: a packed call with no sequence (seqs < 1)
+        # reaches the library's cu_seqlens rule, not state_create's.
+        own = State(max(sh.heads, 1), sh.dims[3], sh.dims[4], max(cfg.window, 1))
+        if S0 is not None and S0.size:
+            own.memory = S0.reshape((sh.heads,) + sh.state_shape[-2:])
         st = own
     else:
         st = state
@@ -300,9 +387,10 @@ def _state_for(state, cfg, B, H, n, m, batched):
 
 def reference(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurrent",
               align="prefix", phi="identity", eps=1e-6, window=1, chunk="auto", threads=0,
-              state=None, mpfr_bits=256):
+              state=None, mpfr_bits=256, cu_seqlens=None, qk_heads=None, head_map="interleaved"):
     """run() through the MPFR backend (mpfr_bits of precision), inputs
     converted exactly to float64, results rounded once to float64."""
     return run(q, k, v, beta, alpha, gain, variant=variant, form=form, backend="mpfr",
                precision="fp64", align=align, phi=phi, eps=eps, window=window, chunk=chunk,
-               threads=threads, state=state, mpfr_bits=mpfr_bits)
+               threads=threads, state=state, mpfr_bits=mpfr_bits, cu_seqlens=cu_seqlens,
+               qk_heads=qk_heads, head_map=head_map)
