@@ -18,10 +18,12 @@
 #     and the report's text names every failing case;
 #   - a results directory with a case missing is bad input (exit 2, one line
 #     "falcon: error: ..." naming the case);
-#   - python/tests/test_falcon.py (with pytest when it is installed, else as
-#     a plain script): falcon_suite.run against the command, falcon_suite.reference
-#     against the numpy example, `assert falcon_suite.check(...).passed`,
-#     torch tensors in and out, falcon_suite.testing's ids and assert_case;
+#   - python/tests/test_falcon.py and test_layouts.py (with pytest when it
+#     is installed, else each as a plain script): falcon_suite.run against
+#     the command, falcon_suite.reference against the numpy example,
+#     `assert falcon_suite.check(...).passed`, torch tensors in and out,
+#     falcon_suite.testing's ids and assert_case; packed batches and grouped
+#     heads against the plain calls they equal;
 #   - examples/test_my_kernel.py under pytest (falcon_suite.testing): one
 #     test per case of the quick set, each passing;
 #   - pip install --no-build-isolation of a copy of python/ into a venv
@@ -231,15 +233,18 @@ else ok "missing result is bad input -> $(cat stderr.txt)"
 fi
 
 # ---- the python module's tests ----
-if "$PYTHON" -c 'import pytest' 2>/dev/null; then
-    runner=(-m pytest -q -rs -p no:cacheprovider "$ROOT/python/tests/test_falcon.py")
-    how=pytest
-else
-    runner=("$ROOT/python/tests/test_falcon.py")
-    how="plain python (pytest not installed)"
-fi
+py_tests=("$ROOT/python/tests/test_falcon.py" "$ROOT/python/tests/test_layouts.py")
 rc=0
-FALCON_CASES=$WORK/cases "$PYTHON" "${runner[@]}" >pytest.txt 2>&1 || rc=$?
+if "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    how=pytest
+    FALCON_CASES=$WORK/cases "$PYTHON" -m pytest -q -rs -p no:cacheprovider "${py_tests[@]}" >pytest.txt 2>&1 || rc=$?
+else
+    how="plain python (pytest not installed)"
+    : >pytest.txt
+    for t in "${py_tests[@]}"; do
+        FALCON_CASES=$WORK/cases "$PYTHON" "$t" >>pytest.txt 2>&1 || rc=$?
+    done
+fi
 indent pytest.txt
 if [ $rc -eq 0 ]; then ok "python module tests ($how)"; else bad "python module tests ($how)" "status $rc"; fi
 
