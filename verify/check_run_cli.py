@@ -2,7 +2,9 @@
 """Run the falcon CLI as the implementation under test on every case of an
 exported set: for each case, `falcon run` with the case's configuration,
 its inputs and its initial state (the checkpoint), writing
-RDIR/<case>/out.npy and state.npy for `falcon check`. With --grad, on a set
+RDIR/<case>/out.npy and state.npy for `falcon check`. A packed or grouped
+case, which no `falcon run` option expresses, runs through the library's
+falcon_run instead (run_library). With --grad, on a set
 exported with --grad, also `falcon grad` with the case's cotangents
 (dO.npy, dS_T.npy): the gradients the case has a reference for
 (case.json "gradients"), RDIR/<case>/dq.npy and so on.
@@ -34,6 +36,37 @@ def run_grad(a, c, d, out, common):
     return 0
 
 
+def run_library(a, c, d, out):
+    """A packed or grouped case (docs/cases.md, "Packed batches and grouped
+    heads"), which no `falcon run` option expresses: the same call through
+    the library's falcon_run (the Python binding of the libfalcon beside
+    the falcon binary), its outputs and final memory written as `falcon run`
+    writes them (the library's layout, the run's precision)."""
+    import numpy as np
+    lib = os.path.join(os.path.dirname(os.path.abspath(a.falcon)), "libfalcon.so")
+    if os.path.exists(lib):
+        os.environ.setdefault("FALCON_LIB", lib)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+    import falcon_suite
+
+    def load(key):
+        f = c["inputs"].get(key)
+        return np.load(os.path.join(d, f)) if f else None
+
+    try:
+        o, S = falcon_suite.run(
+            load("q"), load("k"), load("v"), load("beta"), load("alpha"), load("gain"), variant=c["variant"],
+            form=c["form"], backend=a.backend, precision=a.precision, align=c["align"], phi=c["phi"], eps=c["eps"],
+            window=c["window"], chunk=c["chunk"], threads=1, state=falcon_suite.State.load(os.path.join(d, c["state_in"])),
+            cu_seqlens=load("cu_seqlens"), qk_heads=c.get("qk_heads"), head_map=c.get("head_map", "interleaved"))
+    except falcon_suite.FalconError as e:
+        sys.stderr.write("%s: falcon_run failed: %s\n" % (c["name"], e))
+        return 1
+    np.save(os.path.join(out, "out.npy"), o)
+    np.save(os.path.join(out, "state.npy"), S.astype(o.dtype))
+    return 0
+
+
 def main(argv):
     import argparse
     p = argparse.ArgumentParser()
@@ -53,6 +86,9 @@ def main(argv):
             c = json.load(f)
         out = os.path.join(a.results, c["name"])
         os.makedirs(out, exist_ok=True)
+        if "seqs" in c or "qk_heads" in c:
+            failed += run_library(a, c, d, out)
+            continue
         common = ["--variant", c["variant"], "--form", c["form"], "--align", c["align"],
                   "--phi", c["phi"], "--eps", repr(c["eps"]), "--window", str(c["window"]),
                   "--chunk", str(c["chunk"]), "--backend", a.backend, "--precision", a.precision,
