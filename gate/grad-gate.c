@@ -27,7 +27,12 @@ static double cotangent(uint64_t *s, falcon_precision prec)
 
 int gate_cotangents_make(const gate_case *c, falcon_precision prec, gate_cotangents *ct)
 {
-    const int64_t nout = c->B * c->T * c->H * c->m, nS = c->B * c->H * c->m * c->n;
+    return gate_cotangents_make_heads(c, c->B * c->H, prec, ct);
+}
+
+int gate_cotangents_make_heads(const gate_case *c, int64_t heads, falcon_precision prec, gate_cotangents *ct)
+{
+    const int64_t nout = c->B * c->T * c->H * c->m, nS = heads * c->m * c->n;
     const size_t es = prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
     ct->dO = malloc(es * (size_t)(nout + 1));
     ct->dO64 = malloc(sizeof(double) * (size_t)(nout + 1));
@@ -253,6 +258,15 @@ static double frobenius(const double *x, int64_t count)
 falcon_status gate_grad_reference(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
                                   const falcon_state *state, gate_grad_result *r)
 {
+    gate_grad_result r_abs;
+    const falcon_status s = gate_grad_reference_abs(g, d, ct, state, r, &r_abs);
+    if (!s) gate_grad_result_free(&r_abs);
+    return s;
+}
+
+falcon_status gate_grad_reference_abs(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
+                                      const falcon_state *state, gate_grad_result *r, gate_grad_result *r_abs_out)
+{
     const gate_case *c = &g->c;
     gate_grad_result r_abs;
     if (result_alloc(g, r)) return FALCON_E_NOMEM;
@@ -276,8 +290,12 @@ falcon_status gate_grad_reference(const gate_grad_case *g, const gate_data *d, c
     free(dO);
     free(hg.buf);
     free(ha.buf);
-    gate_grad_result_free(&r_abs);
-    if (s) gate_grad_result_free(r);
+    if (s) {
+        gate_grad_result_free(&r_abs);
+        gate_grad_result_free(r);
+    } else {
+        *r_abs_out = r_abs;
+    }
     return s;
 }
 

@@ -38,6 +38,9 @@ typedef struct gate_cotangents {
     double *dO64, *dS;
 } gate_cotangents;
 int gate_cotangents_make(const gate_case *c, falcon_precision prec, gate_cotangents *ct);
+/* The same for a call whose state has `heads` heads (a packed batch's
+ * seqs x H): dS_T [heads][m][n]. */
+int gate_cotangents_make_heads(const gate_case *c, int64_t heads, falcon_precision prec, gate_cotangents *ct);
 void gate_cotangents_free(gate_cotangents *ct);
 
 /* Every gradient of a call, in double ([B][T][H][D] tensors, state
@@ -69,6 +72,11 @@ falcon_status gate_grad_run_with(const gate_grad_case *g, const gate_data *d, co
 /* The MPFR reverse sweep (256 bits), called head by head, with kappa_X. */
 falcon_status gate_grad_reference(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
                                   const falcon_state *state, gate_grad_result *r);
+/* The same, keeping the absolute sweep's tensors X_abs in *r_abs (whose
+ * cond and abs_norm are not set), for a caller that assembles a call from
+ * pieces (grade/export-layout.c): kappa_X = falcon_ref_grad_cond(X, X_abs). */
+falcon_status gate_grad_reference_abs(const gate_grad_case *g, const gate_data *d, const gate_cotangents *ct,
+                                      const falcon_state *state, gate_grad_result *r, gate_grad_result *r_abs);
 
 /* err_u[t]: the normwise relative error of tensor t in units of roundoff
  * (0 where the tensor is absent). Where the reference's X is exactly 0 but

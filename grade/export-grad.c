@@ -38,9 +38,9 @@ int grad_tensor_of_file(const char *file)
 /* The cotangents times `scale` (a power of two), exact in the unit: fp32
  * and fp64 values in (-1, 1) are already, bf16 and fp16 are rounded (in
  * (-1, 1) they always fit). */
-static void scale_cotangents(const gate_case *c, grade_unit u, double scale, gate_cotangents *ct)
+static void scale_cotangents(const gate_case *c, int64_t rows, grade_unit u, double scale, gate_cotangents *ct)
 {
-    const int64_t nout = c->B * c->T * c->H * c->m, nS = c->B * c->H * c->m * c->n;
+    const int64_t nout = c->B * c->T * c->H * c->m, nS = rows * c->H * c->m * c->n;
     for (int64_t i = 0; i < nout + nS; i++) {
         double *x = i < nout ? &ct->dO64[i] : &ct->dS[i - nout], r = 0;
         grade_round(scale * *x, u, &r);
@@ -75,20 +75,27 @@ static double fitting_scale(const gate_grad_result *r, grade_unit u)
 }
 
 falcon_status grad_export_make(const gate_case *c, int carried, const gate_data *d, const falcon_state *init,
-                               grade_unit u, grad_export *g)
+                               grade_unit u, const grad_layout *layout, grad_export *g)
 {
     memset(g, 0, sizeof *g);
-    if (gate_cotangents_make(c, d->prec, &g->ct)) return FALCON_E_NOMEM;
+    g->rows = layout ? layout->rows : c->B;
+    g->qk_heads = layout ? layout->qk_heads : c->H;
+    g->threshold_T = layout ? layout->threshold_T : c->T;
+    if (gate_cotangents_make_heads(c, g->rows * c->H, d->prec, &g->ct)) return FALCON_E_NOMEM;
     g->cot_scale = 1;
-    scale_cotangents(c, u, 1, &g->ct);
+    scale_cotangents(c, g->rows, u, 1, &g->ct);
     const gate_grad_case gc = {*c, carried ? 1 : 0}; /* carried: the state's own gradients exist */
-    falcon_status s = gate_grad_reference(&gc, d, &g->ct, init, &g->ref);
+#define REFERENCE()                                                                          \
+    (layout ? layout->reference(layout->ctx, &gc, d, &g->ct, init, &g->ref)                    \
+            : gate_grad_reference(&gc, d, &g->ct, init, &g->ref))
+    falcon_status s = REFERENCE();
     if (!s && !grads_fit(&g->ref, u)) { /* scaled down, and the reference again on the cotangents as they are */
         g->cot_scale = fitting_scale(&g->ref, u);
         gate_grad_result_free(&g->ref);
-        scale_cotangents(c, u, g->cot_scale, &g->ct);
-        s = gate_grad_reference(&gc, d, &g->ct, init, &g->ref);
+        scale_cotangents(c, g->rows, u, g->cot_scale, &g->ct);
+        s = REFERENCE();
     }
+#undef REFERENCE
     if (s) gate_cotangents_free(&g->ct);
     return s;
 }
@@ -99,12 +106,15 @@ void grad_export_free(grad_export *g)
     gate_grad_result_free(&g->ref);
 }
 
-/* The shape of tensor t in the falcon layout; the number of dimensions. */
-static int tensor_shape(const gate_case *c, int t, int64_t shape[4])
+/* The shape of tensor t in the falcon layout; the number of dimensions.
+ * The state's gradients have g's rows (a packed case's sequences). */
+static int tensor_shape(const gate_case *c, const grad_export *g, int t, int64_t shape[4])
 {
-    const int64_t B = c->B, T = c->T, H = c->H, n = c->n, m = c->m, keep = c->window - 1;
+    const int64_t T = c->T, H = c->H, n = c->n, m = c->m, keep = c->window - 1, R = g->rows;
+    const int64_t B = t >= GG_DS0 ? R : c->B;
     switch (t) {
-    case GG_DQ: case GG_DK: case GG_DGAIN: shape[0] = B, shape[1] = T, shape[2] = H, shape[3] = n; return 4;
+    case GG_DQ: case GG_DK: shape[0] = B, shape[1] = T, shape[2] = g->qk_heads, shape[3] = n; return 4;
+    case GG_DGAIN: shape[0] = B, shape[1] = T, shape[2] = H, shape[3] = n; return 4;
     case GG_DV: shape[0] = B, shape[1] = T, shape[2] = H, shape[3] = m; return 4;
     case GG_DBETA: case GG_DALPHA: shape[0] = B, shape[1] = T, shape[2] = H; return 3;
     case GG_DS0: shape[0] = B, shape[1] = H, shape[2] = m, shape[3] = n; return 4;
@@ -148,9 +158,11 @@ static json_t *tensor_json(const gate_case *c, falcon_form form, falcon_precisio
                            double s)
 {
     int64_t shape[4];
-    const int nd = tensor_shape(c, t, shape);
+    const int nd = tensor_shape(c, g, t, shape);
     const double kappa = g->ref.cond[t];
-    const double base = gate_grad_threshold(c, form, fp, t, 1), thr = gate_grad_threshold(c, form, fp, t, kappa);
+    gate_case tc = *c; /* the thresholds count the longest sequence's steps */
+    tc.T = g->threshold_T;
+    const double base = gate_grad_threshold(&tc, form, fp, t, 1), thr = gate_grad_threshold(&tc, form, fp, t, kappa);
     json_t *e = json_object();
     json_object_set_new(e, "reference", json_string(ref_files[t]));
     json_object_set_new(e, "result", json_string(result_files[t]));
@@ -174,14 +186,14 @@ int grad_export_write(set_sink *sink, const char *dir, const gate_case *c, falco
 {
     const falcon_dtype dt = u == GRADE_FP64 ? FALCON_DTYPE_F64 : FALCON_DTYPE_F32;
     const falcon_precision fp = u == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
-    const int64_t sh_m[4] = {c->B, c->T, c->H, c->m}, sh_S[4] = {c->B, c->H, c->m, c->n};
+    const int64_t sh_m[4] = {c->B, c->T, c->H, c->m}, sh_S[4] = {g->rows, c->H, c->m, c->n};
     int rc = put_npy(sink, dir, "dO.npy", dt, 4, sh_m, g->ct.dO64, 1) ||
              put_npy(sink, dir, "dS_T.npy", FALCON_DTYPE_F64, 4, sh_S, g->ct.dS, 1);
     json_t *grads = json_object();
     for (int t = 0; t < GG_COUNT && !rc; t++) {
         if (!g->ref.count[t]) continue;
         int64_t shape[4];
-        const int nd = tensor_shape(c, t, shape);
+        const int nd = tensor_shape(c, g, t, shape);
         const double s = scales_with_values[t] ? vs : 1;
         rc = put_npy(sink, dir, ref_files[t], FALCON_DTYPE_F64, nd, shape, g->ref.x[t], s);
         if (!rc) json_object_set_new(grads, gate_grad_name(t), tensor_json(c, form, fp, t, g, s));

@@ -32,14 +32,25 @@ typedef struct grad_export {
     gate_cotangents ct;
     gate_grad_result ref;
     double cot_scale;
+    int64_t rows, qk_heads; /* the state's rows (B, or a packed case's seqs); q/k heads */
+    int64_t threshold_T;    /* the steps the thresholds count (a packed case's longest) */
 } grad_export;
+
+/* A case the plain gradient gate cannot run (packed, grouped heads:
+ * grade/export-layout.c): its shapes and its reference, from cotangents. */
+typedef struct grad_layout {
+    int64_t rows, qk_heads, threshold_T;
+    falcon_status (*reference)(const void *ctx, const gate_grad_case *gc, const gate_data *d,
+                               const gate_cotangents *ct, const falcon_state *init, gate_grad_result *r);
+    const void *ctx;
+} grad_layout;
 
 /* c: the case with its eps already in the inputs' format; d: its inputs;
  * init: its initial state; carried: whether that state carries a previous
- * key and a window history. FALCON_OK, or the reference's failure
+ * key and a window history; layout: NULL for a plain case. FALCON_OK, or the reference's failure
  * (falcon_last_error says what, except for FALCON_E_NOMEM). */
 falcon_status grad_export_make(const gate_case *c, int carried, const gate_data *d, const falcon_state *init,
-                               grade_unit u, grad_export *g);
+                               grade_unit u, const grad_layout *layout, grad_export *g);
 void grad_export_free(grad_export *g);
 
 /* A form's copy into the case folder `dir`: dO.npy, dS_T.npy and the

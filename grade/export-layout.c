@@ -5,6 +5,7 @@
 #include <string.h>
 #include "export-layout.h"
 #include "../src/internal.h" /* falcon_state_heads_get: a sequence's heads of a state */
+#include "falcon_ref.h"     /* falcon_ref_grad_cond */
 
 int layout_is_plain(const export_case *e) { return !e->seqs && !e->qk_heads; }
 
@@ -192,4 +193,130 @@ void layout_json(const export_case *e, json_t *j)
     if (!e->qk_heads) return;
     json_object_set_new(j, "qk_heads", json_integer(e->qk_heads));
     json_object_set_new(j, "head_map", json_string(e->head_map == FALCON_HEADS_TILED ? "tiled" : "interleaved"));
+}
+
+/* ---- gradients ---- */
+
+/* The tensor sizes of a layout case's gradients, q and k with Hx heads. */
+static void grad_counts(const export_case *e, const gate_grad_case *gc, int64_t Hx, int64_t count[GG_COUNT])
+{
+    const gate_case *c = &gc->c;
+    const int64_t rows = c->B * c->T, H = c->H, heads = layout_state_heads(e), keep = c->window - 1;
+    const int carried = gc->carried > 0;
+    const int64_t k[GG_COUNT] = {
+        rows * Hx * c->n, rows * Hx * c->n, rows * H * c->m, rows * H,
+        c->decay != GATE_DECAY_NONE ? rows * H : 0,
+        falcon_variant_has_gain(c->variant) ? rows * H * c->n : 0,
+        heads * c->m * c->n, carried ? heads * c->n : 0, carried ? heads * keep * c->n : 0,
+        carried ? heads * keep * c->m : 0,
+    };
+    memcpy(count, k, sizeof k);
+}
+
+static int grad_alloc(const int64_t count[GG_COUNT], gate_grad_result *r)
+{
+    memset(r, 0, sizeof *r);
+    memcpy(r->count, count, sizeof r->count);
+    for (int t = 0; t < GG_COUNT; t++) {
+        r->cond[t] = 1;
+        if (count[t] && !(r->x[t] = calloc((size_t)count[t], sizeof(double)))) return -1;
+    }
+    return 0;
+}
+
+/* A piece's gradients (steps from t0, state heads from h0; q/k with one
+ * head per value head) into the whole call's. */
+static void grad_place(const gate_case *c, const gate_grad_result *p, int64_t t0, int64_t h0, gate_grad_result *r)
+{
+    const int64_t H = c->H, n = c->n, m = c->m, keep = c->window - 1;
+    const int64_t at[GG_COUNT] = {t0 * H * n, t0 * H * n, t0 * H * m, t0 * H, t0 * H, t0 * H * n,
+                                  h0 * m * n, h0 * n, h0 * keep * n, h0 * keep * m};
+    for (int t = 0; t < GG_COUNT; t++)
+        if (p->count[t] && r->x[t]) memcpy(r->x[t] + at[t], p->x[t], sizeof(double) * (size_t)p->count[t]);
+}
+
+/* dq or dk of the value heads ([rows][H][n]) summed into the q/k heads'
+ * ([rows][H_qk][n]): a shared head's gradient, and (on X_abs) its terms. */
+static void grad_sum_heads(const export_case *e, const double *wide, double *out)
+{
+    const int64_t H = e->c.H, Hq = layout_qk_heads(e), rows = e->c.B * e->c.T, n = e->c.n;
+    memset(out, 0, sizeof(double) * (size_t)(rows * Hq * n));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < n; i++) out[(r * Hq + qk_head_of(e, h)) * n + i] += wide[(r * H + h) * n + i];
+}
+
+static double frobenius(const double *x, int64_t count)
+{
+    double big = 0, s = 0;
+    for (int64_t i = 0; i < count; i++) big = fmax(big, fabs(x[i]));
+    for (int64_t i = 0; big > 0 && i < count; i++) s += (x[i] / big) * (x[i] / big);
+    return big * sqrt(s);
+}
+
+/* The pieces of the call (each packed sequence, or the whole call) through
+ * the per-head reference on q and k repeated (plain), into x and a (X_abs). */
+static falcon_status grad_pieces(const export_case *e, const gate_grad_case *gc, const gate_data *plain,
+                                 const gate_cotangents *ct, const falcon_state *init, gate_grad_result *x,
+                                 gate_grad_result *a)
+{
+    const int64_t H = gc->c.H, m = gc->c.m, n = gc->c.n;
+    const size_t es = plain->prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
+    falcon_status s = FALCON_OK;
+    for (int i = 0; i < (e->seqs ? e->seqs : 1) && !s; i++) {
+        gate_grad_case gi = *gc;
+        gate_data di = *plain;
+        gate_cotangents ci = *ct;
+        falcon_state *part = NULL;
+        int64_t t0 = 0;
+        if (e->seqs) {
+            t0 = plain->in64.cu_seqlens[i];
+            s = packed_sequence(&gc->c, plain, init, i, &gi.c, &di, &part);
+            ci.dO = (char *)ct->dO + (size_t)(t0 * H * m) * es, ci.dO64 = ct->dO64 + t0 * H * m;
+            ci.dS = ct->dS + (int64_t)i * H * m * n;
+        }
+        gate_grad_result p, pa;
+        if (!s) s = gate_grad_reference_abs(&gi, &di, &ci, e->seqs ? part : init, &p, &pa);
+        falcon_state_free(part);
+        if (s) break;
+        grad_place(&gc->c, &p, t0, (int64_t)i * H, x);
+        grad_place(&gc->c, &pa, t0, (int64_t)i * H, a);
+        gate_grad_result_free(&p), gate_grad_result_free(&pa);
+    }
+    return s;
+}
+
+falcon_status layout_grad_reference(const void *ctx, const gate_grad_case *gc, const gate_data *d,
+                                    const gate_cotangents *ct, const falcon_state *init, gate_grad_result *r)
+{
+    const export_case *e = ctx;
+    gate_data plain = *d;
+    double *q = e->qk_heads ? repeated(e, d->in64.q) : NULL, *k = e->qk_heads ? repeated(e, d->in64.k) : NULL;
+    if (q && k) plain.in64.q = q, plain.in64.k = k, plain.in64.qk_heads = 0;
+    int64_t wide[GG_COUNT], want[GG_COUNT];
+    grad_counts(e, gc, gc->c.H, wide);
+    grad_counts(e, gc, layout_qk_heads(e), want);
+    gate_grad_result x, a;
+    falcon_status s = (e->qk_heads && (!q || !k)) || grad_alloc(wide, &x) || grad_alloc(wide, &a) ? FALCON_E_NOMEM
+                                                                                              : FALCON_OK;
+    if (!s) s = grad_pieces(e, gc, &plain, ct, init, &x, &a);
+    if (!s && (s = grad_alloc(want, r) ? FALCON_E_NOMEM : FALCON_OK) == FALCON_OK) {
+        for (int t = 0; t < GG_COUNT; t++) {
+            if (!want[t]) continue;
+            double *abs_t = a.x[t];
+            if ((t == GG_DQ || t == GG_DK) && e->qk_heads) { /* x into r, the terms into a's wide buffer's head */
+                grad_sum_heads(e, x.x[t], r->x[t]);
+                grad_sum_heads(e, a.x[t], x.x[t]);
+                abs_t = x.x[t];
+            } else {
+                memcpy(r->x[t], x.x[t], sizeof(double) * (size_t)want[t]);
+            }
+            r->cond[t] = falcon_ref_grad_cond(r->x[t], abs_t, (size_t)want[t]);
+            r->abs_norm[t] = frobenius(abs_t, want[t]);
+        }
+    }
+    if (s) gate_grad_result_free(r);
+    gate_grad_result_free(&x), gate_grad_result_free(&a);
+    free(q), free(k);
+    return s;
 }

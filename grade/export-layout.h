@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include "design.h"
 #include "set.h"
+#include "grad-gate.h"
 
 /* The packed offsets of a case (cu_seqlens), held beside its inputs. */
 typedef struct case_layout {
@@ -38,6 +39,14 @@ void layout_apply(const export_case *e, gate_data *d, case_layout *l);
  * that of the whole call. */
 falcon_status layout_reference(const export_case *e, const gate_case *c, const gate_data *d,
                                const falcon_state *init, gate_result *r);
+
+/* The MPFR gradients of a layout case (grad_layout's reference; ctx: the
+ * export_case), from the cotangents ct: each packed sequence and its
+ * state rows alone, q and k repeated to the value heads, the gradient of a
+ * shared q/k head the sum of its value heads' (its X_abs too, so kappa is
+ * the shared head's). */
+falcon_status layout_grad_reference(const void *ctx, const gate_grad_case *gc, const gate_data *d,
+                                    const gate_cotangents *ct, const falcon_state *init, gate_grad_result *r);
 
 /* cu_seqlens.npy (int64 [seqs + 1]) of a packed case into dir, through
  * the sink; 0, or 2 after cli_error. */

@@ -240,7 +240,10 @@ static int case_data_make(const export_case *e, grade_unit u, int grad, case_dat
     if (layout_is_plain(e) ? gate_reference_from(&c, &k->d, k->init, &k->ref)
                            : layout_reference(e, &c, &k->d, k->init, &k->ref))
         return -1;
-    if (grad && grad_export_make(&c, e->carried, &k->d, k->init, u, &k->grad)) return -1;
+    const grad_layout lay = {layout_state_heads(e) / c.H, layout_qk_heads(e), layout_threshold_case(e).T,
+                             layout_grad_reference, e};
+    if (grad && grad_export_make(&c, e->carried, &k->d, k->init, u, layout_is_plain(e) ? NULL : &lay, &k->grad))
+        return -1;
     k->has_grad = grad;
     return 0;
 }
@@ -640,9 +643,8 @@ int grade_export_write(const export_opts *o, set_sink *sink, int *written, int *
         }
         if (!keep(&cases[i], o)) continue;
         /* ggml_gated_delta_net has neither packed sequences nor a head
-         * mapping to state; the gradients of these layouts are not
-         * exported yet (docs/cases.md, "Packed batches and grouped heads") */
-        if (!layout_is_plain(&cases[i]) && (o->layout == GRADE_LAYOUT_GGML || o->grad)) continue;
+         * mapping (docs/cases.md, "Packed batches and grouped heads") */
+        if (!layout_is_plain(&cases[i]) && o->layout == GRADE_LAYOUT_GGML) continue;
         if (o->layout == GRADE_LAYOUT_GGML) cases[i].c.m = cases[i].c.n; /* ggml's memory is square */
         case_data k;
         const int made = case_data_make(&cases[i], o->precision, o->grad, &k);

@@ -64,6 +64,17 @@ def run_library(a, c, d, out):
         return 1
     np.save(os.path.join(out, "out.npy"), o)
     np.save(os.path.join(out, "state.npy"), S.astype(o.dtype))
+    if not (a.grad and "gradients" in c):
+        return 0
+    cot = c["cotangents"]
+    g = falcon_suite.grad(
+        load("q"), load("k"), load("v"), load("beta"), load("alpha"), load("gain"),
+        dO=np.load(os.path.join(d, cot["dO"])), dS=np.load(os.path.join(d, cot["dS_T"])), variant=c["variant"],
+        form=c["form"], backend=a.backend, precision=a.precision, align=c["align"], phi=c["phi"], eps=c["eps"],
+        window=c["window"], chunk=c["chunk"], threads=1, state=falcon_suite.State.load(os.path.join(d, c["state_in"])),
+        cu_seqlens=load("cu_seqlens"), qk_heads=c.get("qk_heads"), head_map=c.get("head_map", "interleaved"))
+    for name, e in c["gradients"].items():
+        np.save(os.path.join(out, e["result"]), g[name].reshape(e["shape"]))
     return 0
 
 
