@@ -1,13 +1,14 @@
 /*
  * Fuzzing falcon_backward: the input decodes into one call (fuzz/call.h:
- * configuration, sizes, tensors, values, state), then cotangents (dO of the
+ * configuration, sizes, layout, tensors, values, state), then cotangents (dO of the
  * reads, dS_T of the end memory: present or NULL, values as the inputs',
  * specials included) and which gradient buffers are given (usually the
  * ones the call needs; sometimes one missing or one too many).
  *
  * Invariants (include/falcon.h, docs/math.md sections 10 and 12):
  *   - what falcon_validate refuses, falcon_backward refuses with the same
- *     status (its own checks of the cotangents and buffers come after);
+ *     status (its own checks of the cotangents and buffers come after),
+ *     and it refuses exactly the layouts the decoder made invalid;
  *   - the state is never changed;
  *   - a failure writes no gradient byte (unless FALCON_E_OVERFLOW, found
  *     after computing) and says why;
@@ -22,15 +23,16 @@ typedef struct grad_bufs {
     size_t bytes[NGRAD];
 } grad_bufs;
 
-/* Buffer sizes of each gradient: tensors in the element type, the state's in double. */
+/* Buffer sizes of each gradient: tensors in the element type (dq and dk
+ * q's: qk_heads heads), the state's in double (seqs x H heads packed). */
 static void grad_sizes(const fuzz_call *c, size_t bytes[NGRAD])
 {
     const falcon_inputs *in = &c->in;
-    const int64_t rows = c->rows, heads = c->valid ? in->B * in->H : 0;
+    const int64_t rows = c->rows, qrows = c->qrows, heads = c->valid ? c->heads : 0;
     const int64_t n = c->valid ? in->n : 0, m = c->valid ? in->m : 0;
     const int64_t keep = c->cfg.window >= 1 && c->cfg.window <= 16 ? c->cfg.window - 1 : 0;
     const size_t es = c->es, d = sizeof(double);
-    const size_t b[NGRAD] = {es * (size_t)(rows * n), es * (size_t)(rows * n), es * (size_t)(rows * m),
+    const size_t b[NGRAD] = {es * (size_t)(qrows * n), es * (size_t)(qrows * n), es * (size_t)(rows * m),
                              es * (size_t)rows, es * (size_t)rows, es * (size_t)(rows * n),
                              d * (size_t)(heads * m * n), d * (size_t)(heads * n),
                              d * (size_t)(heads * keep * n), d * (size_t)(heads * keep * m)};
@@ -85,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     falcon_state *st = fuzz_call_state(&c), *before = NULL;
     if (st) FUZZ_CHECK(falcon_state_copy(st, &before) == FALCON_OK, "copy");
     const falcon_inputs *in = &c.in;
-    const int64_t heads = c.valid ? in->B * in->H : 0, mn = c.valid ? in->m * in->n : 0;
+    const int64_t heads = c.valid ? c.heads : 0, mn = c.valid ? in->m * in->n : 0;
     const uint8_t which = fuzz_u8(&b);
     void *dO = malloc(c.es * (size_t)(c.rows * (c.valid ? in->m : 0) + 1));
     double *dS = malloc(sizeof(double) * (size_t)(heads * mn + 1));
@@ -98,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 (double *)g.p[7], (double *)g.p[8], (double *)g.p[9]};
 
     const falcon_status sv = falcon_validate(&c.cfg, in, st);
+    fuzz_check_layout_verdict(&c, sv);
     const falcon_status sb = falcon_backward(&c.cfg, in, st, which & 1 ? NULL : dO, which & 2 ? NULL : dS, &grads);
     if (sv) FUZZ_CHECK(sb == sv, "validate says %s, backward says %s (%s)", falcon_status_name(sv),
                        falcon_status_name(sb), falcon_last_error());
@@ -114,6 +117,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(dS);
     falcon_state_free(st);
     falcon_state_free(before);
-    free_tensors(&c.t);
+    fuzz_free_call(&c);
     return 0;
 }

@@ -104,13 +104,14 @@ def seeds_backward():
     # Layout (fuzz/call.h, fuzz_backward.c): variant, align, phi, form,
     # backend (byte - 1: 1 = scalar), precision, eps mode, window, chunk,
     # bits, threads, B, T, H, n, m (table indices), flags (bit 1: alpha;
-    # bits 2-3: state kind), the inputs' values per step (< 200: in range),
-    # then which cotangents are NULL, dO, dS_T, the gradient buffers' byte.
+    # bits 2-3: state kind), the layout byte (0: plain), the inputs' values
+    # per step (< 200: in range), then which cotangents are NULL, dO, dS_T,
+    # the gradient buffers' byte.
     for v in range(6):
         for prec in (0, 1):
             for form in (0, 1, 2):
                 head = bytes([v, v % 2, v % 4 if form == 0 else 0, form, 2, prec, 0, 1, 2, 0, 1,
-                              0, 4, 0, 2, 2, 0b1010])
+                              0, 4, 0, 2, 2, 0b1010, 0])
                 rng = random.Random(1000 * v + 10 * prec + form)
                 values = bytes(rng.randrange(200) for _ in range(70))
                 tail = bytes([0]) + bytes(rng.randrange(200) for _ in range(24)) + bytes([0xF0])
