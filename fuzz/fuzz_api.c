@@ -15,9 +15,12 @@
  *     bitwise the same outputs and state as one call (one sequence; the CPU
  *     kernels' backends);
  *   - layouts (packed batches, grouped heads): validation refuses exactly
- *     the ones the decoder made invalid (fuzz_check_layout_verdict).
+ *     the ones the decoder made invalid (fuzz_check_layout_verdict), and a
+ *     successful call equals its plain calls bit for bit, reads and state
+ *     (fuzz/layout.h).
  */
 #include "call.h"
+#include "layout.h"
 #include "../gate/inputs-steps.h"
 
 /* One sequence split at t: bitwise what one call gave. */
@@ -83,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const double x = prec == FALCON_FP32 ? ((float *)out)[i] : ((double *)out)[i];
             FUZZ_CHECK(isfinite(x), "a successful run left out[%lld] = %g", (long long)i, x);
         }
+        if (!fuzz_layout_plain(&in) && T > 0) fuzz_check_layout_plain(&c, out, st);
         if (st) {
             const falcon_state_view sv2 = falcon_state_get_view(st);
             for (int64_t i = 0; i < sv2.heads * sv2.m * sv2.n; i++)

@@ -12,9 +12,14 @@
  *   - the state is never changed;
  *   - a failure writes no gradient byte (unless FALCON_E_OVERFLOW, found
  *     after computing) and says why;
- *   - a success leaves every gradient finite and writes nothing past a buffer.
+ *   - a success leaves every gradient finite and writes nothing past a buffer;
+ *   - a successful packed or grouped call's gradients are its plain calls'
+ *     (fuzz/layout.h) bit for bit, each packed sequence's in its rows and
+ *     heads, and a shared q/k head's the sum of its value heads', added in
+ *     double in head order and rounded once (falcon.h).
  */
 #include "call.h"
+#include "layout.h"
 
 enum { NGRAD = 10, GUARD = 16 };
 
@@ -79,6 +84,87 @@ static void check_finite(const fuzz_call *c, const grad_bufs *g)
     }
 }
 
+/* Gradient j of the layout call against plain call `one`'s (plain, rows
+ * and heads of one), at step t0 and head h0 of the layout call's buffers:
+ * the same bytes, or for dq and dk of grouped heads the sums over the value
+ * heads that read each q/k head. */
+static void compare_grad(const fuzz_call *c, int j, const void *plain, const grad_bufs *g, const falcon_inputs *one,
+                         int64_t t0, int64_t h0, int64_t i)
+{
+    const falcon_inputs *in = &c->in;
+    const int64_t H = in->H, Hq = in->qk_heads > 0 ? in->qk_heads : H, n = in->n, m = in->m, rows = one->B * one->T;
+    const int64_t keep = c->cfg.window >= 1 && c->cfg.window <= 16 ? c->cfg.window - 1 : 0, heads = one->B * H;
+    const int64_t width[NGRAD] = {n, n, m, 1, 1, n, m * n, n, keep * n, keep * m};
+    const size_t es = j < 6 ? c->es : sizeof(double);
+    if (j >= 2 || Hq == H) {
+        const int64_t count = (j < 6 ? rows * H : heads) * width[j], at = (j < 6 ? t0 * H : h0) * width[j];
+        FUZZ_CHECK(!memcmp(plain, g->p[j] + es * (size_t)at, es * (size_t)count), "gradient %d of sequence %lld "
+                   "differs from its plain call's", j, (long long)i);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t qh = 0; qh < Hq; qh++)
+            for (int64_t x = 0; x < n; x++) {
+                double sum = 0;
+                for (int64_t h = 0; h < H; h++)
+                    if ((in->head_map == FALCON_HEADS_TILED ? h % Hq : h / (H / Hq)) == qh)
+                        sum += c->prec == FALCON_FP32 ? ((const float *)plain)[(r * H + h) * n + x]
+                                                      : ((const double *)plain)[(r * H + h) * n + x];
+                const int64_t at = ((t0 + r) * Hq + qh) * n + x;
+                const int same = c->prec == FALCON_FP32 ? ((const float *)g->p[j])[at] == (float)sum
+                                                        : ((const double *)g->p[j])[at] == sum;
+                FUZZ_CHECK(same, "%s[%lld] of sequence %lld is not the sum of its value heads' (%s heads)",
+                           j ? "dk" : "dq", (long long)at, (long long)i,
+                           in->head_map == FALCON_HEADS_TILED ? "tiled" : "interleaved");
+            }
+}
+
+/* A successful packed or grouped backward against its plain calls (q and
+ * k repeated, each packed sequence alone with its cotangents), with the
+ * buffers the call was given; a carried state is replayed as in
+ * fuzz_check_layout_plain. */
+static void check_layout_grads(const fuzz_call *c, const void *dO, const double *dS, const grad_bufs *g,
+                               int stateful)
+{
+    const falcon_inputs *in = &c->in;
+    falcon_inputs flat = *in;
+    void *q = fuzz_repeat_heads(c, in->q), *k = fuzz_repeat_heads(c, in->k);
+    flat.q = q, flat.k = k, flat.qk_heads = 0;
+    const int64_t seqs = in->cu_seqlens ? in->seqs : 1, H = in->H, n = in->n, m = in->m;
+    const int64_t W = c->cfg.window >= 1 && c->cfg.window <= 16 ? c->cfg.window : 1;
+    size_t wide[NGRAD];
+    memcpy(wide, g->bytes, sizeof wide);
+    wide[0] = wide[1] = c->es * (size_t)(c->rows * n); /* dq, dk: one per value head */
+    for (int64_t i = 0; i < seqs; i++) {
+        const int64_t t0 = in->cu_seqlens ? in->cu_seqlens[i] : 0, h0 = in->cu_seqlens ? i * H : 0;
+        const falcon_inputs one = in->cu_seqlens ? fuzz_steps(&flat, c->es, t0, in->cu_seqlens[i + 1]) : flat;
+        void *p[NGRAD];
+        for (int j = 0; j < NGRAD; j++) {
+            p[j] = g->p[j] ? malloc(wide[j] + 1) : NULL;
+            FUZZ_CHECK(!g->p[j] || p[j], "malloc");
+        }
+        falcon_state *st = NULL;
+        if (stateful) FUZZ_CHECK(falcon_state_create(one.B * H, n, m, W, &st) == FALCON_OK, "state");
+        if (st && c->warm_ok) {
+            void *warm = malloc(c->es * (size_t)(c->rows * m) + 1);
+            FUZZ_CHECK(warm && falcon_run(&c->cfg, &one, st, warm) == FALCON_OK, "sequence %lld's warm-up",
+                       (long long)i);
+            free(warm);
+        }
+        const falcon_grads pg = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]};
+        const void *dO_i = dO ? (const char *)dO + c->es * (size_t)(t0 * H * m) : NULL;
+        const falcon_status s = falcon_backward(&c->cfg, &one, st, dO_i, dS ? dS + h0 * m * n : NULL, &pg);
+        FUZZ_CHECK(s == FALCON_OK, "sequence %lld's plain backward failed where the layout call's succeeded: %s",
+                   (long long)i, falcon_last_error());
+        for (int j = 0; j < NGRAD; j++)
+            if (p[j] && (j >= 6 || one.T > 0)) compare_grad(c, j, p[j], g, &one, t0, h0, i);
+        for (int j = 0; j < NGRAD; j++) free(p[j]);
+        falcon_state_free(st);
+    }
+    free(q);
+    free(k);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_bytes b = {data, size};
@@ -111,6 +197,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         check_untouched(&g, 0, "a successful backward");
         check_finite(&c, &g);
+        if (!fuzz_layout_plain(in) && in->T > 0)
+            check_layout_grads(&c, which & 1 ? NULL : dO, which & 2 ? NULL : dS, &g, st != NULL);
     }
     for (int i = 0; i < NGRAD; i++) free(g.p[i]);
     free(dO);
