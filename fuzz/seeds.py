@@ -121,6 +121,40 @@ def seeds_backward():
         write("backward", f"random{i:02d}", bytes(rng.randrange(256) for _ in range(rng.choice([24, 120, 400]))))
 
 
+def seeds_layouts():
+    # Packed batches and grouped heads, for the api and backward harnesses
+    # (fuzz/call.h): the head as seeds_backward's, with T = 13 (index 6) and
+    # H = 2 (index 2), then the layout byte (bits 0-1 packed, 2-3 grouped:
+    # 1 valid, 3 a defect; bit 4 tiled; bit 5 a mismatched state off in its
+    # heads) and its bytes: grouped first (G - 1 + 4 * (qk_heads != 0)),
+    # then packed (seqs - 1, the offsets' steps), then any defect's byte.
+    def head(v, prec, form, flags, layout, backend=2, window=0, chunk=2):
+        return bytes([v, 0, 0, form, backend, prec, 0, window, chunk, 0, 1, 0, 6, 2, 2, 2, flags, layout])
+    packed = bytes([3, 0, 5, 5])                 # 4 sequences: lengths 0, 5, 5, 3
+    seeds = {
+        "packed_f1_recurrent": head(0, 0, 0, 0b1010, 1) + packed,
+        "packed_f3_chunk_fp64": head(2, 1, 1, 0b1010, 1, window=2) + packed,
+        "packed_f2_chunk_mpfr": head(1, 1, 1, 0b0110, 1, backend=6) + packed,
+        "grouped_interleaved": head(0, 0, 1, 0b1010, 0b0100) + bytes([5]),       # G = 2: H 4, qk_heads 2
+        "grouped_tiled_parallel": head(3, 0, 2, 0b0110, 0b10100) + bytes([6]),   # G = 3: H 6, qk_heads 2
+        "grouped_qk0": head(0, 1, 0, 0b1010, 0b0100) + bytes([1]),               # qk_heads 0: H
+        "packed_grouped_carried": head(0, 0, 0, 0b1010, 0b10101) + bytes([7]) + packed,
+        "packed_decreasing": head(0, 0, 0, 0b1010, 3) + packed + bytes([21]),     # cu[3] = cu[2] - 1
+        "packed_last_not_T": head(0, 0, 0, 0b1010, 3) + packed + bytes([16]),
+        "packed_seqs_0": head(0, 0, 0, 0b1010, 3) + packed + bytes([4]),
+        "packed_batch2": head(0, 0, 0, 0b1010, 3) + packed + bytes([3]),
+        "packed_no_offsets": head(0, 0, 0, 0b1010, 3) + packed + bytes([6]),
+        "packed_state_heads": head(0, 0, 0, 0b1110, 0b100001) + packed,
+        "grouped_not_dividing": head(0, 0, 0, 0b1010, 0b1100) + bytes([6, 2]),
+        "grouped_head_map": head(0, 0, 0, 0b1010, 0b1100) + bytes([5, 3 + 16]),
+    }
+    rng = random.Random(20261208)
+    for name, h in seeds.items():
+        blob = h + bytes(rng.randrange(200) for _ in range(600))
+        write("api", name, blob)
+        write("backward", name, blob)
+
+
 def seeds_checkpoint():
     # Layout (fuzz_checkpoint.c): H-1, n-1, m-1, W-1, manifest mode (5 =
     # intact), then per array a mode byte (0 = as expected) and one byte
@@ -152,3 +186,4 @@ if __name__ == "__main__":
     seeds_api()
     seeds_checkpoint()
     seeds_backward()
+    seeds_layouts()
