@@ -174,7 +174,7 @@ falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m,
                                      const void *gain);
 
 /* The state heads a call's inputs carry: seqs x H for a packed batch,
- * B x H otherwise (-1 for NULL). */
+ * B x H otherwise (-1 for NULL, or a count outside [0, 2^24]). */
 int64_t falcon_inputs_state_heads(const falcon_inputs *in);
 
 /*

@@ -35,7 +35,9 @@ falcon_inputs falcon_inputs_sequence(int64_t T, int64_t n, int64_t m, const void
 int64_t falcon_inputs_state_heads(const falcon_inputs *in)
 {
     if (!in) return -1;
-    return in->cu_seqlens ? in->seqs * in->H : in->B * in->H;
+    const int64_t rows = in->cu_seqlens ? in->seqs : in->B;
+    if (rows < 0 || rows > (1 << 24) || in->H < 0 || in->H > (1 << 24)) return -1; /* no product overflows */
+    return rows * in->H;
 }
 
 static const char *const variant_names[] = {"falcon1", "falcon2", "falcon3",
