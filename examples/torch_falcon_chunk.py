@@ -9,7 +9,8 @@ reads o_t = scale * phi(q_t)^T h_t. Graded by `falcon check` like any kernel:
     falcon check cases-fla --results results-fla --precision fp32
 
 It computes in float32 (decay exponents in float64) and also takes cases in
-the library's own layout and in ggml's (state [B,H,m,n]). Falcon-1A (no
+the library's own layout and in ggml's (state [B,H,m,n]), packed batches
+(cu_seqlens: each sequence from its own state row) and grouped q/k heads. Falcon-1A (no
 solve) comes for free; other variants are declared skipped in
 RESULTS/manifest.json. Exits 77 with "skipped: torch not installed" where
 torch is missing.
@@ -114,29 +115,56 @@ def chunk_falcon1(q, k, v, beta, log_alpha, h0, prev_key, has_prev, *, regressio
     return out.transpose(1, 2).contiguous(), h
 
 
+def qk_heads_index(case):
+    """The q/k head each value head reads: grouped heads (qk_heads < H)
+    interleaved (h // G, fla's num_v_heads) or tiled (h % qk_heads)."""
+    H, hq = case.v.shape[2], case.q.shape[2]
+    if hq == H:
+        return list(range(H))
+    return [h % hq if case.head_map == "tiled" else h // (H // hq) for h in range(H)]
+
+
+def sequences(case):
+    """(b, t0, t1, row): the steps [t0, t1) of batch row b from state row
+    `row`; a packed case (cu_seqlens) has one per sequence."""
+    cu = getattr(case, "cu_seqlens", None)
+    if cu is None:
+        return [(b, 0, case.T, b) for b in range(case.q.shape[0])]
+    return [(0, int(cu[i]), int(cu[i + 1]), i) for i in range(len(cu) - 1)]
+
+
 def run_case(case, chunk=None):
     st = case.state_in
-    B, T, H, K = case.q.shape
-    V = case.v.shape[-1]
+    idx = qk_heads_index(case)
+    _, T, H, V = case.v.shape
+    K = case.q.shape[-1]
     f = torch.float32
-    q, k, v, beta = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-                     for a in (case.q, case.k, case.v, case.beta))
+    q, k = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))[:, :, idx] for a in (case.q, case.k))
+    v, beta = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for a in (case.v, case.beta))
     if getattr(case, "g", None) is not None:
         log_alpha = torch.from_numpy(case.g.astype(np.float64))
     elif case.alpha is not None:
         log_alpha = torch.from_numpy(np.log(case.alpha.astype(np.float64)))
     else:
         log_alpha = None
-    S = torch.from_numpy(st["S"].reshape(B, H, V, K))                   # library layout [m,n]
+    rows = len(st["S"]) // H
+    S = torch.from_numpy(st["S"].reshape(rows, H, V, K))                # library layout [m,n]
     h0 = S.transpose(-1, -2).to(f)
-    prev = torch.from_numpy(st["prev_key"].reshape(B, H, K))
-    has_prev = torch.from_numpy(st["has_prev"].reshape(B, H))
-    o, h = chunk_falcon1(q, k, v, beta, log_alpha, h0, prev, has_prev,
-                         regression=case.variant == "falcon1", align=case.align, phi=case.phi,
-                         eps=case.eps, scale=float(getattr(case, "scale", 1.0)),
-                         chunk=int(chunk or case.chunk or 64))
+    prev = torch.from_numpy(st["prev_key"].reshape(rows, H, K))
+    has_prev = torch.from_numpy(st["has_prev"].reshape(rows, H))
+    out, states = torch.zeros(v.shape, dtype=f), []
+    for b, t0, t1, r in sequences(case):
+        span = slice(t0, t1)
+        o, h = chunk_falcon1(q[b:b + 1, span], k[b:b + 1, span], v[b:b + 1, span], beta[b:b + 1, span],
+                             None if log_alpha is None else log_alpha[b:b + 1, span], h0[r:r + 1], prev[r:r + 1],
+                             has_prev[r:r + 1], regression=case.variant == "falcon1", align=case.align,
+                             phi=case.phi, eps=case.eps, scale=float(getattr(case, "scale", 1.0)),
+                             chunk=int(chunk or case.chunk or 64))
+        out[b:b + 1, span] = o
+        states.append(h)
+    h = torch.cat(states)
     state = h if case.layout == "fla" else h.transpose(-1, -2)
-    return o.numpy(), state.contiguous().numpy()
+    return out.numpy(), state.contiguous().numpy()
 
 
 def main(argv=None):
