@@ -43,13 +43,17 @@ except ImportError:
     import falcon_suite
 
 SUPPORTED = ("falcon1", "falcon1a")
+# Wrong twins of the backward pass (--bug), each a bug reported in the
+# field's kernels, which `falcon check` must fail on a --grad set:
+BUGS = {"dg-first-step": "the decay's gradient misses each sequence's first step",
+        "grads-unwritten-last-sequence": "the last packed sequence's input gradients left unwritten (zeros)"}
 
 
 def phi_map(x, phi):
     if phi == "identity":
         return x
-    if phi == "relu":
-        return torch.clamp(x, min=0)
+    if phi == "relu":  # relu'(0) = 0, the library's convention (docs/math.md 12); clamp's is 1
+        return torch.where(x > 0, x, torch.zeros((), dtype=x.dtype))
     if phi == "elu1":
         return torch.where(x > 0, x + 1, torch.exp(torch.clamp(x, max=0)))
     if phi == "l2norm":
@@ -133,38 +137,79 @@ def sequences(case):
     return [(0, int(cu[i]), int(cu[i + 1]), i) for i in range(len(cu) - 1)]
 
 
-def run_case(case, chunk=None):
-    st = case.state_in
-    idx = qk_heads_index(case)
-    _, T, H, V = case.v.shape
-    K = case.q.shape[-1]
+def leaves(case):
+    """The case's inputs as tensors that autograd differentiates: q, k, v,
+    beta in float32; alpha, the initial memory S [rows,H,m,n] and the
+    previous keys in float64 (a log of alpha, and the state, as given)."""
+    def leaf(a, dt):
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=dt)).requires_grad_()
+    st, H = case.state_in, case.v.shape[2]
+    rows = len(st["S"]) // H
+    return dict(q=leaf(case.q, np.float32), k=leaf(case.k, np.float32), v=leaf(case.v, np.float32),
+                beta=leaf(case.beta, np.float32), alpha=None if case.alpha is None else leaf(case.alpha, np.float64),
+                S=leaf(st["S"].reshape(rows, H, case.m, case.n), np.float64),
+                prev=leaf(st["prev_key"].reshape(rows, H, case.n), np.float64),
+                has_prev=torch.from_numpy(st["has_prev"].reshape(rows, H)))
+
+
+def forward(case, x, chunk=None, bug=None):
+    """Every sequence of the case from the leaves x. Returns o [B,T,H,V]
+    and the final memory in the library's layout [rows,H,m,n] (float32)."""
     f = torch.float32
-    q, k = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))[:, :, idx] for a in (case.q, case.k))
-    v, beta = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for a in (case.v, case.beta))
+    idx = qk_heads_index(case)
+    q, k = x["q"][:, :, idx], x["k"][:, :, idx]
     if getattr(case, "g", None) is not None:
         log_alpha = torch.from_numpy(case.g.astype(np.float64))
-    elif case.alpha is not None:
-        log_alpha = torch.from_numpy(np.log(case.alpha.astype(np.float64)))
     else:
-        log_alpha = None
-    rows = len(st["S"]) // H
-    S = torch.from_numpy(st["S"].reshape(rows, H, V, K))                # library layout [m,n]
-    h0 = S.transpose(-1, -2).to(f)
-    prev = torch.from_numpy(st["prev_key"].reshape(rows, H, K))
-    has_prev = torch.from_numpy(st["has_prev"].reshape(rows, H))
-    out, states = torch.zeros(v.shape, dtype=f), []
+        log_alpha = None if x["alpha"] is None else torch.log(x["alpha"])
+    h0 = x["S"].transpose(-1, -2).to(f)
+    outs, states = [], []
     for b, t0, t1, r in sequences(case):
         span = slice(t0, t1)
-        o, h = chunk_falcon1(q[b:b + 1, span], k[b:b + 1, span], v[b:b + 1, span], beta[b:b + 1, span],
-                             None if log_alpha is None else log_alpha[b:b + 1, span], h0[r:r + 1], prev[r:r + 1],
-                             has_prev[r:r + 1], regression=case.variant == "falcon1", align=case.align,
-                             phi=case.phi, eps=case.eps, scale=float(getattr(case, "scale", 1.0)),
-                             chunk=int(chunk or case.chunk or 64))
-        out[b:b + 1, span] = o
+        la = None if log_alpha is None else log_alpha[b:b + 1, span]
+        if bug == "dg-first-step" and la is not None and t1 > t0:  # the first step's decay taken as a constant
+            la = torch.cat([la[:, :1].detach(), la[:, 1:]], dim=1)
+        o, h = chunk_falcon1(q[b:b + 1, span], k[b:b + 1, span], x["v"][b:b + 1, span], x["beta"][b:b + 1, span],
+                             la, h0[r:r + 1], x["prev"][r:r + 1], x["has_prev"][r:r + 1],
+                             regression=case.variant == "falcon1", align=case.align, phi=case.phi, eps=case.eps,
+                             scale=float(getattr(case, "scale", 1.0)), chunk=int(chunk or case.chunk or 64))
+        outs.append((b, span, o))
         states.append(h)
-    h = torch.cat(states)
-    state = h if case.layout == "fla" else h.transpose(-1, -2)
+    out = torch.zeros(x["v"].shape, dtype=f)
+    for b, span, o in outs:
+        out[b:b + 1, span] = o
+    return out, torch.cat(states).transpose(-1, -2)
+
+
+def run_case(case, chunk=None):
+    with torch.no_grad():
+        out, S = forward(case, leaves(case), chunk)
+    state = S.transpose(-1, -2) if case.layout == "fla" else S
     return out.numpy(), state.contiguous().numpy()
+
+
+def grad_case(case, chunk=None, bug=None):
+    """The gradients a --grad case asks for (case.json "gradients"), by
+    autograd through the chunk form: of L = <O, dO> + <S_T, dS_T>."""
+    x = leaves(case)
+    out, S = forward(case, x, chunk, bug)
+    loss = (out.double() * torch.from_numpy(case.dO.astype(np.float64))).sum()
+    loss = loss + (S.double() * torch.from_numpy(case.dS_T.reshape(S.shape))).sum()
+    loss.backward()
+    have = {"dq": x["q"], "dk": x["k"], "dv": x["v"], "dbeta": x["beta"], "dalpha": x["alpha"], "dS0": x["S"],
+            "dprev_key": x["prev"]}
+    grads = {}
+    for name, e in case.gradients.items():
+        t = have.get(name)
+        g = t.grad if t is not None and t.grad is not None else None
+        g = np.zeros(e["shape"]) if g is None else g.numpy()  # the window's history: none in Falcon-1/1A
+        grads[name] = g.reshape(e["shape"])
+    if bug == "grads-unwritten-last-sequence" and getattr(case, "cu_seqlens", None) is not None:
+        t0 = int(case.cu_seqlens[-2])  # the last sequence's rows left as they were: zeros
+        for name in ("dq", "dk", "dv", "dbeta", "dalpha"):
+            if name in grads:
+                grads[name][:, t0:] = 0
+    return grads
 
 
 def main(argv=None):
@@ -172,6 +217,7 @@ def main(argv=None):
     ap.add_argument("cases")
     ap.add_argument("results")
     ap.add_argument("--chunk", type=int, default=0, help="chunk size (default: the case's)")
+    ap.add_argument("--bug", choices=BUGS, help="a wrong twin of the gradients (BUGS)")
     a = ap.parse_args(argv)
     if torch is None:
         print("skipped: torch not installed")
@@ -189,8 +235,15 @@ def main(argv=None):
         if case.layout not in ("fla", "falcon", "ggml"):
             skip[name] = "torch_falcon_chunk.py does not know the layout %s" % case.layout
             continue
+        if getattr(case, "gradients", None) and case.alpha is not None and float(np.min(case.alpha, initial=1.0)) < 1e-30:
+            skip[name] = ("torch_falcon_chunk.py: float32 autograd through exp(cumsum log alpha) cannot resolve "
+                          "the decay's gradient at alpha near the smallest normal number")
+            continue
         out, state = run_case(case, a.chunk)
         falcon_suite.write_result(a.results, name, out, state)
+        if getattr(case, "gradients", None):  # a --grad set (falcon layout)
+            for g, x in grad_case(case, a.chunk, a.bug).items():
+                np.save(os.path.join(a.results, name, case.gradients[g]["result"]), x.astype(np.float32))
         ran += 1
     falcon_suite.write_manifest(a.results, skip)
     print("torch_falcon_chunk: %d cases computed in float32, %d skipped (manifest.json)"

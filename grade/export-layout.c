@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export-layout.h"
-#include "../src/internal.h" /* falcon_state_heads_get: a sequence's heads of a state */
 #include "falcon_ref.h"     /* falcon_ref_grad_cond */
 
 int layout_is_plain(const export_case *e) { return !e->seqs && !e->qk_heads; }
@@ -99,9 +98,7 @@ static falcon_status packed_sequence(const gate_case *c, const gate_data *d,
     in->v = (const double *)in->v + t0 * H * m, in->beta = (const double *)in->beta + t0 * H;
     if (in->alpha) in->alpha = (const double *)in->alpha + t0 * H;
     if (in->gain) in->gain = (const double *)in->gain + t0 * H * n;
-    falcon_status s = falcon_state_create(H, n, m, c->window, part);
-    if (!s) falcon_state_heads_get(init, (int64_t)i * H, *part);
-    return s;
+    return falcon_state_slice(init, (int64_t)i * H, H, part);
 }
 
 /* The packed reference: sequence by sequence into r (out rows and state

@@ -348,6 +348,20 @@ static json_t *inputs_json(const falcon_inputs *in)
     return inputs;
 }
 
+/* index.json's row of one (case, form). */
+static json_t *index_row(const char *name, const gate_case *c, falcon_form form)
+{
+    json_t *row = json_object();
+    json_object_set_new(row, "name", json_string(name));
+    json_object_set_new(row, "dir", json_string(name));
+    json_object_set_new(row, "variant", json_string(falcon_variant_name(c->variant)));
+    json_object_set_new(row, "form", json_string(falcon_form_name(form)));
+    json_object_set_new(row, "align", json_string(falcon_align_name(c->align)));
+    json_object_set_new(row, "phi", json_string(falcon_phi_name(c->phi)));
+    json_object_set_new(row, "decay", json_string(gate_decay_name(c->decay)));
+    return row;
+}
+
 /* The directory of one (case, form); `name` receives its name. */
 static int write_case(set_sink *sink, int index, const export_case *e, const case_data *k, falcon_form form,
                       const export_opts *o, double scale, char *name, size_t name_size, json_t *list)
@@ -461,15 +475,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     if (!rc) rc = sink_only(sink, dir); /* nothing else in the case's folder */
     if (rc) return rc;
 
-    json_t *row = json_object();
-    json_object_set_new(row, "name", json_string(name));
-    json_object_set_new(row, "dir", json_string(name));
-    json_object_set_new(row, "variant", json_string(falcon_variant_name(c->variant)));
-    json_object_set_new(row, "form", json_string(falcon_form_name(form)));
-    json_object_set_new(row, "align", json_string(falcon_align_name(c->align)));
-    json_object_set_new(row, "phi", json_string(falcon_phi_name(c->phi)));
-    json_object_set_new(row, "decay", json_string(gate_decay_name(c->decay)));
-    json_array_append_new(list, row);
+    json_array_append_new(list, index_row(name, c, form));
     return 0;
 }
 

@@ -190,6 +190,11 @@ falcon_status falcon_state_create(int64_t heads, int64_t n, int64_t m,
 void falcon_state_free(falcon_state *state);
 falcon_status falcon_state_reset(falcon_state *state);
 falcon_status falcon_state_copy(const falcon_state *src, falcon_state **out);
+/* A new state holding heads [first, first + count) of src: its memory,
+ * previous keys, window history and lazy decay factors, bit for bit (a
+ * packed batch's sequence i is heads [i H, i H + H)). FALCON_E_SHAPE when
+ * the range is not within src's heads. */
+falcon_status falcon_state_slice(const falcon_state *src, int64_t first, int64_t count, falcon_state **out);
 
 /* Read-only view of a state's contents. */
 typedef struct falcon_state_view {

@@ -204,3 +204,16 @@ void falcon_state_heads_put(falcon_state *whole, int64_t h0, const falcon_state 
     copy_heads(whole, h0, part, 0, part->heads);
     whole->memory_f32 = whole->memory_f32 && part->memory_f32;
 }
+
+falcon_status falcon_state_slice(const falcon_state *src, int64_t first, int64_t count, falcon_state **out)
+{
+    if (!src || !out) return falcon_fail_in("state", "null", FALCON_E_ARGUMENT, "state_slice: a NULL pointer");
+    if (first < 0 || count < 1 || first > src->heads - count)
+        return falcon_fail_in("heads", "heads-range", FALCON_E_SHAPE,
+                              "state_slice: heads [%lld, %lld + %lld) are not within the state's %lld",
+                              (long long)first, (long long)first, (long long)count, (long long)src->heads);
+    const falcon_status s = state_new(count, src->n, src->m, src->window, 0, out);
+    if (s) return s;
+    falcon_state_heads_get(src, first, *out);
+    return FALCON_OK;
+}

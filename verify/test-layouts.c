@@ -420,3 +420,29 @@ Test(layouts, rules)
     expect_rule(&in, NULL, "q", "finite", (2 * 1 + 0) * NN + 3);
     drop(&t);
 }
+
+/* falcon_state_slice: a packed sequence's heads of a state, bit for bit;
+ * a range past the state refused. */
+Test(layouts, state_slice)
+{
+    const falcon_config cfg = config(FALCON_BACKEND_SCALAR, 1, FALCON_FORM_RECURRENT, FALCON_3);
+    tensors t = make(TT, HH, HH, 1, 0, 41);
+    falcon_inputs in = inputs_of(&t, 1, TT, HH);
+    in.cu_seqlens = cu, in.seqs = SEQS;
+    falcon_state *st, *part;
+    double out[TT * HH * MM];
+    cr_assert(falcon_state_create(SEQS * HH, NN, MM, cfg.window, &st) == FALCON_OK);
+    cr_assert(falcon_run(&cfg, &in, st, out) == FALCON_OK, "%s", falcon_last_error());
+    for (int64_t i = 0; i < SEQS; i++) {
+        cr_assert(falcon_state_slice(st, i * HH, HH, &part) == FALCON_OK, "%s", falcon_last_error());
+        expect_same_heads(st, i * HH, part, "slice");
+        cr_expect(!memcmp(falcon_state_get_view(st).hist_v + i * HH * 2 * MM, falcon_state_get_view(part).hist_v,
+                          sizeof(double) * HH * 2 * MM), "slice: hist_v differs");
+        falcon_state_free(part);
+    }
+    cr_expect(falcon_state_slice(st, SEQS * HH - 1, 2, &part) == FALCON_E_SHAPE);
+    cr_expect(falcon_state_slice(st, -1, 1, &part) == FALCON_E_SHAPE);
+    cr_expect(falcon_state_slice(st, 0, 0, &part) == FALCON_E_SHAPE);
+    falcon_state_free(st);
+    drop(&t);
+}

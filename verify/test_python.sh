@@ -38,6 +38,8 @@
 #     with $PYTHON when that is another interpreter;
 #   - examples/torch_falcon_chunk.py on the case set exported with --layout
 #     fla, graded in fp32; "skipped: torch not installed" without torch;
+#     its autograd gradients on a --grad set pass --require-grad, and its
+#     two wrong twins of the backward pass fail naming the gradient;
 #   - bench/peers.py --quick: every peer agrees with libfalcon and the JSON
 #     says so; a peer with a seeded bug (no decay, no normaliser) fails the
 #     run (exit 1) and leaves the earlier --json file as it was; --ggml
@@ -404,6 +406,27 @@ else
             else bad "torch chunk example (fla layout) passes check --precision fp32" "status $rc"; fi
         fi
     fi
+    # Its gradients by autograd on a --grad set (falcon layout, packed and
+    # grouped cases included) pass; its two wrong twins of the backward
+    # pass fail, naming the gradient.
+    rc=0
+    "$FALCON" cases export cases-grad --profile quick --grad --quiet >export.txt 2>&1 || rc=$?
+    "$PYTHON" "$ROOT/examples/torch_falcon_chunk.py" cases-grad r_tgrad >torch.txt 2>&1 || rc=$?
+    if [ $rc -eq 0 ]; then
+        "$FALCON" check cases-grad --results r_tgrad --require-grad --precision fp32 >check.txt 2>&1 || rc=$?
+        if [ $rc -eq 0 ] && grep -q "^dalpha .* pass" check.txt; then
+            ok "torch chunk example's autograd gradients pass check --require-grad: $(tail -n 1 check.txt)"
+        else bad "torch chunk example's gradients" "status $rc: $(tail -n 12 check.txt)"; fi
+    elif [ $rc -ne 77 ]; then bad "torch chunk example on a --grad set" "status $rc: $(tail -n 5 torch.txt)"; fi
+    for bug in dg-first-step:dalpha grads-unwritten-last-sequence:dq; do
+        rc=0
+        "$PYTHON" "$ROOT/examples/torch_falcon_chunk.py" cases-grad "r_${bug%%:*}" --bug "${bug%%:*}" >torch.txt 2>&1 ||
+            rc=$?
+        "$FALCON" check cases-grad --results "r_${bug%%:*}" --require-grad --format lines >check.txt 2>&1 || rc=$?
+        if [ $rc -eq 1 ] && grep -q " ${bug##*:}: FAIL" check.txt; then
+            ok "torch gradient twin ${bug%%:*} fails, naming ${bug##*:}: $(grep -c " ${bug##*:}: FAIL" check.txt) cases"
+        else bad "torch gradient twin ${bug%%:*}" "status $rc (want 1 and a ${bug##*:} FAIL): $(tail -n 3 check.txt)"; fi
+    done
     # bench/peers.py: the peers agree with libfalcon or the run fails, and
     # a failed run leaves an earlier --json file as it was.
     rc=0
