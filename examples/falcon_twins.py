@@ -36,7 +36,7 @@ def twin(name, feature, desc, applies, layouts=ALL):
 
 
 def twin_class(name):
-    return TWINS[name]
+    return TWINS[name] if name in TWINS else VARIANT_TWINS[name]
 
 
 # ---- predicates on a loaded case ----
@@ -721,3 +721,27 @@ class FlaStateNotTransposed(Falcon):
     def layout(self, out, state):
         B, H, m, n = state.shape
         return out, np.ascontiguousarray(state).reshape(B, H, n, m)
+
+
+# ---- batch variance: within every threshold, so not in TWINS ----
+VARIANT_TWINS = {}  # name -> class: kernels `falcon check` passes but reports BATCH-VARIANT
+
+
+class BatchVariantReads(Falcon):
+    """The reads of a case holding several sequences (B > 1, or packed)
+    summed from the last column to the first: another rounding order, as a
+    kernel that tiles by batch size takes, within every threshold but not
+    the same bits as the sequence alone (flash-linear-attention issue 671)."""
+    name = "batch-variant-reads"
+    desc = "reads summed in another order when the batch holds several sequences"
+
+    def read(self, S, fq):
+        if len(self.sequences()) < 2:
+            return super().read(S, fq)
+        acc = np.zeros(S.shape[0], dtype=self.dt)
+        for i in range(S.shape[1] - 1, -1, -1):
+            acc = acc + S[:, i] * fq[i]
+        return self.scale * acc
+
+
+VARIANT_TWINS[BatchVariantReads.name] = BatchVariantReads

@@ -37,6 +37,7 @@ typedef struct check_opts {
     int verbose;
     int require_state;  /* --require-state: a judged case without state.npy is bad input */
     int require_grad;   /* --require-grad: a judged case without its gradients is bad input */
+    int require_inv;    /* --require-batch-invariance: a batch-variant group fails */
     double max_skipped; /* --max-skipped: the largest fraction of cases skipped that passes; -1: any */
     int trust_set;      /* judge the set as it is, without re-deriving it */
     int format;         /* --format: a check_format */
@@ -47,7 +48,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: falcon check DIR --results RDIR [--precision fp64|fp32|tf32|bf16|fp16]\n"
             "                    [--json FILE] [--junit FILE] [--verbose] [--require-state]\n"
-            "                    [--require-grad]\n"
+            "                    [--require-grad] [--require-batch-invariance]\n"
             "                    [--max-skipped FRACTION] [--trust-set] [--format table|lines]\n"
             "Judges an implementation's results against a case set made by `falcon cases\n"
             "export`: RDIR/<case>/out.npy (and, optionally, state.npy) for every case,\n"
@@ -73,6 +74,10 @@ static void usage(FILE *f)
             "(dq.npy ... dS0.npy, falcon grad's names; each against its own threshold; a\n"
             "NaN fails); a case without any is judged on its forward results and says so.\n"
             "--require-grad: a judged case without every gradient it has is bad input.\n"
+            "Batch invariance: cases that hold one sequence at different batch rows or\n"
+            "packed among others are compared bit for bit; a group whose results differ\n"
+            "is reported BATCH-VARIANT, apart from the verdict, and fails the run with\n"
+            "--require-batch-invariance.\n"
             "  --format table  (default) the failing cases, a table per variant and form\n"
             "  --format lines  one line per case (<case>: OK|FAIL|SKIP|NOT JUDGEABLE ...) and\n"
             "                  the summary line, nothing else\n");
@@ -92,7 +97,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
     static const opt_def defs[] = {
         {"results", 'r', 1}, {"precision", 'u', 1}, {"json", 'j', 1}, {"junit", 'x', 1}, {"verbose", 'v', 0},
         {"help", 'h', 0}, {"require-state", 's', 0}, {"require-grad", 'G', 0}, {"max-skipped", 'k', 1}, {"trust-set", 'T', 0},
-        {"format", 'f', 1}, {NULL, 0, 0}};
+        {"format", 'f', 1}, {"require-batch-invariance", 'I', 0}, {NULL, 0, 0}};
     *o = (check_opts){.unit = -1, .max_skipped = -1};
     *help = 0;
     opt_scan sc;
@@ -111,6 +116,7 @@ static int parse_args(int argc, char **argv, check_opts *o, int *help)
         case 'h': *help = 1; return 0;
         case 's': o->require_state = 1; break;
         case 'G': o->require_grad = 1; break;
+        case 'I': o->require_inv = 1; break;
         case 'k':
             if (parse_fraction(sc.value, &o->max_skipped))
                 return cli_error("check: --max-skipped %s: a fraction of the cases, from 0 to 1", sc.value);
@@ -710,7 +716,12 @@ int falcon_grade_check_main(int argc, char **argv)
     check_case *results = calloc(ncase + 1, sizeof *results);
     if (!rc && !results) rc = cli_error("out of memory");
     for (size_t i = 0; i < ncase && !rc; i++) rc = judge_case(&o, json_array_get(cases, i), skip, u, &results[i]);
-    check_report rep = {o.cases, o.results, grade_unit_name(unit), u, results, (int)ncase, o.max_skipped};
+    check_invariance *inv = NULL;
+    int ninv = 0;
+    if (!rc) rc = check_invariance_groups(o.cases, o.results, index, skip, &inv, &ninv);
+    check_report rep = {.cases_dir = o.cases, .results_dir = o.results, .unit = grade_unit_name(unit), .u = u,
+                        .cases = results, .count = (int)ncase, .max_skipped = o.max_skipped, .inv = inv,
+                        .ninv = ninv, .require_inv = o.require_inv};
     if (!rc) rc = something_judged(&rep);
     if (!rc && o.format == CHECK_FORMAT_LINES) check_print_lines(stdout, &rep, o.trust_set);
     if (!rc) {
@@ -728,6 +739,7 @@ int falcon_grade_check_main(int argc, char **argv)
     }
     falcon_outputs_abort(tx);
     free(results);
+    free(inv);
     json_decref(manifest);
     json_decref(sets.names), json_decref(sets.dirs);
     json_decref(index);

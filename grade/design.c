@@ -221,6 +221,36 @@ static int layout_families(export_case *e, uint64_t seed)
     return n;
 }
 
+/* Batch invariance: three configurations, each holding one sequence of 20
+ * steps alone (B = 1), at batch row 1 of 3 between other sequences, and as
+ * the last of six packed sequences (T = 33: its neighbours of 0, 1, 9, 0
+ * and 3 steps); a kernel whose results for a sequence depend on where it
+ * sits or what surrounds it is reported batch-variant. */
+enum { INVARIANCE_COUNT = 3 * 3, INVARIANCE_T = 20 };
+static int invariance_families(export_case *e, uint64_t seed)
+{
+    static const struct {
+        falcon_variant v;
+        falcon_align a;
+        falcon_phi phi;
+        gate_decay d;
+    } cfg[3] = {{FALCON_1, FALCON_ALIGN_SAME, FALCON_PHI_L2NORM, GATE_DECAY_MILD},
+                {FALCON_2A, FALCON_ALIGN_PREFIX, FALCON_PHI_RELU, GATE_DECAY_RANDOM},
+                {FALCON_3, FALCON_ALIGN_SAME, FALCON_PHI_IDENTITY, GATE_DECAY_NONE}};
+    int n = 0;
+    for (int g = 0; g < 3; g++) {
+        const int64_t W = falcon_variant_has_window(cfg[g].v) ? 3 : 1, shared = seed + 100 + (uint64_t)g;
+        const int64_t B[3] = {1, 3, 1}, T[3] = {INVARIANCE_T, INVARIANCE_T, 13 + INVARIANCE_T};
+        for (int k = 0; k < 3; k++)
+            e[n++] = (export_case){.c = {cfg[g].v, cfg[g].a, cfg[g].phi, cfg[g].d, B[k], T[k], 2, 5, 4, W, 8, 1e-6,
+                                         1.0, seed++},
+                                   .seqs = k == 2 ? GRADE_MAX_SEQS : 0, .inv_group = g + 1,
+                                   .inv_row = k == 0 ? 0 : k == 1 ? 1 : GRADE_MAX_SEQS - 1,
+                                   .inv_T = INVARIANCE_T, .inv_seed = (uint64_t)shared};
+    }
+    return n;
+}
+
 /* The families a covering array of pairs does not reach. */
 static int families(export_case *e, uint64_t seed)
 {
@@ -297,12 +327,13 @@ int grade_design_cases(int profile, export_case **out)
     gate_case *table = NULL;
     const int ntable = profile ? gate_cases(1, &table) : 0;
     if (ntable < 0) return -1;
-    export_case *e = calloc((size_t)(MAX_ROWS + FAMILY_COUNT + LAYOUT_COUNT + ntable + 12 + 6 * GATE_DECAY_COUNT), sizeof *e);
+    export_case *e = calloc((size_t)(MAX_ROWS + FAMILY_COUNT + LAYOUT_COUNT + INVARIANCE_COUNT + ntable + 12 + 6 * GATE_DECAY_COUNT), sizeof *e);
     int n = -1;
     if (e) {
         n = quick_cases(e);
         if (profile) n += full_cases(e + n, table, ntable);
         n += layout_families(e + n, 320000u); /* last: the earlier cases keep their numbers */
+        n += invariance_families(e + n, 330000u);
     }
     free(table);
     *out = e;

@@ -21,6 +21,13 @@ typedef struct export_case {
     int seqs;        /* a packed batch (B = 1) of seqs sequences, lengths grade_packed_lengths */
     int qk_heads;    /* grouped heads: q and k hold qk_heads of the H heads */
     falcon_head_map head_map;
+    /* Batch invariance (docs/cases.md): a member of group inv_group (>= 1)
+     * holds the group's one sequence (inv_T steps, from inv_seed's inputs
+     * and a fresh state) at batch row inv_row, or as packed sequence
+     * inv_row; 0 for the other cases. */
+    int inv_group, inv_row;
+    int64_t inv_T;
+    uint64_t inv_seed;
 } export_case;
 
 /* The lengths of a packed case's seqs sequences (at most GRADE_MAX_SEQS),

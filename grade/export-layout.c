@@ -317,3 +317,64 @@ falcon_status layout_grad_reference(const void *ctx, const gate_grad_case *gc, c
     free(q), free(k);
     return s;
 }
+
+/* ---- batch invariance ---- */
+
+/* Where a member holds its group's sequence: batch row, first step. */
+static void shared_place(const export_case *e, int64_t *b, int64_t *t0)
+{
+    *b = e->seqs ? 0 : e->inv_row, *t0 = 0;
+    if (!e->seqs) return;
+    int64_t len[GRADE_MAX_SEQS];
+    grade_packed_lengths(e->seqs, e->c.T, len);
+    for (int i = 0; i < e->inv_row; i++) *t0 += len[i];
+}
+
+/* One tensor's rows of width w (elements of es bytes) of the sequence src
+ * ([inv_T][H][w]) into dst ([B][T][H][w]) at batch row b from step t0. */
+static void put_rows(const export_case *e, char *dst, const char *src, int64_t w, size_t es, int64_t b, int64_t t0)
+{
+    const int64_t H = e->c.H, T = e->c.T;
+    const size_t row = (size_t)(H * w) * es;
+    for (int64_t t = 0; t < e->inv_T; t++) memcpy(dst + (size_t)(b * T + t0 + t) * row, src + (size_t)t * row, row);
+}
+
+int layout_share(const export_case *e, gate_data *d)
+{
+    if (!e->inv_group) return 0;
+    gate_case base = e->c;
+    base.B = 1, base.T = e->inv_T, base.seed = e->inv_seed;
+    gate_data s;
+    if (gate_data_make(&base, d->prec, &s)) return -1;
+    int64_t b, t0;
+    shared_place(e, &b, &t0);
+    const size_t es = d->prec == FALCON_FP64 ? sizeof(double) : sizeof(float);
+    const falcon_inputs *from[2] = {&s.in, &s.in64}, *to[2] = {&d->in, &d->in64};
+    for (int i = 0; i < 2; i++) {
+        const size_t z = i ? sizeof(double) : es;
+        put_rows(e, (char *)to[i]->q, from[i]->q, e->c.n, z, b, t0);
+        put_rows(e, (char *)to[i]->k, from[i]->k, e->c.n, z, b, t0);
+        put_rows(e, (char *)to[i]->v, from[i]->v, e->c.m, z, b, t0);
+        put_rows(e, (char *)to[i]->beta, from[i]->beta, 1, z, b, t0);
+        if (to[i]->alpha) put_rows(e, (char *)to[i]->alpha, from[i]->alpha, 1, z, b, t0);
+        if (to[i]->gain) put_rows(e, (char *)to[i]->gain, from[i]->gain, e->c.n, z, b, t0);
+    }
+    gate_data_free(&s);
+    return 0;
+}
+
+void layout_invariance_json(const export_case *e, json_t *j)
+{
+    if (!e->inv_group) return;
+    int64_t b, t0;
+    shared_place(e, &b, &t0);
+    char group[32];
+    snprintf(group, sizeof group, "b%d", e->inv_group);
+    json_t *inv = json_object();
+    json_object_set_new(inv, "group", json_string(group));
+    json_object_set_new(inv, "b", json_integer(b));
+    json_object_set_new(inv, "t0", json_integer(t0));
+    json_object_set_new(inv, "t1", json_integer(t0 + e->inv_T));
+    json_object_set_new(inv, "state_row", json_integer(e->inv_row));
+    json_object_set_new(j, "invariance", inv);
+}

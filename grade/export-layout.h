@@ -48,6 +48,14 @@ falcon_status layout_reference(const export_case *e, const gate_case *c, const g
 falcon_status layout_grad_reference(const void *ctx, const gate_grad_case *gc, const gate_data *d,
                                     const gate_cotangents *ct, const falcon_state *init, gate_grad_result *r);
 
+/* Batch invariance (design.h, inv_group): the group's one sequence written
+ * into a member's generated inputs d (both buffers) at its place; 0, or -1
+ * out of memory. Nothing for other cases. */
+int layout_share(const export_case *e, gate_data *d);
+/* case.json's "invariance": the group and where the member holds its
+ * sequence (batch row b, steps [t0, t1), state row); none for others. */
+void layout_invariance_json(const export_case *e, json_t *j);
+
 /* cu_seqlens.npy (int64 [seqs + 1]) of a packed case into dir, through
  * the sink; 0, or 2 after cli_error. */
 int layout_write_offsets(set_sink *sink, const char *dir, const falcon_inputs *in);

@@ -226,6 +226,7 @@ static int case_data_make(const export_case *e, grade_unit u, int grad, case_dat
     const falcon_precision prec = u == GRADE_FP64 ? FALCON_FP64 : FALCON_FP32;
     if (gate_data_make(&e->c, prec, &k->d)) return -1;
     k->eps = gate_eps(&e->c, prec);
+    if (layout_share(e, &k->d)) return -1;
     edit_inputs(e, u, &k->d);
     if (u != GRADE_FP64 && u != GRADE_FP32 &&
         (round_inputs(&k->d, &e->c, u) || grade_round(k->eps, u, &k->eps) || k->eps <= 0))
@@ -368,10 +369,12 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
 {
     const gate_case *c = &e->c;
     /* The profile's letter first: a name means one case in every set. */
-    snprintf(name, name_size, "%c%04d-%s-%s-%s-%s-%s%s%s%s", o->profile ? 'f' : 'q', index,
+    char inv[24] = "";
+    if (e->inv_group) snprintf(inv, sizeof inv, "-invariance%d", e->inv_group);
+    snprintf(name, name_size, "%c%04d-%s-%s-%s-%s-%s%s%s%s%s", o->profile ? 'f' : 'q', index,
              falcon_variant_name(c->variant), falcon_align_name(c->align), falcon_phi_name(c->phi),
              gate_decay_name(c->decay), falcon_form_name(form), e->carried ? "-carried" : "",
-             e->seqs ? "-packed" : "", !e->qk_heads ? "" : e->head_map ? "-grouped-tiled" : "-grouped-interleaved");
+             e->seqs ? "-packed" : "", !e->qk_heads ? "" : e->head_map ? "-grouped-tiled" : "-grouped-interleaved", inv);
     const char *dir = name; /* inside the set */
     char path[4200];
     if (sink_dir(sink, dir)) return 2;
@@ -442,6 +445,7 @@ static int write_case(set_sink *sink, int index, const export_case *e, const cas
     json_object_set_new(j, "decay", json_string(gate_decay_name(c->decay)));
     json_object_set_new(j, "carried_state", json_boolean(e->carried));
     layout_json(e, j);
+    layout_invariance_json(e, j);
     json_object_set_new(j, "stresses", json_string(stress));
     json_object_set_new(j, "layout", json_string(grade_layout_name(o->layout)));
     json_object_set_new(j, "scale", json_real(scale));

@@ -118,7 +118,7 @@ check_tally check_count(const check_report *r)
 int check_failed(const check_report *r)
 {
     const check_tally t = check_count(r);
-    return t.fail || t.too_many_skips;
+    return t.fail || t.too_many_skips || (r->require_inv && check_invariance_variant(r->inv, r->ninv));
 }
 
 /* ---- gradients: one row per gradient tensor ---- */
@@ -350,6 +350,7 @@ void check_print(FILE *f, const check_report *r, int verbose)
     if (t.grad_cases) print_grad_table(f, r);
     print_notes(f, r, &t, g, ng);
     free(g);
+    check_invariance_print(f, r->inv, r->ninv);
     print_summary(f, r, &t, "");
 }
 
@@ -399,6 +400,7 @@ static void print_line(FILE *f, const check_case *c, const check_report *r)
 void check_print_lines(FILE *f, const check_report *r, int trust_set)
 {
     for (int i = 0; i < r->count; i++) print_line(f, &r->cases[i], r);
+    check_invariance_print(f, r->inv, r->ninv);
     const check_tally t = check_count(r);
     print_summary(f, r, &t, trust_set ? " (set NOT verified: --trust-set)" : "");
 }
@@ -523,7 +525,7 @@ char *check_json_text(const check_report *r)
     json_object_set_new(root, "precision", json_string(r->unit));
     json_object_set_new(root, "u", json_real(r->u));
     json_object_set_new(root, "max_relerr", json_real(CHECK_MAX_RELERR));
-    json_object_set_new(root, "passed", json_boolean(!t.fail && !t.too_many_skips));
+    json_object_set_new(root, "passed", json_boolean(!check_failed(r)));
     json_object_set_new(root, "judged", json_integer(t.judged));
     json_object_set_new(root, "max_skipped", r->max_skipped >= 0 ? json_real(r->max_skipped) : json_null());
     json_object_set_new(root, "too_many_skipped", json_boolean(t.too_many_skips));
@@ -531,6 +533,7 @@ char *check_json_text(const check_report *r)
     json_object_set_new(root, "counts", counts);
     json_object_set_new(root, "cases", cases);
     json_object_set_new(root, "groups", groups);
+    json_object_set_new(root, "batch_invariance", check_invariance_json(r->inv, r->ninv));
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (text) { /* end with a newline */

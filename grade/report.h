@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "where.h"
+#include "invariance.h"
 
 /* The largest normwise relative error a threshold may allow: 2^-4. A case
  * whose threshold in the judged unit (thr_u * u) is larger, for its outputs
@@ -55,6 +56,9 @@ typedef struct check_report {
     const check_case *cases;
     int count;
     double max_skipped; /* --max-skipped: the largest fraction of cases that may be skipped; < 0: any */
+    const check_invariance *inv; /* the batch-invariance groups (invariance.h), ninv of them */
+    int ninv;
+    int require_inv;    /* --require-batch-invariance: a batch-variant group fails the run */
 } check_report;
 
 /* The run's counts. judged: cases with a verdict (pass + fail); no_state:

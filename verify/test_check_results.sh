@@ -24,6 +24,27 @@ expect "the same fail in fp64 units" 1 "FAILED" "$FALCON" check cs --results r32
 "$PY" "$RUN_CLI" "$FALCON" cs64 r64 --precision fp64
 expect "CLI fp64 results pass in fp64 units" 0 "0 failed, 0 skipped: passed" "$FALCON" check cs64 --results r64
 
+# Batch invariance: the CLI gives a sequence the same bits alone, between
+# neighbours and packed; a numpy kernel that sums its reads in another order
+# when the batch holds several sequences passes every threshold but is
+# reported BATCH-VARIANT, and fails with --require-batch-invariance.
+if grep -q "^batch invariance: \([0-9]*\) of \1 groups compared.*every one invariant bit for bit" table32.txt
+then ok "the CLI's results are batch invariant: $(grep '^batch invariance' table32.txt | cut -c1-60)"
+else bad "batch invariance of the CLI's results" "$(grep -i 'batch' table32.txt | head -3)"; fi
+"$PY" "$HERE/../examples/numpy_falcon.py" cs rvar --dtype float32 --bug batch-variant-reads >/dev/null
+expect "a batch-variant kernel within its thresholds passes, reported BATCH-VARIANT" 0 "BATCH-VARIANT" \
+    "$FALCON" check cs --results rvar --json rvar.json
+expect "--require-batch-invariance fails it" 1 "BATCH-VARIANT" "$FALCON" check cs --results rvar \
+    --require-batch-invariance
+if "$PY" - rvar.json <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+inv = j["batch_invariance"]
+assert j["passed"] is True and inv and any(g["batch_variant"] for g in inv), inv
+assert all(g["compared"] == g["members"] for g in inv), inv
+EOF
+then ok "JSON: batch_invariance lists the variant groups, the run passed"; else bad "JSON batch_invariance" "see above"; fi
+
 # JSON and JUnit are well formed and say the same as the table.
 if "$PY" - r32.json "$ncase" <<'EOF'
 import json, sys
