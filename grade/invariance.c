@@ -85,7 +85,7 @@ static int compare_group(json_t *rows, const char *results_dir, check_invariance
     member first = {0}, mb;
     int rc = 0;
     g->members = (int)json_array_size(rows);
-    for (size_t i = 0; i < json_array_size(rows) && !rc && !g->variant; i++) {
+    for (size_t i = 0; i < json_array_size(rows) && !rc; i++) {
         json_t *r = json_array_get(rows, i);
         const char *name = json_string_value(json_object_get(r, "name"));
         char rdir[4400];
@@ -99,7 +99,8 @@ static int compare_group(json_t *rows, const char *results_dir, check_invariance
             check_copy_text(g->first, sizeof g->first, name);
             continue;
         }
-        if (!same(&first, &mb, g->where, sizeof g->where)) g->variant = 1, check_copy_text(g->other, sizeof g->other, name);
+        if (!g->variant && !same(&first, &mb, g->where, sizeof g->where)) /* the first that differs */
+            g->variant = 1, check_copy_text(g->other, sizeof g->other, name);
         member_free(&mb);
     }
     member_free(&first);
@@ -169,11 +170,15 @@ static void tally(const check_invariance *g, int n, int *compared, int *variant)
     for (int i = 0; i < n; i++) *compared += g[i].compared >= 2, *variant += g[i].variant;
 }
 
-void check_invariance_print(FILE *f, const check_invariance *g, int n)
+void check_invariance_print(FILE *f, const check_invariance *g, int n, int lines)
 {
     int compared, variant;
     tally(g, n, &compared, &variant);
     if (!n) return;
+    for (int i = 0; lines && i < n; i++) /* --format lines: the variant groups alone */
+        if (g[i].variant)
+            fprintf(f, "%s: BATCH-VARIANT %s differs from %s at %s\n", g[i].group, g[i].other, g[i].first, g[i].where);
+    if (lines) return;
     if (variant)
         fprintf(f, "batch invariance: %d of %d groups compared (a sequence alone, between neighbours, packed), "
                    "%d BATCH-VARIANT (not the same bits, within the thresholds or not)\n", compared, n, variant);

@@ -30,8 +30,9 @@ int check_invariance_groups(const char *cases_dir, const char *results_dir, json
                             check_invariance **out, int *count);
 
 /* The table's lines ("batch invariance: ...", a BATCH-VARIANT line per
- * group that is), the JSON array, and how many groups are variant. */
-void check_invariance_print(FILE *f, const check_invariance *g, int n);
+ * group that is; with `lines` (--format lines) the BATCH-VARIANT lines
+ * alone), the JSON array, and how many groups are variant. */
+void check_invariance_print(FILE *f, const check_invariance *g, int n, int lines);
 json_t *check_invariance_json(const check_invariance *g, int n);
 int check_invariance_variant(const check_invariance *g, int n);
 

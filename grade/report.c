@@ -350,7 +350,7 @@ void check_print(FILE *f, const check_report *r, int verbose)
     if (t.grad_cases) print_grad_table(f, r);
     print_notes(f, r, &t, g, ng);
     free(g);
-    check_invariance_print(f, r->inv, r->ninv);
+    check_invariance_print(f, r->inv, r->ninv, 0);
     print_summary(f, r, &t, "");
 }
 
@@ -400,7 +400,7 @@ static void print_line(FILE *f, const check_case *c, const check_report *r)
 void check_print_lines(FILE *f, const check_report *r, int trust_set)
 {
     for (int i = 0; i < r->count; i++) print_line(f, &r->cases[i], r);
-    check_invariance_print(f, r->inv, r->ninv);
+    check_invariance_print(f, r->inv, r->ninv, 1);
     const check_tally t = check_count(r);
     print_summary(f, r, &t, trust_set ? " (set NOT verified: --trust-set)" : "");
 }

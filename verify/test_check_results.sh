@@ -41,7 +41,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 inv = j["batch_invariance"]
 assert j["passed"] is True and inv and any(g["batch_variant"] for g in inv), inv
-assert all(g["compared"] == g["members"] for g in inv), inv
+assert all(g["compared"] == g["members"] for g in inv), inv  # every member with results compared
 EOF
 then ok "JSON: batch_invariance lists the variant groups, the run passed"; else bad "JSON batch_invariance" "see above"; fi
 

@@ -55,6 +55,8 @@ def features(d, c):
             f.add("packed sequence of 1 step")
     if c.get("qk_heads", H) < H:
         f.add("grouped heads " + c["head_map"])
+    if c.get("invariance"):
+        f.add("batch invariance group")
     st = os.path.join(d, c["state_in"])
     S0 = _load(st, "S.npy")
     if np.any(S0 != 0):
@@ -113,7 +115,7 @@ def required(layout):
             "T a multiple of C", "B > 1", "H > 1", "carried memory", "carried memory differing per batch row",
             "carried previous key", "carried window history", "prefix first step without an example",
             "large carried memory", "beta = 0", "beta = 2", "exact zeros in keys", "subnormal keys", "small keys (x.x near eps)",
-            "window longer than T"]
+            "window longer than T", "batch invariance group"]
     if layout != "ggml":  # ggml_gated_delta_net has square memories, no cu_seqlens, no head mapping
         req += ["n != m", "packed batch (cu_seqlens)", "packed sequence of 0 steps", "packed sequence of 1 step",
                 "grouped heads interleaved", "grouped heads tiled"]
