@@ -103,8 +103,9 @@ static falcon_inputs sequence(const falcon_inputs *in, int64_t i, int f64)
     return s;
 }
 
-static void packed_case(falcon_backend be, int f64, falcon_form form, falcon_variant v)
+static void packed_case(falcon_backend be, int f64, falcon_form form, int variant)
 {
+    const falcon_variant v = (falcon_variant)variant;
     const falcon_config cfg = config(be, f64, form, v);
     char what[160];
     snprintf(what, sizeof what, "%s %s %s %s", falcon_backend_name(be), f64 ? "fp64" : "fp32",
@@ -147,18 +148,25 @@ static int backends(falcon_backend *be)
     return count;
 }
 
-Test(layouts, packed_equals_sequences_alone)
+/* fn on every backend here (the reference too), precision (fp32, fp64),
+ * form and `arg`: a variant (Falcon-3 and 2A: the window, the gains) or a
+ * head mapping. */
+typedef void (*layout_case_fn)(falcon_backend be, int f64, falcon_form form, int arg);
+static void every_run(layout_case_fn fn, const int *args, int nargs)
 {
     falcon_backend be[FALCON_BACKEND_ROWS + 1];
     const int nb = backends(be);
-    static const falcon_variant vs[] = {FALCON_3, FALCON_2A};
     for (int b = 0; b < nb; b++)
         for (int p = 0; p < 2; p++)
             for (int f = 0; f < 3; f++)
-                for (int v = 0; v < 2; v++)
+                for (int a = 0; a < nargs; a++)
                     if (gate_backend_runs(be[b], (falcon_precision)p) || be[b] == FALCON_BACKEND_MPFR)
-                        packed_case(be[b], p, (falcon_form)f, vs[v]);
+                        fn(be[b], p, (falcon_form)f, args[a]);
 }
+static const int variants[] = {FALCON_3, FALCON_2A};
+static const int mappings[] = {FALCON_HEADS_INTERLEAVED, FALCON_HEADS_TILED};
+
+Test(layouts, packed_equals_sequences_alone) { every_run(packed_case, variants, 2); }
 
 /* q or k of qh heads repeated to H through the map. */
 static void *repeat(const void *x, int64_t rows, int64_t qh, int64_t H, falcon_head_map map, int f64)
@@ -173,8 +181,9 @@ static void *repeat(const void *x, int64_t rows, int64_t qh, int64_t H, falcon_h
     return out;
 }
 
-static void grouped_case(falcon_backend be, int f64, falcon_form form, falcon_head_map map)
+static void grouped_case(falcon_backend be, int f64, falcon_form form, int mapping)
 {
+    const falcon_head_map map = (falcon_head_map)mapping;
     enum { B = 2, T = 9, H = 4, QH = 2 };
     const falcon_config cfg = config(be, f64, form, FALCON_1);
     tensors t = make(B * T, QH, H, f64, 0, 11);
@@ -193,18 +202,7 @@ static void grouped_case(falcon_backend be, int f64, falcon_form form, falcon_he
     drop(&t);
 }
 
-Test(layouts, grouped_equals_repeated)
-{
-    falcon_backend be[FALCON_BACKEND_ROWS + 1];
-    const int nb = backends(be);
-    for (int b = 0; b < nb; b++)
-        for (int p = 0; p < 2; p++)
-            for (int f = 0; f < 3; f++)
-                if (gate_backend_runs(be[b], (falcon_precision)p) || be[b] == FALCON_BACKEND_MPFR) {
-                    grouped_case(be[b], p, (falcon_form)f, FALCON_HEADS_INTERLEAVED);
-                    grouped_case(be[b], p, (falcon_form)f, FALCON_HEADS_TILED);
-                }
-}
+Test(layouts, grouped_equals_repeated) { every_run(grouped_case, mappings, 2); }
 
 /* The two mappings differ: a kernel that reads one as the other is wrong. */
 Test(layouts, mappings_differ)
@@ -248,8 +246,9 @@ static void grads_free(gbufs *b)
     free(b->g.dS0), free(b->g.dprev_key), free(b->g.dhist_k), free(b->g.dhist_v);
 }
 
-static void packed_backward_case(falcon_backend be, int f64, falcon_form form, falcon_variant v)
+static void packed_backward_case(falcon_backend be, int f64, falcon_form form, int variant)
 {
+    const falcon_variant v = (falcon_variant)variant;
     const falcon_config cfg = config(be, f64, form, v);
     const int gains = falcon_variant_has_gain(v);
     const int64_t W = cfg.window;
@@ -300,23 +299,13 @@ static void packed_backward_case(falcon_backend be, int f64, falcon_form form, f
     drop(&warm), drop(&main);
 }
 
-Test(layouts, packed_backward_equals_sequences_alone)
-{
-    falcon_backend be[FALCON_BACKEND_ROWS + 1];
-    const int nb = backends(be);
-    static const falcon_variant vs[] = {FALCON_3, FALCON_2A};
-    for (int b = 0; b < nb; b++)
-        for (int p = 0; p < 2; p++)
-            for (int f = 0; f < 3; f++)
-                for (int v = 0; v < 2; v++)
-                    if (gate_backend_runs(be[b], (falcon_precision)p) || be[b] == FALCON_BACKEND_MPFR)
-                        packed_backward_case(be[b], p, (falcon_form)f, vs[v]);
-}
+Test(layouts, packed_backward_equals_sequences_alone) { every_run(packed_backward_case, variants, 2); }
 
 /* Grouped: every gradient but dq and dk is the repeated call's; dq and dk
  * are its per-value-head gradients summed in double and rounded once. */
-static void grouped_backward_case(falcon_backend be, int f64, falcon_form form, falcon_head_map map)
+static void grouped_backward_case(falcon_backend be, int f64, falcon_form form, int mapping)
 {
+    const falcon_head_map map = (falcon_head_map)mapping;
     enum { B = 2, T = 9, H = 4, QH = 2 };
     const falcon_config cfg = config(be, f64, form, FALCON_1);
     tensors t = make(B * T, QH, H, f64, 0, 21);
@@ -353,18 +342,7 @@ static void grouped_backward_case(falcon_backend be, int f64, falcon_form form, 
     drop(&t);
 }
 
-Test(layouts, grouped_backward_sums_value_heads)
-{
-    falcon_backend be[FALCON_BACKEND_ROWS + 1];
-    const int nb = backends(be);
-    for (int b = 0; b < nb; b++)
-        for (int p = 0; p < 2; p++)
-            for (int f = 0; f < 3; f++)
-                if (gate_backend_runs(be[b], (falcon_precision)p) || be[b] == FALCON_BACKEND_MPFR) {
-                    grouped_backward_case(be[b], p, (falcon_form)f, FALCON_HEADS_INTERLEAVED);
-                    grouped_backward_case(be[b], p, (falcon_form)f, FALCON_HEADS_TILED);
-                }
-}
+Test(layouts, grouped_backward_sums_value_heads) { every_run(grouped_backward_case, mappings, 2); }
 
 /* The rules of the new fields, each by its id, with nothing written. */
 static void expect_rule(const falcon_inputs *in, const falcon_state *st, const char *input, const char *rule,
