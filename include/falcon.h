@@ -241,6 +241,20 @@ falcon_status falcon_run_from(const falcon_config *cfg, const falcon_inputs *in,
                               falcon_state *state, void *out, int64_t t0);
 
 /*
+ * A call on a pool of states, as servers keep them: `pool` holds P slots of
+ * H heads each (P x H heads); sequence i of the call (batch row i, or packed
+ * sequence i) starts from slot slots[i] and its final state is stored back
+ * there, or, for slots[i] = -1, starts from a fresh state that is not kept.
+ * Every other slot stays as it was, bit for bit, and on any error the whole
+ * pool does. The results are those of falcon_run with a state holding the
+ * indexed slots in the call's order. Rules: slot-range (an index outside
+ * [-1, P)), slot-twice (two sequences given one slot), state-shape (a pool
+ * whose heads are not a multiple of H, or other n, m).
+ */
+falcon_status falcon_run_pool(const falcon_config *cfg, const falcon_inputs *in, falcon_state *pool,
+                              const int64_t *slots, void *out);
+
+/*
  * Gradients of one call (docs/math.md section 12). For the call
  * falcon_run(cfg, in, state, out), with cotangents dO of its reads and dS_T
  * of its end memory, the gradients of L = <O, dO> + <S_T, dS_T> with

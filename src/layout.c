@@ -249,3 +249,58 @@ falcon_status falcon_backward_layout(const falcon_plan *plan, const falcon_input
     free(dk);
     return s;
 }
+
+/* ---- state pools (falcon_run_pool) ---- */
+
+/* The pool's slot indices: each in [-1, P), none given twice. */
+static falcon_status check_slots(const falcon_inputs *in, const falcon_state *pool, const int64_t *slots,
+                                 int64_t count)
+{
+    if (!pool || !slots) return falcon_fail_in(!pool ? "state" : "slots", "null", FALCON_E_ARGUMENT,
+                                               "run_pool: %s is NULL", !pool ? "the pool" : "slots");
+    if (pool->heads % in->H || pool->n != in->n || pool->m != in->m)
+        return falcon_fail_in("state", "state-shape", FALCON_E_SHAPE,
+                              "run_pool: the pool has %lld heads of m = %lld, n = %lld: it needs slots of H = %lld "
+                              "heads of m = %lld, n = %lld", (long long)pool->heads, (long long)pool->m,
+                              (long long)pool->n, (long long)in->H, (long long)in->m, (long long)in->n);
+    const int64_t P = pool->heads / in->H;
+    for (int64_t i = 0; i < count; i++) {
+        if (slots[i] < -1 || slots[i] >= P)
+            return falcon_blame_at(falcon_fail(FALCON_E_RANGE, "slots[%lld] = %lld: a slot of the pool's %lld, or "
+                                               "-1 for a fresh state", (long long)i, (long long)slots[i],
+                                               (long long)P), "slots", "slot-range", i, -1, -1);
+        for (int64_t j = 0; j < i && slots[i] >= 0; j++)
+            if (slots[j] == slots[i])
+                return falcon_blame_at(falcon_fail(FALCON_E_RANGE, "slots[%lld] = slots[%lld] = %lld: two "
+                                                   "sequences cannot both write one slot", (long long)j,
+                                                   (long long)i, (long long)slots[i]), "slots", "slot-twice", i,
+                                       -1, -1);
+    }
+    return FALCON_OK;
+}
+
+falcon_status falcon_run_pool(const falcon_config *cfg, const falcon_inputs *in, falcon_state *pool,
+                              const int64_t *slots, void *out)
+{
+    falcon_status s = falcon_validate(cfg, in, NULL); /* the inputs first: then their counts are sane */
+    if (s) return s;
+    const int64_t count = in->cu_seqlens ? in->seqs : in->B, H = in->H;
+    if ((s = check_slots(in, pool, slots, count))) return s;
+    falcon_state *work = NULL, *one = NULL;
+    s = falcon_state_create(count * H, in->n, in->m, pool->window, &work);
+    if (!s) s = falcon_state_create(H, in->n, in->m, pool->window, &one);
+    for (int64_t i = 0; !s && i < count; i++) /* the indexed slots gathered in the call's order */
+        if (slots[i] >= 0) {
+            falcon_state_heads_get(pool, slots[i] * H, one);
+            falcon_state_heads_put(work, i * H, one);
+        }
+    if (!s) s = falcon_run(cfg, in, work, out);
+    for (int64_t i = 0; !s && i < count; i++) /* and scattered back: no other slot is touched */
+        if (slots[i] >= 0) {
+            falcon_state_heads_get(work, i * H, one);
+            falcon_state_heads_put(pool, slots[i] * H, one);
+        }
+    falcon_state_free(one);
+    falcon_state_free(work);
+    return s;
+}

@@ -424,3 +424,52 @@ Test(layouts, state_slice)
     falcon_state_free(st);
     drop(&t);
 }
+
+/* A pool: the indexed slots advance as a state of those slots would, a
+ * sequence of slot -1 starts fresh and is not kept, every other slot keeps
+ * its sentinel bits; bad slots are refused with the pool untouched. */
+Test(layouts, state_pool)
+{
+    enum { P = 5 };
+    const falcon_config cfg = config(FALCON_BACKEND_SCALAR, 0, FALCON_FORM_CHUNK, FALCON_3);
+    tensors t = make(TT, HH, HH, 0, 0, 51);
+    falcon_inputs in = inputs_of(&t, 1, TT, HH);
+    in.cu_seqlens = cu, in.seqs = SEQS;
+    const int64_t slots[SEQS] = {3, -1, 0, 4, -1, 1}; /* slot 2 is nobody's */
+    double *S = malloc(sizeof(double) * P * HH * MM * NN);
+    for (int64_t i = 0; i < P * HH * MM * NN; i++) S[i] = 0.25 + 0x1p-20 * (double)i; /* sentinels */
+    falcon_state *pool, *before, *want, *part;
+    cr_assert(falcon_state_create(P * HH, NN, MM, cfg.window, &pool) == FALCON_OK);
+    cr_assert(falcon_state_set_memory(pool, S) == FALCON_OK);
+    cr_assert(falcon_state_copy(pool, &before) == FALCON_OK);
+    /* what a plain call gives: a state of the indexed slots in the call's order */
+    cr_assert(falcon_state_create(SEQS * HH, NN, MM, cfg.window, &want) == FALCON_OK);
+    double *W = calloc(SEQS * HH * MM * NN, sizeof(double));
+    for (int i = 0; i < SEQS; i++)
+        if (slots[i] >= 0) memcpy(W + i * HH * MM * NN, S + slots[i] * HH * MM * NN, sizeof(double) * HH * MM * NN);
+    cr_assert(falcon_state_set_memory(want, W) == FALCON_OK);
+    float o1[TT * HH * MM], o2[TT * HH * MM];
+    cr_assert(falcon_run(&cfg, &in, want, o1) == FALCON_OK, "%s", falcon_last_error());
+    cr_assert(falcon_run_pool(&cfg, &in, pool, slots, o2) == FALCON_OK, "%s", falcon_last_error());
+    cr_expect(!memcmp(o1, o2, sizeof o1), "pool: outputs differ from the plain call's");
+    for (int64_t i = 0; i < SEQS; i++)
+        if (slots[i] >= 0) {
+            cr_assert(falcon_state_slice(want, i * HH, HH, &part) == FALCON_OK);
+            expect_same_heads(pool, slots[i] * HH, part, "pool slot");
+            falcon_state_free(part);
+        }
+    const falcon_state_view a = falcon_state_get_view(pool), b = falcon_state_get_view(before);
+    cr_expect(!memcmp(a.S + 2 * HH * MM * NN, b.S + 2 * HH * MM * NN, sizeof(double) * HH * MM * NN),
+              "pool: slot 2, given to no sequence, changed");
+    /* refused, the pool as it was */
+    const int64_t twice[SEQS] = {3, -1, 0, 3, -1, 1}, out_of[SEQS] = {3, -1, 0, 5, -1, 1};
+    cr_assert(falcon_state_copy(pool, &part) == FALCON_OK);
+    cr_expect(falcon_run_pool(&cfg, &in, pool, twice, o2) == FALCON_E_RANGE &&
+              !strcmp(falcon_last_error_info()->rule, "slot-twice") && falcon_last_error_info()->index == 3);
+    cr_expect(falcon_run_pool(&cfg, &in, pool, out_of, o2) == FALCON_E_RANGE &&
+              !strcmp(falcon_last_error_info()->rule, "slot-range"));
+    expect_same_heads(pool, 0, part, "a refused pool call");
+    falcon_state_free(part), falcon_state_free(pool), falcon_state_free(before), falcon_state_free(want);
+    free(S), free(W);
+    drop(&t);
+}
