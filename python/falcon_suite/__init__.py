@@ -23,7 +23,7 @@ except ImportError:
     raise ImportError("falcon_suite needs numpy: pip install numpy (for %s)" % sys.executable) from None
 
 from ._lib import FalconError, lib_path, library_paths  # noqa: E402
-from .api import State, reference, run  # noqa: E402
+from .api import State, reference, run, run_pool  # noqa: E402
 from .grad import grad, torch_run  # noqa: E402
 from .cases import (  # noqa: E402
     CheckInputError, CheckResult, check, export_cases, load_case,
@@ -35,6 +35,6 @@ __version__ = "0.1.0"
 UNIT_ROUNDOFF = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -11,
                  "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
 
-__all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "reference", "grad", "torch_run",
+__all__ = ["FalconError", "CheckInputError", "CheckResult", "State", "run", "run_pool", "reference", "grad", "torch_run",
            "export_cases", "check", "load_case", "load_checkpoint", "write_result",
            "write_manifest", "lib_path", "library_paths", "UNIT_ROUNDOFF"]

@@ -191,6 +191,9 @@ def _declare(L):
     L.falcon_config_default.restype = None
     L.falcon_run.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Inputs), c_void_p, c_void_p]
     L.falcon_run.restype = c_int
+    L.falcon_run_pool.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Inputs), c_void_p,
+                                  ctypes.POINTER(c_int64), c_void_p]
+    L.falcon_run_pool.restype = c_int
     L.falcon_validate.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Inputs), c_void_p]
     L.falcon_validate.restype = c_int
     L.falcon_state_create.argtypes = [c_int64, c_int64, c_int64, c_int64, ctypes.POINTER(c_void_p)]

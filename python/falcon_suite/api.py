@@ -246,6 +246,35 @@ def run(q, k, v, beta, alpha=None, gain=None, *, variant="falcon1", form="recurr
     return out, S
 
 
+def run_pool(q, k, v, beta, alpha=None, gain=None, *, pool, slots, variant="falcon1", form="recurrent",
+             backend="auto", precision="fp32", align="prefix", phi="identity", eps=1e-6, window=1,
+             chunk="auto", threads=0, mpfr_bits=256, cu_seqlens=None, qk_heads=None, head_map="interleaved"):
+    """run() on a pool of states, as servers keep them (falcon_run_pool):
+    pool is a State of P slots of H heads (P*H heads); sequence i of the
+    call (batch row i, or packed sequence i) starts from slot slots[i] and
+    is stored back there, or starts fresh and is not kept for slots[i] = -1.
+    Every other slot keeps its bits; on an error (FalconError: slot-range,
+    slot-twice, or run()'s rules) the whole pool does. Returns the reads."""
+    L = _lib.lib()
+    if precision not in _DTYPES:
+        raise ValueError("precision must be 'fp32', 'fp64', 'tf32' or 'bf16', not %r" % (precision,))
+    dt = _DTYPES[precision]
+    sh, arrays = call_arrays(dt, q, k, v, beta, alpha, gain, cu_seqlens=cu_seqlens, qk_heads=qk_heads)
+    cfg = make_config(variant=variant, form=form, backend=backend, precision=precision, align=align,
+                      phi=phi, eps=eps, window=window, chunk=chunk, threads=threads, mpfr_bits=mpfr_bits)
+    inp = make_inputs(sh, arrays, head_map)
+    idx = np.ascontiguousarray(np.asarray(slots, dtype=np.int64).reshape(-1))
+    if idx.size != (sh.seqs if sh.cu is not None else sh.dims[0]):
+        raise ValueError("slots: one per sequence (%d), not %d" % (sh.seqs if sh.cu is not None else sh.dims[0],
+                                                                    idx.size))
+    out = np.empty(sh.lead + (sh.dims[4],), dtype=dt)
+    status = L.falcon_run_pool(ctypes.byref(cfg), ctypes.byref(inp), pool._h,
+                               idx.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+                               out.ctypes.data_as(ctypes.c_void_p))
+    _lib.check_status(status, "falcon_run_pool")
+    return out
+
+
 class Shapes:
     """What q, v and cu_seqlens say of a call's shapes.
 

@@ -242,6 +242,34 @@ def test_bad_layouts_are_refused():
             text="state has shape")
 
 
+def test_state_pool():
+    """run_pool on a pool of 4 slots: a packed call with slots [2, -1, 0]
+    reads as run() from fresh states, stores sequences 0 and 2 into slots 2
+    and 0, keeps slots 1 and 3 (never given) and the fresh sequence nowhere;
+    a slot given twice raises FalconError (slot-twice), the pool kept."""
+    H, n, m, P = 2, 4, 3, 4
+    cu = np.array([0, 5, 5, 12], dtype=np.int64)
+    d = inputs(7, (1, 12, H), (1, 12, H), n, m)
+    cfg = config("falcon3", 3, "chunk", "fp32", 4)
+    pool = falcon_suite.State(P * H, n, m, 3)
+    out = falcon_suite.run_pool(d["q"], d["k"], d["v"], d["beta"], d["alpha"], pool=pool, slots=[2, -1, 0],
+                                cu_seqlens=cu, **cfg)
+    want, S = falcon_suite.run(d["q"], d["k"], d["v"], d["beta"], d["alpha"], cu_seqlens=cu, **cfg)
+    assert np.array_equal(out, want)
+    mem = pool.memory.reshape(P, H, m, n)
+    assert np.array_equal(mem[2], S[0]) and np.array_equal(mem[0], S[2])
+    assert not np.any(mem[1]) and not np.any(mem[3])
+    before = pool.memory.copy()
+    try:
+        falcon_suite.run_pool(d["q"], d["k"], d["v"], d["beta"], d["alpha"], pool=pool, slots=[2, 2, 0],
+                              cu_seqlens=cu, **cfg)
+        raise AssertionError("a slot given twice was accepted")
+    except falcon_suite.FalconError as e:
+        assert e.rule == "slot-twice", e.rule
+    assert np.array_equal(pool.memory, before)
+    pool.close()
+
+
 def test_torch_tensors_and_autograd():
     """Torch tensors (cu_seqlens an int32 tensor, as fla's) give run()'s
     results as tensors, and torch_run's backward fills q.grad with q's
