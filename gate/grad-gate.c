@@ -245,7 +245,7 @@ static falcon_status reference_head(const gate_grad_case *g, const gate_data *d,
 }
 
 /* ||x||_F without overflow or underflow of the squares. */
-static double frobenius(const double *x, int64_t count)
+double gate_frobenius(const double *x, int64_t count)
 {
     double scale = 0, sum = 0;
     for (int64_t i = 0; i < count; i++)
@@ -284,7 +284,7 @@ falcon_status gate_grad_reference_abs(const gate_grad_case *g, const gate_data *
         s = reference_head(g, d, ct, state ? &view : NULL, hh, inbuf, dO, &hg, &ha, r, &r_abs);
     for (int t = 0; t < GG_COUNT && !s; t++) {
         r->cond[t] = falcon_ref_grad_cond(r->x[t], r_abs.x[t], (size_t)r->count[t]);
-        r->abs_norm[t] = frobenius(r_abs.x[t], r->count[t]);
+        r->abs_norm[t] = gate_frobenius(r_abs.x[t], r->count[t]);
     }
     free(inbuf);
     free(dO);
@@ -309,7 +309,7 @@ void gate_grad_compare(const gate_grad_result *r, const gate_grad_result *ref, f
         err_u[t] = 0;
         if (!r->count[t]) continue;
         if (isinf(ref->cond[t])) /* X_ref = 0 exactly, its terms not */
-            err_u[t] = frobenius(r->x[t], r->count[t]) / ref->abs_norm[t] / u;
+            err_u[t] = gate_frobenius(r->x[t], r->count[t]) / ref->abs_norm[t] / u;
         else
             err_u[t] = gate_relerr(r->x[t], ref->x[t], r->count[t]) / u;
     }

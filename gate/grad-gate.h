@@ -53,6 +53,9 @@ typedef struct gate_grad_result {
     double abs_norm[GG_COUNT]; /* reference only: ||X_abs||_F */
 } gate_grad_result;
 void gate_grad_result_free(gate_grad_result *r);
+/* ||x||_F, scaled so that neither tiny nor huge values under- or overflow
+ * (a value that is not finite is returned as it is). */
+double gate_frobenius(const double *x, int64_t count);
 
 /* The carried state of a case (NULL for a fresh one), made the same way for
  * every run of it. */

@@ -243,14 +243,6 @@ static void grad_sum_heads(const export_case *e, const double *wide, double *out
             for (int64_t i = 0; i < n; i++) out[(r * Hq + qk_head_of(e, h)) * n + i] += wide[(r * H + h) * n + i];
 }
 
-static double frobenius(const double *x, int64_t count)
-{
-    double big = 0, s = 0;
-    for (int64_t i = 0; i < count; i++) big = fmax(big, fabs(x[i]));
-    for (int64_t i = 0; big > 0 && i < count; i++) s += (x[i] / big) * (x[i] / big);
-    return big * sqrt(s);
-}
-
 /* The pieces of the call (each packed sequence, or the whole call) through
  * the per-head reference on q and k repeated (plain), into x and a (X_abs). */
 static falcon_status grad_pieces(const export_case *e, const gate_grad_case *gc, const gate_data *plain,
@@ -309,7 +301,7 @@ falcon_status layout_grad_reference(const void *ctx, const gate_grad_case *gc, c
                 memcpy(r->x[t], x.x[t], sizeof(double) * (size_t)want[t]);
             }
             r->cond[t] = falcon_ref_grad_cond(r->x[t], abs_t, (size_t)want[t]);
-            r->abs_norm[t] = frobenius(abs_t, want[t]);
+            r->abs_norm[t] = gate_frobenius(abs_t, want[t]);
         }
     }
     if (s) gate_grad_result_free(r);

@@ -112,6 +112,9 @@ void falcon_state_take(falcon_state *dst, falcon_state *src);
  * it (the same n, m and window). */
 void falcon_state_heads_get(const falcon_state *whole, int64_t h0, falcon_state *part);
 void falcon_state_heads_put(falcon_state *whole, int64_t h0, const falcon_state *part);
+/* count heads of src from head sh into dst from head dh (the same n, m and
+ * window); dst's memory is float32-known only where both were. */
+void falcon_state_heads_copy(falcon_state *dst, int64_t dh, const falcon_state *src, int64_t sh, int64_t count);
 
 /* Packed batches and grouped heads (src/layout.c). plain: neither; the
  * q/k head value head h reads; falcon_run_from's and falcon_backward's

@@ -286,21 +286,13 @@ falcon_status falcon_run_pool(const falcon_config *cfg, const falcon_inputs *in,
     if (s) return s;
     const int64_t count = in->cu_seqlens ? in->seqs : in->B, H = in->H;
     if ((s = check_slots(in, pool, slots, count))) return s;
-    falcon_state *work = NULL, *one = NULL;
+    falcon_state *work = NULL;
     s = falcon_state_create(count * H, in->n, in->m, pool->window, &work);
-    if (!s) s = falcon_state_create(H, in->n, in->m, pool->window, &one);
     for (int64_t i = 0; !s && i < count; i++) /* the indexed slots gathered in the call's order */
-        if (slots[i] >= 0) {
-            falcon_state_heads_get(pool, slots[i] * H, one);
-            falcon_state_heads_put(work, i * H, one);
-        }
+        if (slots[i] >= 0) falcon_state_heads_copy(work, i * H, pool, slots[i] * H, H);
     if (!s) s = falcon_run(cfg, in, work, out);
     for (int64_t i = 0; !s && i < count; i++) /* and scattered back: no other slot is touched */
-        if (slots[i] >= 0) {
-            falcon_state_heads_get(work, i * H, one);
-            falcon_state_heads_put(pool, slots[i] * H, one);
-        }
-    falcon_state_free(one);
+        if (slots[i] >= 0) falcon_state_heads_copy(pool, slots[i] * H, work, i * H, H);
     falcon_state_free(work);
     return s;
 }

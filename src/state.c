@@ -199,10 +199,15 @@ void falcon_state_heads_get(const falcon_state *whole, int64_t h0, falcon_state 
     part->memory_f32 = whole->memory_f32;
 }
 
+void falcon_state_heads_copy(falcon_state *dst, int64_t dh, const falcon_state *src, int64_t sh, int64_t count)
+{
+    copy_heads(dst, dh, src, sh, count);
+    dst->memory_f32 = dst->memory_f32 && src->memory_f32;
+}
+
 void falcon_state_heads_put(falcon_state *whole, int64_t h0, const falcon_state *part)
 {
-    copy_heads(whole, h0, part, 0, part->heads);
-    whole->memory_f32 = whole->memory_f32 && part->memory_f32;
+    falcon_state_heads_copy(whole, h0, part, 0, part->heads);
 }
 
 falcon_status falcon_state_slice(const falcon_state *src, int64_t first, int64_t count, falcon_state **out)

@@ -181,25 +181,46 @@ static void *repeat(const void *x, int64_t rows, int64_t qh, int64_t H, falcon_h
     return out;
 }
 
+/* A grouped call (2 q/k heads for 4 value heads under map) and the plain
+ * call of the same inputs with q and k repeated to the value heads. */
+enum { GB = 2, GT = 9, GH = 4, GQH = 2 };
+typedef struct grouped {
+    tensors t, wide;
+    falcon_inputs in, plain;
+} grouped;
+
+static grouped grouped_make(falcon_head_map map, int f64, uint64_t seed)
+{
+    grouped g = {.t = make(GB * GT, GQH, GH, f64, 0, seed)};
+    g.in = inputs_of(&g.t, GB, GT, GH);
+    g.in.qk_heads = GQH, g.in.head_map = map;
+    g.wide = g.t;
+    g.wide.q = repeat(g.t.q, GB * GT, GQH, GH, map, f64), g.wide.k = repeat(g.t.k, GB * GT, GQH, GH, map, f64);
+    g.plain = inputs_of(&g.wide, GB, GT, GH);
+    return g;
+}
+
+static void grouped_free(grouped *g)
+{
+    free(g->wide.q), free(g->wide.k);
+    drop(&g->t);
+}
+
 static void grouped_case(falcon_backend be, int f64, falcon_form form, int mapping)
 {
+    enum { B = GB, T = GT, H = GH, QH = GQH };
     const falcon_head_map map = (falcon_head_map)mapping;
-    enum { B = 2, T = 9, H = 4, QH = 2 };
     const falcon_config cfg = config(be, f64, form, FALCON_1);
-    tensors t = make(B * T, QH, H, f64, 0, 11);
-    falcon_inputs in = inputs_of(&t, B, T, H);
-    in.qk_heads = QH, in.head_map = map;
-    tensors wide = t;
-    wide.q = repeat(t.q, B * T, QH, H, map, f64), wide.k = repeat(t.k, B * T, QH, H, map, f64);
-    const falcon_inputs plain = inputs_of(&wide, B, T, H);
+    grouped g0 = grouped_make(map, f64, 11);
+    const falcon_inputs in = g0.in, plain = g0.plain;
     const size_t es = f64 ? 8 : 4, bytes = (size_t)(B * T * H * MM) * es;
     void *o1 = malloc(bytes), *o2 = malloc(bytes);
     cr_assert(falcon_run(&cfg, &in, NULL, o1) == FALCON_OK, "%s", falcon_last_error());
     cr_assert(falcon_run(&cfg, &plain, NULL, o2) == FALCON_OK, "%s", falcon_last_error());
     cr_expect(!memcmp(o1, o2, bytes), "%s %s %s map %d: grouped differs from repeated", falcon_backend_name(be),
               f64 ? "fp64" : "fp32", falcon_form_name(form), (int)map);
-    free(o1), free(o2), free(wide.q), free(wide.k);
-    drop(&t);
+    free(o1), free(o2);
+    grouped_free(&g0);
 }
 
 Test(layouts, grouped_equals_repeated) { every_run(grouped_case, mappings, 2); }
@@ -305,15 +326,11 @@ Test(layouts, packed_backward_equals_sequences_alone) { every_run(packed_backwar
  * are its per-value-head gradients summed in double and rounded once. */
 static void grouped_backward_case(falcon_backend be, int f64, falcon_form form, int mapping)
 {
+    enum { B = GB, T = GT, H = GH, QH = GQH };
     const falcon_head_map map = (falcon_head_map)mapping;
-    enum { B = 2, T = 9, H = 4, QH = 2 };
     const falcon_config cfg = config(be, f64, form, FALCON_1);
-    tensors t = make(B * T, QH, H, f64, 0, 21);
-    falcon_inputs in = inputs_of(&t, B, T, H);
-    in.qk_heads = QH, in.head_map = map;
-    tensors wide = t;
-    wide.q = repeat(t.q, B * T, QH, H, map, f64), wide.k = repeat(t.k, B * T, QH, H, map, f64);
-    const falcon_inputs plain = inputs_of(&wide, B, T, H);
+    grouped g0 = grouped_make(map, f64, 21);
+    const falcon_inputs in = g0.in, plain = g0.plain;
     rng = 22;
     void *dO = fill(B * T * H * MM, -1, 1, f64);
     gbufs g = grads_make(B * T, QH, H, B * H, 1, f64, 0), r = grads_make(B * T, H, H, B * H, 1, f64, 0);
@@ -338,8 +355,8 @@ static void grouped_backward_case(falcon_backend be, int f64, falcon_form form, 
             }
     }
     grads_free(&g), grads_free(&r);
-    free(dO), free(wide.q), free(wide.k);
-    drop(&t);
+    free(dO);
+    grouped_free(&g0);
 }
 
 Test(layouts, grouped_backward_sums_value_heads) { every_run(grouped_backward_case, mappings, 2); }
